@@ -1,0 +1,140 @@
+// Calibration: run the microkernels over a sweep of shapes on one device, time them, fit the speed model and write
+// calibration.yaml (docs/calibration-format.md). Standard library only in this header, so any C++ caller can use it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace kvcap::kernels {
+
+enum class CalibrationMode { quick, full };
+
+struct CalibrationOptions {
+  std::string device = "cpu";  // "cpu" or "cuda:N"
+  CalibrationMode mode = CalibrationMode::quick;
+  int cpu_threads = 0;  // cpu only; <= 0: std::thread::hardware_concurrency()
+  int repetitions = 0;  // timed repetitions per point (median taken); <= 0: 5 on cuda, 3 on cpu
+  std::uint64_t seed = 0x6b7663617021ull;
+};
+
+// Reported before each measured point and once at the end (done == total).
+struct CalibrationProgress {
+  int done = 0;        // points finished
+  int total = 0;       // points planned
+  std::string stage;   // "stream" | "decode" | "gemm" | "prefill" | "fit" | "done"
+  std::string label;   // the point being measured, for humans
+};
+using ProgressCallback = std::function<void(const CalibrationProgress&)>;
+
+// Identity of the measured device. Fields that do not apply are 0 / empty and are not written.
+struct DeviceInfo {
+  std::string kind;  // "cuda" | "cpu"
+  int ordinal = 0;
+  std::string name;
+  std::string compute_capability;  // "9.0" (cuda)
+  std::uint64_t memory_bytes = 0;
+  int multiprocessors = 0;  // cuda: SMs; cpu: hardware threads used
+  int sm_clock_mhz = 0;
+  int memory_clock_mhz = 0;
+  int memory_bus_width_bits = 0;
+  std::uint64_t l2_bytes = 0;  // cpu: last-level cache as sysconf reports it
+  std::string driver_version;
+  std::string runtime_version;
+};
+
+// One raw measurement. Shape fields that do not apply to the kernel are 0 / empty and are not written.
+struct CalibrationPoint {
+  std::string kernel;  // stream_read | stream_copy | decode_attention | gemm | prefill_attention
+  std::string impl;    // gemm: cublas | mma | cpu
+  std::string layout;  // decode: contiguous | paged
+  std::string kv_dtype;  // decode: bf16 | fp16 | fp8
+  int batch = 0, kv_len = 0, kv_heads = 0, q_heads = 0, head_dim = 0, head_dim_v = 0, block_size = 0;
+  bool mla = false;
+  std::int64_t m = 0, n = 0, k = 0;  // gemm
+  int seq_len = 0;                   // prefill
+  double bytes = 0;
+  double flops = 0;
+  double time_s = 0;  // median over repetitions
+  bool holdout = false;  // decode: excluded from the fit, used to test it
+};
+
+struct GemmClass {
+  std::int64_t m_min = 0, m_max = 0;
+  double flops_per_s = 0;
+  std::string impl;
+};
+
+struct DecodeVariantBandwidth {
+  std::string layout, kv_dtype;
+  int head_dim = 0;
+  bool mla = false;
+  double bandwidth_bytes_per_s = 0;
+};
+
+// Fit of t = t0 + bytes / bandwidth by weighted least squares (minimising relative residuals).
+struct DecodeFit {
+  double t0_s = 0;
+  double bandwidth_bytes_per_s = 0;
+  double fit_rms_relative_error = 0;
+  double holdout_max_relative_error = 0;
+  int fit_points = 0;
+  int holdout_points = 0;
+};
+
+struct CalibrationResult {
+  DeviceInfo device;
+  std::string mode;  // quick | full
+  std::string date_utc;  // ISO-8601, e.g. 2026-11-21T06:30:00Z
+  std::string host;
+  double stream_read_bytes_per_s = 0;
+  double stream_copy_bytes_per_s = 0;  // counts read + write bytes
+  std::uint64_t stream_buffer_bytes = 0;
+  DecodeFit decode;
+  std::vector<DecodeVariantBandwidth> decode_by_variant;
+  std::vector<GemmClass> gemm_classes;
+  double prefill_flops_per_s = 0;
+  std::vector<CalibrationPoint> points;
+  std::vector<std::pair<std::string, double>> ratios;  // decode_vs_stream, mma_gemm_vs_cublas, ...
+  double wall_s = 0;  // how long the calibration took
+};
+
+// Runs the sweep and the fits. Throws std::runtime_error with a message on failure, e.g. "cuda:0: kvcap-kernels was
+// built without CUDA", an unknown device string, or a CUDA error (with the call that failed).
+CalibrationResult run_calibration(const CalibrationOptions& options, const ProgressCallback& progress = {});
+
+// Extra content for the YAML writer (the CLI adds the GPU profile's datasheet figures and *_vs_datasheet ratios).
+using YamlScalar = std::variant<std::int64_t, double, std::string, bool>;
+struct YamlBlock {
+  std::string key;  // top-level key, e.g. "datasheet"
+  std::vector<std::pair<std::string, YamlScalar>> values;
+};
+struct YamlExtras {
+  std::vector<YamlBlock> blocks;                        // written after `ratios`
+  std::vector<std::pair<std::string, double>> ratios;  // appended to the `ratios` mapping
+};
+
+// Writes calibration.yaml (format version 1). Numbers use %.9g; integers are exact.
+void write_calibration_yaml(std::ostream& out, const CalibrationResult& result, const YamlExtras& extras = {});
+// Same, to a file; throws std::runtime_error if the file cannot be written.
+void write_calibration_yaml_file(const std::string& path, const CalibrationResult& result,
+                                 const YamlExtras& extras = {});
+
+// Fits t = t0 + bytes / bandwidth over the decode points with holdout == false and scores the holdout ones.
+// Exposed for tests. Needs at least two fit points with distinct byte counts.
+DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points);
+
+// True when this build contains the CUDA kernels.
+bool built_with_cuda();
+
+// Self-tests: CPU twins vs naive references (run_cpu_selftests) and CUDA kernels vs CPU twins (run_gpu_selftests),
+// over randomised shapes. They print one line per check and "N passed, N failed". Return 0 on success, 1 on failure;
+// run_gpu_selftests returns 77 when no CUDA device (or no CUDA build) is available.
+int run_cpu_selftests(std::ostream& log, std::uint64_t seed = 1);
+int run_gpu_selftests(std::ostream& log, int device_ordinal = 0, std::uint64_t seed = 1);
+
+}  // namespace kvcap::kernels
