@@ -1,0 +1,48 @@
+#pragma once
+// Deployment: how a model is served, in vLLM's vocabulary (vllm/engine/arg_utils.py). Optional
+// fields left empty take vLLM's defaults, resolved by resolve() against the model and GPU.
+#include <optional>
+#include <vector>
+
+#include "kvcap/planner/dtype.hpp"
+#include "kvcap/planner/gpu.hpp"
+#include "kvcap/planner/model.hpp"
+
+namespace kvcap {
+
+struct Deployment {
+  i64 num_gpus = 0;                       ///< total GPUs; 0: one replica (TP x PP); extra GPUs are data-parallel replicas
+  i64 tensor_parallel_size = 1;           ///< --tensor-parallel-size
+  i64 pipeline_parallel_size = 1;         ///< --pipeline-parallel-size
+  double gpu_memory_utilization = 0.9;    ///< --gpu-memory-utilization
+  DType dtype = DType::auto_;             ///< --dtype: activation / unquantised weights (auto: model's)
+  DType quantization = DType::auto_;      ///< --quantization: linear-layer weight format (auto: checkpoint's)
+  DType kv_cache_dtype = DType::auto_;    ///< --kv-cache-dtype (auto: the model dtype, even for quantised weights)
+  i64 block_size = 16;                    ///< --block-size, tokens per KV block
+  std::optional<i64> max_model_len;       ///< --max-model-len (default: max_position_embeddings)
+  std::optional<i64> max_num_batched_tokens;  ///< --max-num-batched-tokens (default: vLLM V1 rule)
+  std::optional<i64> max_num_seqs;        ///< --max-num-seqs (default: vLLM V1 rule)
+  /// --kv-cache-memory: KV bytes per rank, skipping the estimate. One value for every rank, or one per
+  /// pipeline stage (as the workers of case C in shared/fixtures/vllm_startup_logs.md logged).
+  std::vector<u64> kv_cache_memory_bytes;
+  std::optional<u64> activation_peak_bytes;  ///< override of the activation-peak estimate (per rank)
+  std::optional<u64> non_torch_bytes;        ///< override of the non-torch default (per rank)
+  i64 shared_prefix_tokens = 0;              ///< a common prefix (system prompt) held once, as with prefix caching
+};
+
+/// A deployment with every default filled in and checked against the model and GPU.
+struct ResolvedDeployment {
+  Deployment d;      ///< all optionals set
+  DType dtype;       ///< resolved activation dtype
+  DType weight_dtype;  ///< resolved linear-layer weight format
+  DType kv_dtype;    ///< resolved KV format
+  i64 replicas;      ///< num_gpus / (TP x PP)
+  i64 max_model_len;
+  i64 max_num_batched_tokens;
+  i64 max_num_seqs;
+};
+
+/// Fills vLLM's defaults and validates (throws SpecError naming the flag-like field).
+ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& d);
+
+}  // namespace kvcap

@@ -1,0 +1,36 @@
+#pragma once
+// GpuSpec: one accelerator's datasheet. Decimal units throughout (1 TB/s = 10^12 B/s); memory
+// capacity is kept twice: as CUDA reports it (what vLLM multiplies by gpu_memory_utilization) and
+// as marketed.
+#include <string>
+#include <vector>
+
+#include "kvcap/planner/dtype.hpp"
+
+namespace kvcap {
+
+struct GpuSpec {
+  std::string name;          ///< built-in name, e.g. "h100-sxm"
+  std::string display_name;  ///< e.g. "NVIDIA H100 SXM5 80GB"
+  std::string vendor;
+  std::string architecture;
+  u64 memory_bytes = 0;            ///< total device memory as CUDA reports it (torch total_memory)
+  std::string memory_marketed;     ///< e.g. "80 GB HBM3"
+  u64 memory_marketed_bytes = 0;
+  double memory_bandwidth_bytes_per_s = 0;  ///< datasheet peak
+  double bf16_dense_flops = 0;     ///< dense tensor-core FLOP/s (no sparsity)
+  double fp16_dense_flops = 0;
+  double fp8_dense_flops = 0;      ///< 0: no fp8 tensor cores
+  double int8_dense_ops = 0;
+  double fp32_flops = 0;
+  std::string interconnect_name;
+  double interconnect_bandwidth_bytes_per_s = 0;  ///< per direction
+  double interconnect_latency_s = 0;
+  double tdp_watts = 0;
+  double price_per_gpu_hour_usd = 0;
+  std::vector<std::string> sources;
+};
+
+void validate(const GpuSpec& g);
+
+}  // namespace kvcap

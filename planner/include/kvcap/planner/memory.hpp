@@ -1,0 +1,82 @@
+#pragma once
+// The memory model: where every byte of a rank goes, how many KV blocks remain, and how many
+// concurrent requests they hold at each context length. vLLM V1 semantics:
+//   vllm/v1/worker/gpu_worker.py       determine_available_memory (budget)
+//   vllm/v1/core/kv_cache_utils.py     get_kv_cache_config (num_blocks), get_max_concurrency_for_kv_cache_config
+//   vllm/v1/kv_cache_interface.py      page sizes and max_memory_usage_bytes per attention spec
+#include <string>
+#include <vector>
+
+#include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/params.hpp"
+
+namespace kvcap {
+
+/// Layers of one attention kind on one pipeline stage.
+struct KvLayerGroup {
+  LayerAttention attention = LayerAttention::full;
+  i64 num_layers = 0;
+  u64 bytes_per_token_per_layer = 0;  ///< on one rank, in the resolved KV dtype
+  i64 window_tokens = 0;              ///< sliding window (0: full)
+};
+
+/// One pipeline stage; its TP ranks are identical, so a stage stands for each of its ranks.
+struct StagePlan {
+  i64 stage = 0;
+  i64 first_layer = 0;
+  i64 num_layers = 0;
+  u64 requested_bytes = 0;        ///< total_device_memory x gpu_memory_utilization
+  u64 weights_bytes = 0;          ///< weights held by one rank of this stage
+  u64 activation_peak_bytes = 0;  ///< peak of a forward pass over max_num_batched_tokens
+  u64 non_torch_bytes = 0;        ///< CUDA context, NCCL and allocator memory outside PyTorch
+  i64 available_kv_bytes = 0;     ///< requested - weights - activation peak - non-torch (negative: does not fit)
+  bool kv_memory_given = false;   ///< available_kv_bytes came from --kv-cache-memory
+  u64 kv_bytes_per_token = 0;     ///< one token in every layer of the stage
+  std::vector<KvLayerGroup> groups;
+  u64 num_blocks = 0;             ///< floor(available / (block_size x kv_bytes_per_token))
+};
+
+struct CurvePoint {
+  i64 context_tokens = 0;
+  double max_concurrency = 0;     ///< per replica; fractional as vLLM prints it
+  u64 kv_bytes_per_request = 0;   ///< per rank of the binding stage, whole blocks
+};
+
+struct MemoryPlan {
+  ResolvedDeployment dep;
+  ParamCounts params;
+  std::vector<StagePlan> stages;
+  std::size_t binding_stage = 0;   ///< the stage with the fewest blocks
+  u64 kv_bytes_per_token_per_rank = 0;  ///< of the binding stage
+  u64 num_blocks = 0;              ///< minimum over stages (vLLM takes the minimum over workers)
+  u64 kv_capacity_tokens = 0;      ///< num_blocks x block_size, per replica
+  double max_concurrency = 0;      ///< at max_model_len, per replica
+  i64 max_model_len_that_fits = 0; ///< longest context one request can hold (vLLM estimate_max_model_len)
+  std::vector<CurvePoint> curve;
+  u64 cluster_kv_capacity_tokens = 0;  ///< x replicas
+  double cluster_max_concurrency = 0;  ///< x replicas, at max_model_len
+  std::vector<std::string> warnings;   ///< e.g. "one request of max_model_len does not fit"
+  bool fits() const { return max_concurrency >= 1.0; }
+};
+
+/// Contexts 1K, 2K, ... 1M (doubling), the default curve.
+std::vector<i64> default_contexts();
+
+/// KV blocks one request holds in one layer group at context S (vLLM max_memory_usage_bytes / page).
+u64 blocks_per_request(const KvLayerGroup& g, i64 context_tokens, i64 block_size, i64 max_num_batched_tokens);
+
+/// Activation peak estimate per rank (documented in docs/memory-model.md).
+u64 estimate_activation_peak_bytes(const ModelSpec& m, const ResolvedDeployment& d);
+/// Non-torch memory default per rank (documented in docs/memory-model.md).
+u64 default_non_torch_bytes(const ModelSpec& m, const ResolvedDeployment& d);
+/// Weight bytes held by one rank of pipeline stage `stage`.
+u64 weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 stage);
+
+/// The whole memory plan. Throws SpecError for impossible deployments.
+MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d,
+                       const std::vector<i64>& contexts = default_contexts());
+
+/// Concurrency per replica at context S (the curve's formula, for any S).
+double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 context_tokens);
+
+}  // namespace kvcap

@@ -1,0 +1,98 @@
+#pragma once
+// ModelSpec: the architecture of a decoder-only transformer, as far as memory and speed depend on it.
+// Field names follow Hugging Face config.json keys where one exists (noted per field).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvcap/planner/dtype.hpp"
+
+namespace kvcap {
+
+enum class AttentionType : std::uint8_t {
+  gqa,  ///< multi-head / grouped-query / multi-query attention: K and V per KV head
+  mla,  ///< DeepSeek multi-head latent attention: one compressed latent + rope key per token
+};
+
+/// What one layer's attention keeps for a request.
+enum class LayerAttention : std::uint8_t {
+  full,     ///< every token of the context
+  sliding,  ///< the last `sliding_window` tokens (Mistral v0.1, Gemma 2/3 local layers, gpt-oss)
+};
+
+struct MlaSpec {
+  i64 kv_lora_rank = 0;      ///< kv_lora_rank: width of the compressed KV latent (512 for V2/V3)
+  i64 q_lora_rank = 0;       ///< q_lora_rank: 0 (null) means a full-rank q_proj (V2-Lite)
+  i64 qk_rope_head_dim = 0;  ///< qk_rope_head_dim: decoupled rope key, cached beside the latent (64)
+  i64 qk_nope_head_dim = 0;  ///< qk_nope_head_dim
+  i64 v_head_dim = 0;        ///< v_head_dim
+};
+
+struct MoeSpec {
+  i64 num_experts = 0;                 ///< routed experts (n_routed_experts / num_local_experts / num_experts)
+  i64 experts_per_token = 0;           ///< num_experts_per_tok (top-k)
+  i64 expert_intermediate_size = 0;    ///< moe_intermediate_size (Mixtral: intermediate_size)
+  i64 shared_intermediate_size = 0;    ///< total width of always-on shared experts (n_shared_experts x moe_intermediate_size)
+  i64 first_dense_layers = 0;          ///< first_k_dense_replace: leading layers with a dense MLP
+  i64 layer_frequency = 1;             ///< moe_layer_freq / decoder_sparse_step: every n-th layer is MoE
+  bool router_bias = false;            ///< gpt-oss router has a bias
+  bool expert_bias = false;            ///< gpt-oss experts have biases
+  bool score_correction_bias = false;  ///< DeepSeek-V3 e_score_correction_bias (noaux_tc routing)
+  bool shared_expert_gate = false;     ///< Qwen2-MoE sigmoid gate on the shared expert
+  bool enabled() const { return num_experts > 0; }
+};
+
+struct ModelSpec {
+  std::string name;          ///< built-in name, e.g. "llama-3.1-8b"
+  std::string display_name;  ///< e.g. "Meta Llama 3.1 8B"
+  std::string family;        ///< config.json model_type: llama, mistral, mixtral, qwen2, deepseek_v3, ...
+  std::string source;        ///< where the numbers come from (config.json citation)
+  DType dtype = DType::bf16;           ///< torch_dtype: the activation / unquantised weight dtype
+  DType quantization = DType::auto_;   ///< linear-layer weight format of the checkpoint (auto: = dtype)
+
+  i64 hidden_size = 0;              ///< hidden_size
+  i64 intermediate_size = 0;        ///< intermediate_size (dense MLP width)
+  i64 num_layers = 0;               ///< num_hidden_layers
+  i64 vocab_size = 0;               ///< vocab_size
+  i64 max_position_embeddings = 0;  ///< max_position_embeddings: vLLM's default max_model_len
+  bool tie_word_embeddings = false; ///< tie_word_embeddings
+
+  AttentionType attention = AttentionType::gqa;
+  i64 num_heads = 0;     ///< num_attention_heads (query heads)
+  i64 num_kv_heads = 0;  ///< num_key_value_heads (= num_heads for MHA, 1 for MQA)
+  i64 head_dim = 0;      ///< explicit head_dim, else hidden_size / num_attention_heads
+  bool qkv_bias = false; ///< attention_bias / Qwen2 q,k,v bias
+  bool o_bias = false;   ///< bias on o_proj (gpt-oss)
+  bool qk_norm = false;  ///< per-head RMSNorm on q and k (Qwen3, Gemma 3)
+  bool attention_sinks = false;  ///< learned per-head sinks (gpt-oss)
+  i64 sliding_window = 0;        ///< sliding_window in tokens (0: none)
+  /// Attention kind per layer, repeated cyclically over the layers (config layer_types, or the
+  /// Gemma pattern). Empty: every layer full, or every layer sliding when sliding_window > 0.
+  std::vector<LayerAttention> layer_pattern;
+
+  MlaSpec mla;
+  MoeSpec moe;
+  bool mlp_gated = true;      ///< SwiGLU/GeGLU: gate, up, down (3 matrices)
+  bool mlp_bias = false;
+  i64 norms_per_layer = 2;    ///< RMSNorm weight vectors per layer (Gemma 2/3: 4)
+
+  double published_params_total = 0;   ///< published parameter count, for cross-checks (0: unknown)
+  double published_params_active = 0;
+};
+
+/// Attention kind of layer `layer` (0-based).
+LayerAttention layer_attention(const ModelSpec& m, i64 layer);
+/// Whether layer `layer` has a mixture-of-experts MLP.
+bool layer_is_moe(const ModelSpec& m, i64 layer);
+/// KV elements per token per layer on one rank, before dtype: 2 x max(1, H_kv/TP) x head_dim (GQA),
+/// kv_lora_rank + qk_rope_head_dim (MLA, replicated on every TP rank).
+/// Source: vllm/v1/kv_cache_interface.py (AttentionSpec.page_size_bytes, MLAAttentionSpec) and
+/// vllm/config get_num_kv_heads (max(1, total_kv_heads // tp)).
+i64 kv_elements_per_token_per_layer(const ModelSpec& m, i64 tensor_parallel_size);
+/// KV heads held by one rank: max(1, H_kv / TP) (replicated when TP > H_kv); 1 for MLA.
+i64 kv_heads_per_rank(const ModelSpec& m, i64 tensor_parallel_size);
+
+/// Throws SpecError naming the field when the architecture is impossible.
+void validate(const ModelSpec& m);
+
+}  // namespace kvcap

@@ -1,0 +1,102 @@
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kvcap/planner/deployment.hpp"
+
+namespace kvcap {
+
+void validate(const GpuSpec& g) {
+  if (g.memory_bytes == 0) throw SpecError("memory.cuda_total_bytes", "must be a positive number of bytes");
+  if (!(g.memory_bandwidth_bytes_per_s > 0) || !std::isfinite(g.memory_bandwidth_bytes_per_s))
+    throw SpecError("memory.bandwidth_bytes_per_s", "must be a positive, finite number of bytes per second");
+  if (!(g.bf16_dense_flops > 0) || !std::isfinite(g.bf16_dense_flops))
+    throw SpecError("compute.bf16_dense_flops", "must be a positive, finite FLOP/s figure");
+  if (g.fp8_dense_flops < 0 || g.int8_dense_ops < 0 || g.fp16_dense_flops < 0 || g.fp32_flops < 0)
+    throw SpecError("compute", "FLOP/s figures must not be negative");
+  if (g.interconnect_bandwidth_bytes_per_s < 0 || g.interconnect_latency_s < 0)
+    throw SpecError("interconnect", "bandwidth and latency must not be negative");
+  if (g.price_per_gpu_hour_usd < 0) throw SpecError("price_per_gpu_hour_usd", "must not be negative");
+}
+
+namespace {
+std::string str(i64 v) { return std::to_string(v); }
+
+// vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, OpenAI API server column (`vllm serve`):
+// GPUs with >= 70 GiB that are not A100s default to 8192 batched tokens and 1024 sequences,
+// others to 2048 and 256.
+bool large_gpu(const GpuSpec& g) {
+  std::string n = g.name + " " + g.display_name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  return g.memory_bytes >= 70ull * (1ull << 30) && n.find("a100") == std::string::npos;
+}
+}  // namespace
+
+ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
+  ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
+  Deployment& d = r.d;
+  const i64 tp = d.tensor_parallel_size, pp = d.pipeline_parallel_size;
+  if (tp < 1) throw SpecError("tensor_parallel_size", "must be >= 1 (got " + str(tp) + ")");
+  if (pp < 1) throw SpecError("pipeline_parallel_size", "must be >= 1 (got " + str(pp) + ")");
+  if (m.num_heads % tp != 0)
+    throw SpecError("tensor_parallel_size", "num_attention_heads (" + str(m.num_heads) +
+                                                ") must be divisible by tensor_parallel_size (" + str(tp) + ")");
+  if (m.attention == AttentionType::gqa) {
+    const i64 kv = m.num_kv_heads;
+    if (tp <= kv ? kv % tp != 0 : tp % kv != 0)
+      throw SpecError("tensor_parallel_size",
+                      "must divide num_key_value_heads (" + str(kv) + ") or be a multiple of it (got " + str(tp) + ")");
+  }
+  if (pp > m.num_layers)
+    throw SpecError("pipeline_parallel_size",
+                    "cannot exceed num_layers (" + str(m.num_layers) + "; got " + str(pp) + ")");
+  const i64 per_replica = mul(tp, pp, "GPUs per replica");
+  if (d.num_gpus == 0) d.num_gpus = per_replica;
+  if (d.num_gpus < 0) throw SpecError("num_gpus", "must be >= 1 (got " + str(d.num_gpus) + ")");
+  if (d.num_gpus % per_replica != 0)
+    throw SpecError("num_gpus", "must be a multiple of tensor_parallel_size x pipeline_parallel_size = " +
+                                    str(per_replica) + " (got " + str(d.num_gpus) + ")");
+  r.replicas = d.num_gpus / per_replica;
+  if (!(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
+    throw SpecError("gpu_memory_utilization",
+                    "must be in (0, 1] (got " + std::to_string(d.gpu_memory_utilization) + ")");
+  if (d.block_size < 1 || d.block_size > 1024)
+    throw SpecError("block_size", "must be between 1 and 1024 tokens (got " + str(d.block_size) + ")");
+
+  r.dtype = d.dtype == DType::auto_ ? m.dtype : d.dtype;
+  if (!info(r.dtype).activation_ok)
+    throw SpecError("dtype", "must be auto, bf16, fp16 or fp32 (got " + std::string(name(r.dtype)) +
+                                 "); weight formats go in quantization");
+  const DType q = d.quantization == DType::auto_ ? m.quantization : d.quantization;
+  r.weight_dtype = q == DType::auto_ ? r.dtype : q;
+  if (!info(r.weight_dtype).weights_ok)
+    throw SpecError("quantization", std::string(name(r.weight_dtype)) + " is not a weight format; expected one of " +
+                                        dtype_names([](const DTypeInfo& i) { return i.weights_ok; }));
+  // --kv-cache-dtype auto is the model dtype, even when the weights are quantised (vllm/config/cache.py).
+  r.kv_dtype = d.kv_cache_dtype == DType::auto_ ? r.dtype : d.kv_cache_dtype;
+  if (!info(r.kv_dtype).kv_ok)
+    throw SpecError("kv_cache_dtype", std::string(name(r.kv_dtype)) + " is not a KV-cache format; expected one of " +
+                                          dtype_names([](const DTypeInfo& i) { return i.kv_ok; }));
+
+  r.max_model_len = d.max_model_len.value_or(m.max_position_embeddings);
+  if (r.max_model_len < 1) throw SpecError("max_model_len", "must be >= 1 (got " + str(r.max_model_len) + ")");
+  const bool large = large_gpu(g);
+  r.max_num_batched_tokens = d.max_num_batched_tokens.value_or(large ? 8192 : 2048);
+  if (r.max_num_batched_tokens < 1)
+    throw SpecError("max_num_batched_tokens", "must be >= 1 (got " + str(r.max_num_batched_tokens) + ")");
+  r.max_num_seqs = d.max_num_seqs.value_or(large ? 1024 : 256);
+  if (r.max_num_seqs < 1) throw SpecError("max_num_seqs", "must be >= 1 (got " + str(r.max_num_seqs) + ")");
+  // vLLM: max_num_seqs = min(max_num_seqs, max_num_batched_tokens).
+  r.max_num_seqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
+  if (d.shared_prefix_tokens < 0)
+    throw SpecError("shared_prefix_tokens", "must be >= 0 (got " + str(d.shared_prefix_tokens) + ")");
+  if (!d.kv_cache_memory_bytes.empty() && d.kv_cache_memory_bytes.size() != 1 &&
+      static_cast<i64>(d.kv_cache_memory_bytes.size()) != pp)
+    throw SpecError("kv_cache_memory", "give one value, or one per pipeline stage (" + str(pp) + ")");
+  d.max_model_len = r.max_model_len;
+  d.max_num_batched_tokens = r.max_num_batched_tokens;
+  d.max_num_seqs = r.max_num_seqs;
+  return r;
+}
+
+}  // namespace kvcap

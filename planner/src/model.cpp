@@ -1,0 +1,91 @@
+#include "kvcap/planner/model.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace kvcap {
+
+LayerAttention layer_attention(const ModelSpec& m, i64 layer) {
+  if (!m.layer_pattern.empty())
+    return m.layer_pattern[static_cast<std::size_t>(layer) % m.layer_pattern.size()];
+  return m.sliding_window > 0 ? LayerAttention::sliding : LayerAttention::full;
+}
+
+bool layer_is_moe(const ModelSpec& m, i64 layer) {
+  if (!m.moe.enabled()) return false;
+  if (layer < m.moe.first_dense_layers) return false;
+  // DeepSeek: layer >= first_k_dense_replace and layer % moe_layer_freq == 0
+  // (vllm/model_executor/models/deepseek_v2.py). Qwen-MoE's decoder_sparse_step is imported as
+  // layer_frequency with first_dense_layers = 0 and the same test on (layer + 1) - handled at import
+  // by a frequency of 1 in every released Qwen MoE, so one rule serves both.
+  return m.moe.layer_frequency <= 1 || layer % m.moe.layer_frequency == 0;
+}
+
+i64 kv_heads_per_rank(const ModelSpec& m, i64 tp) {
+  if (m.attention == AttentionType::mla) return 1;
+  return std::max<i64>(1, m.num_kv_heads / tp);
+}
+
+i64 kv_elements_per_token_per_layer(const ModelSpec& m, i64 tp) {
+  if (m.attention == AttentionType::mla) return m.mla.kv_lora_rank + m.mla.qk_rope_head_dim;
+  return 2 * kv_heads_per_rank(m, tp) * m.head_dim;
+}
+
+namespace {
+void positive(i64 v, const char* field, const char* what = "must be a positive integer") {
+  if (v <= 0) throw SpecError(field, std::string(what) + " (got " + std::to_string(v) + ")");
+}
+void non_negative(i64 v, const char* field) {
+  if (v < 0) throw SpecError(field, "must be >= 0 (got " + std::to_string(v) + ")");
+}
+}  // namespace
+
+void validate(const ModelSpec& m) {
+  positive(m.num_layers, "num_layers", "a model needs at least one layer");
+  positive(m.hidden_size, "hidden_size");
+  positive(m.vocab_size, "vocab_size");
+  positive(m.num_heads, "attention.num_heads");
+  positive(m.max_position_embeddings, "max_position_embeddings");
+  non_negative(m.intermediate_size, "intermediate_size");
+  non_negative(m.sliding_window, "attention.sliding_window");
+  if (!info(m.dtype).activation_ok || m.dtype == DType::auto_)
+    throw SpecError("dtype", "must be bf16, fp16 or fp32 (got " + std::string(name(m.dtype)) + ")");
+  if (m.quantization != DType::auto_ && !info(m.quantization).weights_ok)
+    throw SpecError("quantization", "is not a weight format: " + std::string(name(m.quantization)));
+  if (m.attention == AttentionType::gqa) {
+    positive(m.num_kv_heads, "attention.num_kv_heads");
+    positive(m.head_dim, "attention.head_dim");
+    if (m.num_kv_heads > m.num_heads)
+      throw SpecError("attention.num_kv_heads", "cannot exceed num_heads (" + std::to_string(m.num_kv_heads) +
+                                                    " > " + std::to_string(m.num_heads) + ")");
+    if (m.num_heads % m.num_kv_heads != 0)
+      throw SpecError("attention.num_kv_heads",
+                      "num_heads (" + std::to_string(m.num_heads) + ") must be divisible by num_kv_heads (" +
+                          std::to_string(m.num_kv_heads) + "): each KV head serves a whole group of query heads");
+  } else {
+    positive(m.mla.kv_lora_rank, "mla.kv_lora_rank");
+    positive(m.mla.qk_rope_head_dim, "mla.qk_rope_head_dim");
+    positive(m.mla.qk_nope_head_dim, "mla.qk_nope_head_dim");
+    positive(m.mla.v_head_dim, "mla.v_head_dim");
+    non_negative(m.mla.q_lora_rank, "mla.q_lora_rank");
+  }
+  for (auto a : m.layer_pattern)
+    if (a == LayerAttention::sliding && m.sliding_window <= 0)
+      throw SpecError("attention.layer_pattern", "has sliding layers but attention.sliding_window is not set");
+  if (m.moe.enabled()) {
+    positive(m.moe.experts_per_token, "moe.experts_per_token");
+    positive(m.moe.expert_intermediate_size, "moe.expert_intermediate_size");
+    if (m.moe.experts_per_token > m.moe.num_experts)
+      throw SpecError("moe.experts_per_token", "cannot exceed moe.num_experts (" +
+                                                   std::to_string(m.moe.experts_per_token) + " > " +
+                                                   std::to_string(m.moe.num_experts) + ")");
+    non_negative(m.moe.first_dense_layers, "moe.first_dense_layers");
+    positive(m.moe.layer_frequency, "moe.layer_frequency");
+    non_negative(m.moe.shared_intermediate_size, "moe.shared_intermediate_size");
+  } else if (m.intermediate_size <= 0) {
+    throw SpecError("intermediate_size", "must be a positive integer for a dense model");
+  }
+  positive(m.norms_per_layer + 1, "norms_per_layer");
+}
+
+}  // namespace kvcap

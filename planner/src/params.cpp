@@ -1,0 +1,130 @@
+#include "kvcap/planner/params.hpp"
+
+namespace kvcap {
+
+namespace {
+void push(std::vector<WeightTensor>& v, std::string_view name, i64 elements, Shard s, bool quantizable,
+          bool routed = false) {
+  if (elements > 0) v.push_back({name, elements, s, quantizable, routed});
+}
+}  // namespace
+
+std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
+  std::vector<WeightTensor> t;
+  const i64 h = m.hidden_size;
+  // Attention.
+  if (m.attention == AttentionType::gqa) {
+    const i64 q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
+    push(t, "q_proj", mul(h, q), Shard::q_heads, true);
+    push(t, "k_proj", mul(h, kv), Shard::kv_heads, true);
+    push(t, "v_proj", mul(h, kv), Shard::kv_heads, true);
+    if (m.qkv_bias) {
+      push(t, "q_bias", q, Shard::q_heads, false);
+      push(t, "kv_bias", 2 * kv, Shard::kv_heads, false);
+    }
+    push(t, "o_proj", mul(q, h), Shard::q_heads, true);
+    if (m.o_bias) push(t, "o_bias", h, Shard::replicated, false);
+    if (m.qk_norm) push(t, "qk_norm", 2 * m.head_dim, Shard::replicated, false);
+    if (m.attention_sinks) push(t, "sinks", m.num_heads, Shard::q_heads, false);
+  } else {
+    // DeepSeek MLA (vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention).
+    const auto& a = m.mla;
+    const i64 qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    if (a.q_lora_rank > 0) {
+      push(t, "q_a_proj", mul(h, a.q_lora_rank), Shard::replicated, true);
+      push(t, "q_a_layernorm", a.q_lora_rank, Shard::replicated, false);
+      push(t, "q_b_proj", mul(a.q_lora_rank, m.num_heads * qk_head), Shard::q_heads, true);
+    } else {
+      push(t, "q_proj", mul(h, m.num_heads * qk_head), Shard::q_heads, true);
+    }
+    push(t, "kv_a_proj_with_mqa", mul(h, a.kv_lora_rank + a.qk_rope_head_dim), Shard::replicated, true);
+    push(t, "kv_a_layernorm", a.kv_lora_rank, Shard::replicated, false);
+    push(t, "kv_b_proj", mul(a.kv_lora_rank, m.num_heads * (a.qk_nope_head_dim + a.v_head_dim)), Shard::q_heads,
+         true);
+    push(t, "o_proj", mul(m.num_heads * a.v_head_dim, h), Shard::q_heads, true);
+  }
+  push(t, "norms", mul(m.norms_per_layer, h), Shard::replicated, false);
+  // MLP.
+  const i64 mats = m.mlp_gated ? 3 : 2;
+  if (layer_is_moe(m, layer)) {
+    const auto& e = m.moe;
+    push(t, "router", mul(h, e.num_experts), Shard::replicated, false);
+    if (e.router_bias) push(t, "router_bias", e.num_experts, Shard::replicated, false);
+    if (e.score_correction_bias) push(t, "e_score_correction_bias", e.num_experts, Shard::replicated, false);
+    push(t, "experts", mul(mul(mats, h), mul(e.num_experts, e.expert_intermediate_size)), Shard::columns, true,
+         true);
+    if (e.expert_bias)
+      push(t, "experts_bias", mul(e.num_experts, (mats - 1) * e.expert_intermediate_size + h), Shard::columns,
+           false, true);
+    push(t, "shared_experts", mul(mul(mats, h), e.shared_intermediate_size), Shard::columns, true);
+    if (e.shared_expert_gate) push(t, "shared_expert_gate", h, Shard::replicated, false);
+  } else {
+    push(t, "mlp", mul(mul(mats, h), m.intermediate_size), Shard::columns, true);
+    if (m.mlp_bias) push(t, "mlp_bias", (mats - 1) * m.intermediate_size + h, Shard::columns, false);
+  }
+  return t;
+}
+
+std::vector<WeightTensor> embedding_tensors(const ModelSpec& m) {
+  std::vector<WeightTensor> t;
+  push(t, "embed_tokens", mul(m.vocab_size, m.hidden_size), Shard::vocab, false);
+  return t;
+}
+
+std::vector<WeightTensor> head_tensors(const ModelSpec& m, bool separate_copy_of_tied) {
+  std::vector<WeightTensor> t;
+  push(t, "final_norm", m.hidden_size, Shard::replicated, false);
+  if (!m.tie_word_embeddings || separate_copy_of_tied)
+    push(t, "lm_head", mul(m.vocab_size, m.hidden_size), Shard::vocab, false);
+  return t;
+}
+
+ParamCounts param_counts(const ModelSpec& m) {
+  ParamCounts c;
+  auto count = [&](const std::vector<WeightTensor>& ts) {
+    for (const auto& w : ts) {
+      c.total = add(c.total, w.elements, "parameter count");
+      // Active: a token passes through top-k of the routed experts.
+      const i64 act = w.routed_expert ? w.elements / m.moe.num_experts * m.moe.experts_per_token : w.elements;
+      c.active = add(c.active, act, "active parameter count");
+    }
+  };
+  for (i64 l = 0; l < m.num_layers; ++l) count(layer_tensors(m, l));
+  const auto emb = embedding_tensors(m);
+  for (const auto& w : emb) c.embedding += w.elements;
+  count(emb);
+  count(head_tensors(m, false));
+  return c;
+}
+
+i64 elements_per_rank(const ModelSpec& m, const WeightTensor& t, i64 tp) {
+  switch (t.shard) {
+    case Shard::replicated:
+      return t.elements;
+    case Shard::q_heads:
+      return t.elements / tp;  // num_heads % tp == 0 is validated by resolve()
+    case Shard::kv_heads:
+      if (m.attention == AttentionType::mla || m.num_kv_heads == 0) return t.elements;
+      return t.elements / m.num_kv_heads * kv_heads_per_rank(m, tp);
+    case Shard::columns:
+      return static_cast<i64>(ceil_div(static_cast<u64>(t.elements), static_cast<u64>(tp)));
+    case Shard::vocab: {
+      // vllm/model_executor/layers/vocab_parallel_embedding.py: pad_vocab_size(vocab, 64), then split.
+      const i64 padded = static_cast<i64>(ceil_div(static_cast<u64>(m.vocab_size), 64) * 64);
+      const i64 rows = static_cast<i64>(ceil_div(static_cast<u64>(padded), static_cast<u64>(tp)));
+      return mul(rows, t.elements / m.vocab_size, "embedding elements per rank");
+    }
+  }
+  return t.elements;
+}
+
+std::vector<i64> layers_per_stage(i64 num_layers, i64 pp) {
+  // vllm/distributed/utils.py get_pp_indices: each stage gets L // PP; the remainder goes one layer
+  // each to the stages before the last, from the second-to-last backwards (27 layers on PP=2: 14, 13).
+  std::vector<i64> r(static_cast<std::size_t>(pp), num_layers / pp);
+  const i64 rem = num_layers % pp;
+  for (i64 i = 2; i < rem + 2; ++i) r[static_cast<std::size_t>(pp - i)] += 1;
+  return r;
+}
+
+}  // namespace kvcap
