@@ -1,0 +1,306 @@
+// YAML model and GPU profiles -> planner types. The accepted keys live in one table per kind
+// (model_keys / gpu_keys), which the JSON Schema under profiles/schema/ mirrors (tested).
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "reader.hpp"
+
+namespace kvcap::profiles {
+using namespace detail;
+
+const std::map<std::string, std::vector<std::string>>& model_keys() {
+  static const std::map<std::string, std::vector<std::string>> k = {
+      {"",
+       {"kind", "name", "display_name", "family", "source", "dtype", "quantization", "hidden_size",
+        "intermediate_size", "num_layers", "vocab_size", "max_position_embeddings", "tie_word_embeddings",
+        "norms_per_layer", "attention", "mla", "moe", "mlp", "published_params"}},
+      {"attention",
+       {"type", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "o_bias", "qk_norm", "sinks", "sliding_window",
+        "layer_pattern"}},
+      {"mla", {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}},
+      {"moe",
+       {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_intermediate_size",
+        "first_dense_layers", "layer_frequency", "router_bias", "expert_bias", "score_correction_bias",
+        "shared_expert_gate"}},
+      {"mlp", {"gated", "bias"}},
+      {"published_params", {"total", "active"}},
+  };
+  return k;
+}
+
+const std::map<std::string, std::vector<std::string>>& gpu_keys() {
+  static const std::map<std::string, std::vector<std::string>> k = {
+      {"",
+       {"kind", "name", "display_name", "vendor", "architecture", "memory", "compute", "interconnect", "tdp_watts",
+        "price_per_gpu_hour_usd", "sources"}},
+      {"memory", {"cuda_total_bytes", "marketed", "marketed_bytes", "bandwidth_bytes_per_s"}},
+      {"compute", {"bf16_dense_flops", "fp16_dense_flops", "fp8_dense_flops", "int8_dense_ops", "fp32_flops"}},
+      {"interconnect", {"name", "bandwidth_bytes_per_s", "direction", "latency_s"}},
+  };
+  return k;
+}
+
+namespace {
+constexpr std::int64_t kMaxDim = 1ll << 40;  // no real dimension comes near; keeps products far from 2^63
+
+template <class T, class U>
+void set(T& field, const std::optional<U>& v) {
+  if (v) field = static_cast<T>(*v);
+}
+
+void check_kind(Ctx& c, const YAML::Node& root, const char* want) {
+  auto kind = get_string(c, root, "", "kind", true);
+  if (kind && *kind != want)
+    c.error(root["kind"], "kind", "expected '" + std::string(want) + "', got '" + *kind + "'");
+}
+
+DType read_dtype(Ctx& c, const YAML::Node& map, const std::string& path, const char* key, DType fallback,
+                 bool (*accept)(const DTypeInfo&), const char* what) {
+  auto s = get_string(c, map, path, key, false);
+  if (!s) return fallback;
+  auto d = parse_dtype(*s);
+  if (!d || !accept(info(*d))) {
+    c.error(map[key], join(path, key), "unknown " + std::string(what) + " '" + *s + "'; expected one of " + dtype_names(accept));
+    return fallback;
+  }
+  return *d;
+}
+
+// Model-level checks of the planner become located diagnostics on the named key.
+void planner_check(Ctx& c, const YAML::Node& root, const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const SpecError& e) {
+    // Point at the deepest key that exists.
+    YAML::Node at = root;
+    std::string path = e.field();
+    std::size_t start = 0;
+    while (true) {
+      const auto dot = path.find('.', start);
+      const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (!at.IsMap() || !at[part].IsDefined()) break;
+      at = at[part];
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    c.error(at, e.field(), e.reason());
+  }
+}
+
+ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
+  ModelSpec m;
+  if (!root.IsMap()) {
+    c.error(root, "", "expected a mapping of profile keys at the top level");
+    return m;
+  }
+  const auto& keys = model_keys();
+  check_keys(c, root, "", keys.at(""));
+  check_kind(c, root, "model");
+  set(m.name, get_string(c, root, "", "name", true));
+  set(m.display_name, get_string(c, root, "", "display_name", false));
+  set(m.family, get_string(c, root, "", "family", false));
+  set(m.source, get_string(c, root, "", "source", false));
+  m.dtype = read_dtype(c, root, "", "dtype", DType::bf16, [](const DTypeInfo& i) { return i.activation_ok && i.dtype != DType::auto_; }, "dtype");
+  m.quantization = read_dtype(c, root, "", "quantization", DType::auto_, [](const DTypeInfo& i) { return i.weights_ok; }, "weight format");
+  set(m.hidden_size, get_int(c, root, "", "hidden_size", true, 1, kMaxDim));
+  set(m.intermediate_size, get_int(c, root, "", "intermediate_size", false, 0, kMaxDim));
+  set(m.num_layers, get_int(c, root, "", "num_layers", true, 1, 1'000'000));
+  set(m.vocab_size, get_int(c, root, "", "vocab_size", true, 1, kMaxDim));
+  set(m.max_position_embeddings, get_int(c, root, "", "max_position_embeddings", true, 1, kMaxDim));
+  set(m.tie_word_embeddings, get_bool(c, root, "", "tie_word_embeddings", false));
+  set(m.norms_per_layer, get_int(c, root, "", "norms_per_layer", false, 0, 64));
+  if (m.display_name.empty()) m.display_name = m.name;
+
+  const YAML::Node a = get_map(c, root, "", "attention", true);
+  check_keys(c, a, "attention", keys.at("attention"));
+  auto type = get_string(c, a, "attention", "type", false);
+  if (type) {
+    if (*type == "gqa" || *type == "mha" || *type == "mqa") m.attention = AttentionType::gqa;
+    else if (*type == "mla") m.attention = AttentionType::mla;
+    else c.error(a["type"], "attention.type", "expected gqa, mha, mqa or mla, got '" + *type + "'");
+  }
+  set(m.num_heads, get_int(c, a, "attention", "num_heads", true, 1, kMaxDim));
+  set(m.num_kv_heads, get_int(c, a, "attention", "num_kv_heads", m.attention == AttentionType::gqa, 1, kMaxDim));
+  set(m.head_dim, get_int(c, a, "attention", "head_dim", false, 1, kMaxDim));
+  if (m.head_dim == 0 && m.attention == AttentionType::gqa && m.num_heads > 0) {
+    if (m.hidden_size % m.num_heads != 0)
+      c.error(a, "attention.head_dim", "is not given and hidden_size is not divisible by num_heads; give head_dim");
+    m.head_dim = m.hidden_size / m.num_heads;
+  }
+  if (type && *type == "mqa" && m.num_kv_heads != 1) c.error(a["num_kv_heads"], "attention.num_kv_heads", "must be 1 for mqa");
+  if (type && *type == "mha" && m.num_kv_heads != m.num_heads)
+    c.error(a["num_kv_heads"], "attention.num_kv_heads", "must equal num_heads for mha");
+  set(m.qkv_bias, get_bool(c, a, "attention", "qkv_bias", false));
+  set(m.o_bias, get_bool(c, a, "attention", "o_bias", false));
+  set(m.qk_norm, get_bool(c, a, "attention", "qk_norm", false));
+  set(m.attention_sinks, get_bool(c, a, "attention", "sinks", false));
+  set(m.sliding_window, get_int(c, a, "attention", "sliding_window", false, 1, kMaxDim));
+  if (auto pat = get_string_list(c, a, "attention", "layer_pattern", false)) {
+    for (std::size_t i = 0; i < pat->size(); ++i) {
+      const auto& s = (*pat)[i];
+      if (s == "full") m.layer_pattern.push_back(LayerAttention::full);
+      else if (s == "sliding") m.layer_pattern.push_back(LayerAttention::sliding);
+      else c.error(a["layer_pattern"][i], "attention.layer_pattern[" + std::to_string(i) + "]", "expected full or sliding, got '" + s + "'");
+    }
+  }
+
+  const YAML::Node mla = get_map(c, root, "", "mla", m.attention == AttentionType::mla);
+  check_keys(c, mla, "mla", keys.at("mla"));
+  if (mla.IsMap() && m.attention != AttentionType::mla) c.error(mla, "mla", "only valid with attention.type: mla");
+  set(m.mla.kv_lora_rank, get_int(c, mla, "mla", "kv_lora_rank", true, 1, kMaxDim));
+  set(m.mla.q_lora_rank, get_int(c, mla, "mla", "q_lora_rank", false, 0, kMaxDim));
+  set(m.mla.qk_rope_head_dim, get_int(c, mla, "mla", "qk_rope_head_dim", true, 1, kMaxDim));
+  set(m.mla.qk_nope_head_dim, get_int(c, mla, "mla", "qk_nope_head_dim", true, 1, kMaxDim));
+  set(m.mla.v_head_dim, get_int(c, mla, "mla", "v_head_dim", true, 1, kMaxDim));
+
+  if (m.attention == AttentionType::mla) {
+    // As imported: MLA has one query head per KV head before compression; the head is nope + rope.
+    if (m.num_kv_heads == 0) m.num_kv_heads = m.num_heads;
+    if (m.head_dim == 0) m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  }
+
+  const YAML::Node moe = get_map(c, root, "", "moe", false);
+  check_keys(c, moe, "moe", keys.at("moe"));
+  set(m.moe.num_experts, get_int(c, moe, "moe", "num_experts", true, 1, 1'000'000));
+  set(m.moe.experts_per_token, get_int(c, moe, "moe", "experts_per_token", true, 1, 1'000'000));
+  set(m.moe.expert_intermediate_size, get_int(c, moe, "moe", "expert_intermediate_size", true, 1, kMaxDim));
+  set(m.moe.shared_intermediate_size, get_int(c, moe, "moe", "shared_intermediate_size", false, 0, kMaxDim));
+  set(m.moe.first_dense_layers, get_int(c, moe, "moe", "first_dense_layers", false, 0, 1'000'000));
+  set(m.moe.layer_frequency, get_int(c, moe, "moe", "layer_frequency", false, 1, 1'000'000));
+  set(m.moe.router_bias, get_bool(c, moe, "moe", "router_bias", false));
+  set(m.moe.expert_bias, get_bool(c, moe, "moe", "expert_bias", false));
+  set(m.moe.score_correction_bias, get_bool(c, moe, "moe", "score_correction_bias", false));
+  set(m.moe.shared_expert_gate, get_bool(c, moe, "moe", "shared_expert_gate", false));
+
+  const YAML::Node mlp = get_map(c, root, "", "mlp", false);
+  check_keys(c, mlp, "mlp", keys.at("mlp"));
+  set(m.mlp_gated, get_bool(c, mlp, "mlp", "gated", false));
+  set(m.mlp_bias, get_bool(c, mlp, "mlp", "bias", false));
+
+  const YAML::Node pub = get_map(c, root, "", "published_params", false);
+  check_keys(c, pub, "published_params", keys.at("published_params"));
+  set(m.published_params_total, get_number(c, pub, "published_params", "total", false, 0, 1e15));
+  set(m.published_params_active, get_number(c, pub, "published_params", "active", false, 0, 1e15));
+
+  if (c.diags.empty()) planner_check(c, root, [&] { validate(m); });
+  return m;
+}
+
+GpuSpec gpu_from_yaml(Ctx& c, const YAML::Node& root) {
+  GpuSpec g;
+  if (!root.IsMap()) {
+    c.error(root, "", "expected a mapping of profile keys at the top level");
+    return g;
+  }
+  const auto& keys = gpu_keys();
+  check_keys(c, root, "", keys.at(""));
+  check_kind(c, root, "gpu");
+  set(g.name, get_string(c, root, "", "name", true));
+  set(g.display_name, get_string(c, root, "", "display_name", false));
+  set(g.vendor, get_string(c, root, "", "vendor", false));
+  set(g.architecture, get_string(c, root, "", "architecture", false));
+  if (g.display_name.empty()) g.display_name = g.name;
+  const YAML::Node mem = get_map(c, root, "", "memory", true);
+  check_keys(c, mem, "memory", keys.at("memory"));
+  set(g.memory_bytes, get_int(c, mem, "memory", "cuda_total_bytes", true, 1));
+  set(g.memory_marketed, get_string(c, mem, "memory", "marketed", false));
+  set(g.memory_marketed_bytes, get_int(c, mem, "memory", "marketed_bytes", false, 0));
+  set(g.memory_bandwidth_bytes_per_s, get_number(c, mem, "memory", "bandwidth_bytes_per_s", true, 1e6, 1e18));
+  const YAML::Node comp = get_map(c, root, "", "compute", true);
+  check_keys(c, comp, "compute", keys.at("compute"));
+  set(g.bf16_dense_flops, get_number(c, comp, "compute", "bf16_dense_flops", true, 1e6, 1e21));
+  set(g.fp16_dense_flops, get_number(c, comp, "compute", "fp16_dense_flops", false, 0, 1e21));
+  set(g.fp8_dense_flops, get_number(c, comp, "compute", "fp8_dense_flops", false, 0, 1e21));
+  set(g.int8_dense_ops, get_number(c, comp, "compute", "int8_dense_ops", false, 0, 1e21));
+  set(g.fp32_flops, get_number(c, comp, "compute", "fp32_flops", false, 0, 1e21));
+  const YAML::Node ic = get_map(c, root, "", "interconnect", false);
+  check_keys(c, ic, "interconnect", keys.at("interconnect"));
+  set(g.interconnect_name, get_string(c, ic, "interconnect", "name", false));
+  set(g.interconnect_bandwidth_bytes_per_s, get_number(c, ic, "interconnect", "bandwidth_bytes_per_s", false, 0, 1e18));
+  set(g.interconnect_latency_s, get_number(c, ic, "interconnect", "latency_s", false, 0, 1));
+  if (auto dir = get_string(c, ic, "interconnect", "direction", false); dir && *dir != "per_direction")
+    c.error(ic["direction"], "interconnect.direction",
+            "expected per_direction (give the per-direction bandwidth; marketed NVLink figures are usually both directions added)");
+  set(g.tdp_watts, get_number(c, root, "", "tdp_watts", false, 0, 1e5));
+  set(g.price_per_gpu_hour_usd, get_number(c, root, "", "price_per_gpu_hour_usd", false, 0, 1e6));
+  if (auto s = get_string_list(c, root, "", "sources", false)) g.sources = *s;
+  if (c.diags.empty()) planner_check(c, root, [&] { validate(g); });
+  return g;
+}
+
+bool looks_like_hf_config(const YAML::Node& root) {
+  return root.IsMap() && (root["model_type"].IsDefined() || root["architectures"].IsDefined()) &&
+         !root["kind"].IsDefined();
+}
+}  // namespace
+
+ModelSpec parse_model(const std::string& text, const std::string& file) {
+  Ctx c{file, {}};
+  const YAML::Node root = parse_text(c, text);
+  c.throw_if_any();
+  if (looks_like_hf_config(root)) return import_hf(text, file);
+  ModelSpec m = model_from_yaml(c, root);
+  c.throw_if_any();
+  return m;
+}
+
+GpuSpec parse_gpu(const std::string& text, const std::string& file) {
+  Ctx c{file, {}};
+  const YAML::Node root = parse_text(c, text);
+  c.throw_if_any();
+  GpuSpec g = gpu_from_yaml(c, root);
+  c.throw_if_any();
+  return g;
+}
+
+ModelSpec load_model_file(const std::string& path) {
+  Ctx c{path, {}};
+  auto text = read_file(c, path);
+  c.throw_if_any();
+  return parse_model(*text, path);
+}
+
+GpuSpec load_gpu_file(const std::string& path) {
+  Ctx c{path, {}};
+  auto text = read_file(c, path);
+  c.throw_if_any();
+  return parse_gpu(*text, path);
+}
+
+namespace {
+bool looks_like_path(std::string_view s) {
+  return s.find('/') != std::string_view::npos || s.ends_with(".yaml") || s.ends_with(".yml") || s.ends_with(".json");
+}
+
+template <class Spec>
+Spec resolve(std::string_view arg, const char* what, const char* folder, std::vector<std::string> names,
+             Spec (*load_file)(const std::string&), Spec (*parse)(const std::string&, const std::string&)) {
+  const std::string a(arg);
+  if (std::filesystem::exists(a) && !std::filesystem::is_directory(a)) return load_file(a);
+  const std::string rel = std::string(folder) + "/" + a + ".yaml";
+  const std::string text = builtin_text(rel);
+  if (!text.empty()) return parse(text, "profiles/" + rel + " (built-in)");
+  std::string msg = looks_like_path(a) ? std::string("no such file") : std::string("unknown built-in ") + what;
+  msg += " '" + a + "'";
+  if (!looks_like_path(a)) {
+    const std::string s = did_you_mean(a, names);
+    if (!s.empty()) msg += "; did you mean '" + s + "'?";
+    msg += " Built-in " + std::string(what) + "s: ";
+    for (std::size_t i = 0; i < names.size(); ++i) msg += (i ? ", " : "") + names[i];
+    msg += "; or give a path to a profile";
+  }
+  throw ProfileError({Diagnostic{"--" + std::string(what), 0, 0, "", msg}});
+}
+}  // namespace
+
+ModelSpec resolve_model(std::string_view name_or_path) {
+  return resolve<ModelSpec>(name_or_path, "model", "models", builtin_model_names(), &load_model_file, &parse_model);
+}
+GpuSpec resolve_gpu(std::string_view name_or_path) {
+  return resolve<GpuSpec>(name_or_path, "gpu", "gpus", builtin_gpu_names(), &load_gpu_file, &parse_gpu);
+}
+
+}  // namespace kvcap::profiles

@@ -1,0 +1,259 @@
+#include "reader.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace kvcap::profiles {
+
+std::string Diagnostic::format() const {
+  std::string r = file;
+  if (line > 0) r += ":" + std::to_string(line) + ":" + std::to_string(column > 0 ? column : 1);
+  r += ": error: ";
+  if (!key_path.empty()) r += key_path + ": ";
+  return r + message;
+}
+
+namespace {
+std::string join_all(const std::vector<Diagnostic>& d) {
+  std::string r;
+  for (const auto& x : d) r += (r.empty() ? "" : "\n") + x.format();
+  return r;
+}
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+}  // namespace
+
+ProfileError::ProfileError(std::vector<Diagnostic> d) : std::runtime_error(join_all(d)), diags_(std::move(d)) {}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = SIZE_MAX;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  // Close enough: at most a third of the word wrong, or the candidate contains the word.
+  if (best_d <= std::max<std::size_t>(2, word.size() / 3)) return best;
+  for (const auto& c : candidates)
+    if (word.size() >= 3 && (c.find(word) != std::string::npos || word.find(c) != std::string::npos)) return c;
+  return "";
+}
+
+namespace detail {
+
+void Ctx::error_at(const YAML::Mark& m, const std::string& key_path, const std::string& message) {
+  Diagnostic d{file, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0, key_path, message};
+  diags.push_back(std::move(d));
+}
+void Ctx::error(const YAML::Node& at, const std::string& key_path, const std::string& message) {
+  error_at(at.IsDefined() ? at.Mark() : YAML::Mark::null_mark(), key_path, message);
+}
+void Ctx::throw_if_any() {
+  if (!diags.empty()) throw ProfileError(diags);
+}
+
+YAML::Node parse_text(Ctx& c, const std::string& text) {
+  if (text.find('\0') != std::string::npos) {
+    c.diags.push_back({c.file, 0, 0, "", "not a text file (contains NUL bytes); expected a YAML profile or config.json"});
+    return {};
+  }
+  try {
+    YAML::Node n = YAML::Load(text);
+    if (!n.IsDefined() || n.IsNull()) {
+      c.diags.push_back({c.file, 0, 0, "", "the file is empty; expected a mapping of profile keys"});
+      return {};
+    }
+    return n;
+  } catch (const YAML::Exception& e) {
+    c.error_at(e.mark, "", "YAML syntax error: " + e.msg);
+    return {};
+  }
+}
+
+std::optional<std::string> read_file(Ctx& c, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    c.diags.push_back({path, 0, 0, "", std::string("cannot open file: ") + std::strerror(errno)});
+    return std::nullopt;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    c.diags.push_back({path, 0, 0, "", "cannot read file"});
+    return std::nullopt;
+  }
+  return ss.str();
+}
+
+std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+bool present(const YAML::Node& map, const char* key) {
+  if (!map.IsMap()) return false;
+  const YAML::Node n = map[key];
+  return n.IsDefined() && !n.IsNull();
+}
+
+void check_keys(Ctx& c, const YAML::Node& map, const std::string& path, const std::vector<std::string>& allowed) {
+  if (!map.IsMap()) return;
+  std::vector<std::string> seen;
+  for (const auto& kv : map) {
+    std::string k;
+    if (!kv.first.IsScalar()) {
+      c.error(kv.first, path, "keys must be plain strings");
+      continue;
+    }
+    k = kv.first.Scalar();
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+      c.error(kv.first, join(path, k), "duplicate key");
+      continue;
+    }
+    seen.push_back(k);
+    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    std::string msg = "unknown key '" + k + "'";
+    const std::string s = did_you_mean(k, allowed);
+    if (!s.empty()) msg += "; did you mean '" + s + "'?";
+    else {
+      msg += "; expected one of: ";
+      for (std::size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", " : "") + allowed[i];
+    }
+    c.error(kv.first, join(path, k), msg);
+  }
+}
+
+YAML::Node get_map(Ctx& c, const YAML::Node& map, const std::string& path, const char* key, bool required) {
+  if (!map.IsMap()) return {};
+  const YAML::Node n = map[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (required) c.error(map, join(path, key), "required mapping is missing");
+    return {};
+  }
+  if (!n.IsMap()) {
+    c.error(n, join(path, key), "expected a mapping of keys");
+    return {};
+  }
+  return n;
+}
+
+namespace {
+// Returns the scalar or records why not.
+std::optional<std::string> scalar(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                  bool required, const char* expected) {
+  if (!map.IsMap()) return std::nullopt;
+  const YAML::Node n = map[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (required) c.error(map, join(path, key), std::string("required key is missing; expected ") + expected);
+    return std::nullopt;
+  }
+  if (!n.IsScalar()) {
+    c.error(n, join(path, key), std::string("expected ") + expected + ", got a " + (n.IsMap() ? "mapping" : "list"));
+    return std::nullopt;
+  }
+  return n.Scalar();
+}
+}  // namespace
+
+std::optional<std::int64_t> get_int(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                    bool required, std::int64_t min, std::int64_t max) {
+  auto s = scalar(c, map, path, key, required, "an integer");
+  if (!s) return std::nullopt;
+  const YAML::Node n = map[key];
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s->c_str(), &end, 10);
+  std::int64_t out = 0;
+  if (end && *end == '\0' && !s->empty() && errno == 0) {
+    out = v;
+  } else {
+    // Accept integral values written as 8.03e9 or 4096.0; reject fractions and overflow.
+    errno = 0;
+    const double d = std::strtod(s->c_str(), &end);
+    if (s->empty() || !end || *end != '\0' || errno == ERANGE || !std::isfinite(d) || d != std::floor(d) ||
+        std::fabs(d) > 9.2e18) {
+      c.error(n, join(path, key), "expected an integer, got '" + *s + "'");
+      return std::nullopt;
+    }
+    out = static_cast<std::int64_t>(d);
+  }
+  if (out < min || out > max) {
+    std::string range = max == INT64_MAX ? ">= " + std::to_string(min)
+                                         : "between " + std::to_string(min) + " and " + std::to_string(max);
+    c.error(n, join(path, key), "expected an integer " + range + ", got " + *s);
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<double> get_number(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                 bool required, double min, double max) {
+  auto s = scalar(c, map, path, key, required, "a number");
+  if (!s) return std::nullopt;
+  const YAML::Node n = map[key];
+  errno = 0;
+  char* end = nullptr;
+  const double d = std::strtod(s->c_str(), &end);
+  if (s->empty() || !end || *end != '\0' || errno == ERANGE || !std::isfinite(d)) {
+    c.error(n, join(path, key), "expected a finite number, got '" + *s + "'");
+    return std::nullopt;
+  }
+  if (d < min || d > max) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "expected a number between %g and %g, got %s", min, max, s->c_str());
+    c.error(n, join(path, key), buf);
+    return std::nullopt;
+  }
+  return d;
+}
+
+std::optional<bool> get_bool(Ctx& c, const YAML::Node& map, const std::string& path, const char* key, bool required) {
+  auto s = scalar(c, map, path, key, required, "true or false");
+  if (!s) return std::nullopt;
+  if (*s == "true" || *s == "True" || *s == "TRUE") return true;
+  if (*s == "false" || *s == "False" || *s == "FALSE") return false;
+  c.error(map[key], join(path, key), "expected true or false, got '" + *s + "'");
+  return std::nullopt;
+}
+
+std::optional<std::string> get_string(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                      bool required) {
+  return scalar(c, map, path, key, required, "a string");
+}
+
+std::optional<std::vector<std::string>> get_string_list(Ctx& c, const YAML::Node& map, const std::string& path,
+                                                        const char* key, bool required) {
+  if (!map.IsMap()) return std::nullopt;
+  const YAML::Node n = map[key];
+  if (!n.IsDefined() || n.IsNull()) {
+    if (required) c.error(map, join(path, key), "required list is missing");
+    return std::nullopt;
+  }
+  if (!n.IsSequence()) {
+    c.error(n, join(path, key), "expected a list of strings");
+    return std::nullopt;
+  }
+  std::vector<std::string> r;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar()) {
+      c.error(n[i], join(path, key) + "[" + std::to_string(i) + "]", "expected a string");
+      continue;
+    }
+    r.push_back(n[i].Scalar());
+  }
+  return r;
+}
+
+}  // namespace detail
+}  // namespace kvcap::profiles

@@ -1,0 +1,46 @@
+#pragma once
+// Internal: typed, located reads from a yaml-cpp tree into planner values. Every failed read adds a
+// Diagnostic (it never throws mid-way), so one pass reports every problem in a file.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvcap/profiles/diagnostics.hpp"
+
+namespace kvcap::profiles::detail {
+
+struct Ctx {
+  std::string file;
+  std::vector<Diagnostic> diags;
+  void error(const YAML::Node& at, const std::string& key_path, const std::string& message);
+  void error_at(const YAML::Mark& at, const std::string& key_path, const std::string& message);
+  void throw_if_any();
+};
+
+/// Parses text into a node; syntax errors become diagnostics (returns a null node then).
+YAML::Node parse_text(Ctx& c, const std::string& text);
+/// Reads a file into text; a missing/unreadable/binary file becomes a diagnostic.
+std::optional<std::string> read_file(Ctx& c, const std::string& path);
+
+std::string join(const std::string& path, const std::string& key);
+/// Each key of `map` must be in `allowed`; unknown keys get a did-you-mean suggestion.
+void check_keys(Ctx& c, const YAML::Node& map, const std::string& path, const std::vector<std::string>& allowed);
+/// `map[key]` must be a mapping (or absent when !required).
+YAML::Node get_map(Ctx& c, const YAML::Node& map, const std::string& path, const char* key, bool required);
+
+std::optional<std::int64_t> get_int(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                    bool required, std::int64_t min = 0, std::int64_t max = INT64_MAX);
+std::optional<double> get_number(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                 bool required, double min = 0, double max = 1e300);
+std::optional<bool> get_bool(Ctx& c, const YAML::Node& map, const std::string& path, const char* key, bool required);
+std::optional<std::string> get_string(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                      bool required);
+std::optional<std::vector<std::string>> get_string_list(Ctx& c, const YAML::Node& map, const std::string& path,
+                                                        const char* key, bool required);
+/// A scalar read as text for custom parsing (null or absent: nullopt).
+bool present(const YAML::Node& map, const char* key);
+
+}  // namespace kvcap::profiles::detail

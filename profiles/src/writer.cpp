@@ -1,0 +1,97 @@
+// ModelSpec -> YAML profile text (kvcap import-hf). Written by hand rather than through
+// YAML::Emitter so the file carries comments and a stable key order that diffs well in review.
+#include <cstdio>
+#include <sstream>
+
+#include "kvcap/profiles/profiles.hpp"
+
+namespace kvcap::profiles {
+
+namespace {
+std::string quote(const std::string& s) {
+  std::string r = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') r += '\\';
+    if (ch == '\n') { r += "\\n"; continue; }
+    r += ch;
+  }
+  return r + "\"";
+}
+const char* b(bool v) { return v ? "true" : "false"; }
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+}  // namespace
+
+std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
+  std::ostringstream o;
+  o << "# yaml-language-server: $schema=../schema/model.schema.json\n";
+  if (!header_comment.empty()) {
+    std::istringstream in(header_comment);
+    for (std::string line; std::getline(in, line);) o << "# " << line << "\n";
+  }
+  o << "kind: model\n";
+  o << "name: " << quote(m.name) << "\n";
+  o << "display_name: " << quote(m.display_name) << "\n";
+  o << "family: " << quote(m.family) << "\n";
+  o << "source: " << quote(m.source) << "\n";
+  o << "dtype: " << name(m.dtype) << "                 # torch_dtype\n";
+  if (m.quantization != DType::auto_) o << "quantization: " << name(m.quantization) << "     # checkpoint weight format\n";
+  o << "hidden_size: " << m.hidden_size << "\n";
+  if (m.intermediate_size > 0) o << "intermediate_size: " << m.intermediate_size << "\n";
+  o << "num_layers: " << m.num_layers << "              # num_hidden_layers\n";
+  o << "vocab_size: " << m.vocab_size << "\n";
+  o << "max_position_embeddings: " << m.max_position_embeddings << "   # vLLM's default max_model_len\n";
+  o << "tie_word_embeddings: " << b(m.tie_word_embeddings) << "\n";
+  if (m.norms_per_layer != 2) o << "norms_per_layer: " << m.norms_per_layer << "\n";
+  o << "attention:\n";
+  o << "  type: " << (m.attention == AttentionType::mla ? "mla" : "gqa") << "\n";
+  o << "  num_heads: " << m.num_heads << "           # num_attention_heads\n";
+  if (m.attention == AttentionType::gqa) {
+    o << "  num_kv_heads: " << m.num_kv_heads << "         # num_key_value_heads\n";
+    o << "  head_dim: " << m.head_dim << "\n";
+  }
+  if (m.qkv_bias) o << "  qkv_bias: true\n";
+  if (m.o_bias) o << "  o_bias: true\n";
+  if (m.qk_norm) o << "  qk_norm: true\n";
+  if (m.attention_sinks) o << "  sinks: true\n";
+  if (m.sliding_window > 0) o << "  sliding_window: " << m.sliding_window << "\n";
+  if (!m.layer_pattern.empty()) {
+    o << "  layer_pattern: [";
+    for (std::size_t i = 0; i < m.layer_pattern.size(); ++i)
+      o << (i ? ", " : "") << (m.layer_pattern[i] == LayerAttention::sliding ? "sliding" : "full");
+    o << "]\n";
+  }
+  if (m.attention == AttentionType::mla) {
+    o << "mla:\n";
+    o << "  kv_lora_rank: " << m.mla.kv_lora_rank << "\n";
+    o << "  q_lora_rank: " << m.mla.q_lora_rank << "          # 0: full-rank q_proj\n";
+    o << "  qk_rope_head_dim: " << m.mla.qk_rope_head_dim << "\n";
+    o << "  qk_nope_head_dim: " << m.mla.qk_nope_head_dim << "\n";
+    o << "  v_head_dim: " << m.mla.v_head_dim << "\n";
+  }
+  if (m.moe.enabled()) {
+    const auto& e = m.moe;
+    o << "moe:\n";
+    o << "  num_experts: " << e.num_experts << "\n";
+    o << "  experts_per_token: " << e.experts_per_token << "\n";
+    o << "  expert_intermediate_size: " << e.expert_intermediate_size << "\n";
+    if (e.shared_intermediate_size > 0) o << "  shared_intermediate_size: " << e.shared_intermediate_size << "\n";
+    if (e.first_dense_layers > 0) o << "  first_dense_layers: " << e.first_dense_layers << "\n";
+    if (e.layer_frequency != 1) o << "  layer_frequency: " << e.layer_frequency << "\n";
+    if (e.router_bias) o << "  router_bias: true\n";
+    if (e.expert_bias) o << "  expert_bias: true\n";
+    if (e.score_correction_bias) o << "  score_correction_bias: true\n";
+    if (e.shared_expert_gate) o << "  shared_expert_gate: true\n";
+  }
+  if (!m.mlp_gated || m.mlp_bias) o << "mlp:\n  gated: " << b(m.mlp_gated) << "\n  bias: " << b(m.mlp_bias) << "\n";
+  if (m.published_params_total > 0) {
+    o << "published_params:\n  total: " << num(m.published_params_total) << "\n";
+    if (m.published_params_active > 0) o << "  active: " << num(m.published_params_active) << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace kvcap::profiles
