@@ -1,0 +1,57 @@
+// kvcap import-hf: a Hugging Face config.json -> the equivalent kvcap YAML model profile.
+#include <fstream>
+#include <iostream>
+
+#include "common.hpp"
+#include "format.hpp"
+#include "kvcap/planner/params.hpp"
+#include "kvcap/profiles/profiles.hpp"
+
+namespace kvcap::cli {
+
+int cmd_import_hf(const std::vector<std::string>& args) {
+  po::options_description desc("Options");
+  desc.add_options()
+    ("config", po::value<std::string>(), "path to config.json")
+    ("name", po::value<std::string>(), "profile name (default: from the file name)")
+    ("out,o", po::value<std::string>(), "write the profile here (default: standard output)")
+    ("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  const auto vm = parse(args, desc, &pos);
+  if (vm.count("help")) {
+    print_help("kvcap import-hf CONFIG.json [--name NAME] [--out FILE.yaml]",
+               "Reads a Hugging Face config.json and writes the equivalent kvcap model profile (YAML). Supported\n"
+               "model_type values: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3,\n"
+               "gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt_oss.",
+               desc, "  kvcap import-hf Llama-3.1-8B/config.json --name llama-3.1-8b --out profiles/models/llama-3.1-8b.yaml");
+    return 0;
+  }
+  if (!vm.count("config")) throw UsageError("give the path to a config.json");
+  const std::string path = vm["config"].as<std::string>();
+  ModelSpec m = profiles::load_model_file(path);
+  if (vm.count("name")) {
+    m.name = vm["name"].as<std::string>();
+  } else {
+    std::string stem = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    if (stem.size() > 5 && stem.ends_with(".json")) stem.resize(stem.size() - 5);
+    for (auto& ch : stem) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    m.name = stem == "config" ? m.name : stem;
+  }
+  const auto pc = param_counts(m);
+  const std::string header = "Imported by kvcap import-hf from " + path + "\nDerived: " + billions(static_cast<double>(pc.total)) +
+                             " parameters, " + billions(static_cast<double>(pc.active)) + " active per token.";
+  const std::string text = profiles::to_yaml(m, header);
+  if (vm.count("out")) {
+    const std::string out = vm["out"].as<std::string>();
+    std::ofstream f(out);
+    if (!f) throw std::runtime_error("cannot write " + out);
+    f << text;
+    std::cerr << "wrote " << out << "\n";
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
+}  // namespace kvcap::cli

@@ -1,0 +1,47 @@
+// kvcap plan: where every byte of a GPU goes, and how many requests fit at each context length.
+#include <iostream>
+
+#include "common.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "report.hpp"
+
+namespace kvcap::cli {
+
+int cmd_plan(const std::vector<std::string>& args) {
+  auto desc = deployment_options();
+  po::options_description out("Output");
+  out.add_options()
+    ("contexts", po::value<std::string>(), "context lengths for the curve (default 1K,2K,...,1M)")
+    ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (the curve)")
+    ("help,h", "show this help");
+  desc.add(out);
+  const auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    print_help("kvcap plan --model M --gpu G [options]",
+               "Memory per GPU (weights, activation peak, non-torch, KV cache), KV blocks and tokens, and the maximum\n"
+               "number of concurrent requests at each context length, with vLLM V1's semantics.",
+               desc,
+               "  kvcap plan --model llama-3.1-8b --gpu h100-sxm\n"
+               "  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32K\n"
+               "  kvcap plan --model path/to/config.json --gpu a100-80gb --format json\n"
+               "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
+               "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024");
+    return 0;
+  }
+  if (!vm.count("model")) throw UsageError("--model is required (a built-in name such as llama-3.1-8b, a YAML profile, or a config.json)");
+  if (!vm.count("gpu")) throw UsageError("--gpu is required (a built-in name such as h100-sxm, or a YAML profile)");
+  const Format fmt = parse_format(vm["format"].as<std::string>());
+  const Deployment dep = deployment_from(vm);
+  const auto contexts = vm.count("contexts") ? parse_token_list(vm["contexts"].as<std::string>(), "--contexts") : default_contexts();
+  const ModelSpec model = profiles::resolve_model(vm["model"].as<std::string>());
+  const GpuSpec gpu = profiles::resolve_gpu(vm["gpu"].as<std::string>());
+  const MemoryPlan plan = plan_memory(model, gpu, dep, contexts);
+  switch (fmt) {
+    case Format::table: report_plan_table(std::cout, model, gpu, plan); break;
+    case Format::json: std::cout << plan_json(model, gpu, plan).dump(2) << "\n"; break;
+    case Format::csv: report_plan_csv(std::cout, plan); break;
+  }
+  return 0;
+}
+
+}  // namespace kvcap::cli

@@ -1,0 +1,248 @@
+#include "common.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/profiles/profiles.hpp"
+
+namespace kvcap::cli {
+
+namespace {
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  const auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Splits "12.5GiB" into number and suffix; throws UsageError naming the flag.
+std::pair<double, std::string> number_and_unit(const std::string& in, const std::string& flag, const char* expected) {
+  const std::string s = trim(in);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end == s.c_str() || errno == ERANGE || !std::isfinite(v))
+    throw UsageError(flag + ": expected " + expected + ", got '" + in + "'");
+  return {v, trim(std::string(end))};
+}
+}  // namespace
+
+std::int64_t parse_tokens(const std::string& in, const std::string& flag) {
+  auto [v, unit] = number_and_unit(in, flag, "a token count such as 4096, 32K or 1M");
+  double mult = 1;
+  if (unit == "k") mult = 1e3;
+  else if (unit == "m") mult = 1e6;
+  else if (unit == "g") mult = 1e9;
+  else if (unit == "K") mult = 1024;
+  else if (unit == "M") mult = 1024.0 * 1024;
+  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
+  else if (!unit.empty())
+    throw UsageError(flag + ": unknown unit '" + unit + "' in '" + in +
+                     "'; use K/M/G (x1024, as vLLM) or k/m/g (x1000)");
+  const double t = v * mult;
+  if (t < 1 || t != std::floor(t) || t > 9.0e15)
+    throw UsageError(flag + ": expected a whole number of tokens >= 1, got '" + in + "'");
+  return static_cast<std::int64_t>(t);
+}
+
+std::uint64_t parse_bytes(const std::string& in, const std::string& flag) {
+  auto [v, unit] = number_and_unit(in, flag, "a size such as 40GiB, 80GB or 42949672960");
+  double mult = 1;
+  const std::pair<const char*, double> units[] = {
+      {"B", 1},       {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},    {"MB", 1e6},     {"GB", 1e9},        {"TB", 1e12},          {"", 1}};
+  bool ok = false;
+  for (const auto& [name, m] : units)
+    if (unit == name) mult = m, ok = true;
+  if (!ok) throw UsageError(flag + ": unknown unit '" + unit + "'; use B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal)");
+  const double b = std::floor(v * mult);
+  if (v < 0 || b > 1.8e19) throw UsageError(flag + ": expected a size between 0 and 2^64 bytes, got '" + in + "'");
+  return static_cast<std::uint64_t>(b);
+}
+
+std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& flag) {
+  std::vector<std::int64_t> r;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const auto comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!trim(item).empty()) r.push_back(parse_tokens(item, flag));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (r.empty()) throw UsageError(flag + ": expected a comma-separated list of token counts, e.g. 1K,32K,128K");
+  return r;
+}
+
+double parse_seconds(const std::string& in, const std::string& flag) {
+  auto [v, unit] = number_and_unit(in, flag, "a duration such as 2s, 50ms or 0.05");
+  double mult = 1;
+  if (unit == "ms") mult = 1e-3;
+  else if (unit == "us") mult = 1e-6;
+  else if (unit == "min") mult = 60;
+  else if (unit != "s" && !unit.empty()) throw UsageError(flag + ": unknown unit '" + unit + "'; use s, ms, us or min");
+  if (!(v > 0)) throw UsageError(flag + ": expected a positive duration, got '" + in + "'");
+  return v * mult;
+}
+
+DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&)) {
+  auto d = parse_dtype(s);
+  if (!d || !accept(info(*d))) throw UsageError(flag + ": unknown value '" + s + "'; expected one of " + dtype_names(accept));
+  return *d;
+}
+
+po::options_description deployment_options(bool with_model_gpu) {
+  po::options_description d("Deployment (vLLM flag names and semantics)");
+  if (with_model_gpu) {
+    d.add_options()
+      ("model,m", po::value<std::string>(), "model: built-in name, YAML profile, or Hugging Face config.json")
+      ("gpu,g", po::value<std::string>(), "GPU: built-in name or YAML profile");
+  }
+  d.add_options()
+    ("num-gpus", po::value<std::string>(), "total GPUs (default TP x PP); extra GPUs form data-parallel replicas")
+    ("tensor-parallel-size", po::value<std::string>()->default_value("1"), "tensor-parallel size")
+    ("pipeline-parallel-size", po::value<std::string>()->default_value("1"), "pipeline-parallel size")
+    ("gpu-memory-utilization", po::value<std::string>()->default_value("0.9"), "fraction of device memory vLLM may use")
+    ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
+    ("quantization,q", po::value<std::string>()->default_value("auto"), "weight format: auto (checkpoint's), bf16, fp8, int4 (AWQ/GPTQ), mxfp4")
+    ("kv-cache-dtype", po::value<std::string>()->default_value("auto"), "KV format: auto (= model dtype), bf16, fp16, fp8, fp8_e5m2, int8, int4, int2")
+    ("block-size", po::value<std::string>()->default_value("16"), "tokens per KV block")
+    ("max-model-len", po::value<std::string>(), "context limit per request (default: the model's max_position_embeddings); 32K = 32768, 32k = 32000")
+    ("max-num-batched-tokens", po::value<std::string>(), "token budget per step (default: vLLM serve's, 8192 on >= 70 GiB GPUs except A100, else 2048)")
+    ("max-num-seqs", po::value<std::string>(), "sequences per step (default 1024 / 256 by the same rule)")
+    ("kv-cache-memory", po::value<std::string>(), "KV bytes per rank, skipping the estimate (e.g. 32.06GiB); comma-separated for one per pipeline stage")
+    ("activation-peak-memory", po::value<std::string>(), "override the activation-peak estimate per rank (bytes or 4.7GiB)")
+    ("non-torch-memory", po::value<std::string>(), "override the non-torch memory default per rank")
+    ("shared-prefix-tokens", po::value<std::string>()->default_value("0"), "a common prefix held once (prefix caching)");
+  return d;
+}
+
+namespace {
+std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno == ERANGE || v < min)
+    throw UsageError(flag + ": expected an integer >= " + std::to_string(min) + ", got '" + s + "'");
+  return v;
+}
+}  // namespace
+
+Deployment deployment_from(const po::variables_map& vm) {
+  Deployment d;
+  auto str = [&](const char* k) { return vm[k].as<std::string>(); };
+  if (vm.count("num-gpus")) d.num_gpus = parse_int(str("num-gpus"), "--num-gpus", 1);
+  d.tensor_parallel_size = parse_int(str("tensor-parallel-size"), "--tensor-parallel-size", 1);
+  d.pipeline_parallel_size = parse_int(str("pipeline-parallel-size"), "--pipeline-parallel-size", 1);
+  {
+    const std::string u = str("gpu-memory-utilization");
+    char* end = nullptr;
+    d.gpu_memory_utilization = std::strtod(u.c_str(), &end);
+    if (u.empty() || *end != '\0' || !(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
+      throw UsageError("--gpu-memory-utilization: expected a fraction in (0, 1], got '" + u + "'");
+  }
+  d.dtype = parse_dtype_flag(str("dtype"), "--dtype", [](const DTypeInfo& i) { return i.activation_ok; });
+  d.quantization = parse_dtype_flag(str("quantization"), "--quantization", [](const DTypeInfo& i) { return i.weights_ok; });
+  d.kv_cache_dtype = parse_dtype_flag(str("kv-cache-dtype"), "--kv-cache-dtype", [](const DTypeInfo& i) { return i.kv_ok; });
+  d.block_size = parse_int(str("block-size"), "--block-size", 1);
+  if (vm.count("max-model-len")) d.max_model_len = parse_tokens(str("max-model-len"), "--max-model-len");
+  if (vm.count("max-num-batched-tokens"))
+    d.max_num_batched_tokens = parse_tokens(str("max-num-batched-tokens"), "--max-num-batched-tokens");
+  if (vm.count("max-num-seqs")) d.max_num_seqs = parse_int(str("max-num-seqs"), "--max-num-seqs", 1);
+  if (vm.count("kv-cache-memory")) {
+    const std::string s = str("kv-cache-memory");
+    std::size_t start = 0;
+    while (true) {
+      const auto comma = s.find(',', start);
+      d.kv_cache_memory_bytes.push_back(parse_bytes(s.substr(start, comma - start), "--kv-cache-memory"));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (vm.count("activation-peak-memory")) d.activation_peak_bytes = parse_bytes(str("activation-peak-memory"), "--activation-peak-memory");
+  if (vm.count("non-torch-memory")) d.non_torch_bytes = parse_bytes(str("non-torch-memory"), "--non-torch-memory");
+  d.shared_prefix_tokens = str("shared-prefix-tokens") == "0" ? 0 : parse_tokens(str("shared-prefix-tokens"), "--shared-prefix-tokens");
+  return d;
+}
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
+                        const po::positional_options_description* pos) {
+  po::variables_map vm;
+  try {
+    auto p = po::command_line_parser(args).options(desc);
+    if (pos) p.positional(*pos);
+    po::store(p.run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return vm;
+}
+
+void print_help(const std::string& usage, const std::string& about, const po::options_description& desc,
+                const std::string& examples) {
+  std::cout << "Usage: " << usage << "\n\n" << about << "\n\n" << desc << "\n";
+  if (!examples.empty()) std::cout << "Examples:\n" << examples << "\n";
+}
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> s = {
+      {"plan", "memory breakdown and concurrency vs context for one deployment", cmd_plan},
+      {"compare", "concurrency vs context table for several deployments (the main job)", cmd_compare},
+      {"import-hf", "convert a Hugging Face config.json into a kvcap YAML model profile", cmd_import_hf},
+      {"list", "list the built-in model and GPU profiles", cmd_list},
+  };
+  return s;
+}
+
+int run_main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto usage = [] {
+    std::cout << "kvcap " KVCAP_VERSION " - how many concurrent LLM requests fit, and what to buy\n\n"
+              << "Usage: kvcap <command> [options]    (kvcap <command> --help for each)\n\nCommands:\n";
+    for (const auto& c : subcommands()) std::cout << "  " << c.name << std::string(12 - std::min<std::size_t>(11, c.name.size()), ' ') << c.summary << "\n";
+    std::cout << "\nExample:\n  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --max-model-len 32K\n";
+  };
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    usage();
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "kvcap " KVCAP_VERSION "\n";
+    return 0;
+  }
+  const std::string name = args[0];
+  args.erase(args.begin());
+  for (const auto& c : subcommands()) {
+    if (c.name != name) continue;
+    try {
+      return c.run(args);
+    } catch (const UsageError& e) {
+      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n(see: kvcap " << name << " --help)\n";
+      return 2;
+    } catch (const profiles::ProfileError& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    } catch (const SpecError& e) {
+      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n";
+      return 1;
+    } catch (const OverflowError& e) {
+      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n";
+      return 1;
+    } catch (const std::exception& e) {
+      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "kvcap: unknown command '" << name << "'\n";
+  std::vector<std::string> names;
+  for (const auto& c : subcommands()) names.push_back(c.name);
+  const std::string s = profiles::did_you_mean(name, names);
+  if (!s.empty()) std::cerr << "did you mean '" << s << "'?\n";
+  std::cerr << "(see: kvcap --help)\n";
+  return 2;
+}
+
+}  // namespace kvcap::cli

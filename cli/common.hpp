@@ -1,0 +1,63 @@
+#pragma once
+// Shared pieces of the subcommands: the deployment flags (vLLM names and semantics), value parsers
+// with clear errors, and the subcommand table.
+#include <boost/program_options.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kvcap/planner/deployment.hpp"
+
+namespace kvcap::cli {
+
+namespace po = boost::program_options;
+
+/// A bad command line: printed with the subcommand's usage hint, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Token counts as vLLM reads them (--max-model-len): lowercase k/m/g are decimal (1k = 1000),
+/// uppercase K/M/G binary (1K = 1024).
+std::int64_t parse_tokens(const std::string& s, const std::string& flag);
+/// Byte sizes: plain bytes, or with a unit: KiB/MiB/GiB/TiB (2^10...) or KB/MB/GB/TB (10^3...).
+std::uint64_t parse_bytes(const std::string& s, const std::string& flag);
+/// A comma-separated list of token counts, e.g. "1K,4K,32K,128K".
+std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& flag);
+/// A duration: "2s", "50ms", "800us", or plain seconds.
+double parse_seconds(const std::string& s, const std::string& flag);
+DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&));
+
+/// --model/--gpu and the deployment flags shared by plan, compare, size, simulate, sweep.
+po::options_description deployment_options(bool with_model_gpu = true);
+Deployment deployment_from(const po::variables_map& vm);
+
+/// Parses `args` against `desc` (+ positional), turning Boost errors into UsageError.
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
+                        const po::positional_options_description* pos = nullptr);
+
+/// Prints "--help" text: usage line, description, options, examples.
+void print_help(const std::string& usage, const std::string& about, const po::options_description& desc,
+                const std::string& examples);
+
+struct Subcommand {
+  std::string name;
+  std::string summary;
+  std::function<int(const std::vector<std::string>&)> run;
+};
+const std::vector<Subcommand>& subcommands();
+
+int cmd_plan(const std::vector<std::string>& args);
+int cmd_compare(const std::vector<std::string>& args);
+int cmd_import_hf(const std::vector<std::string>& args);
+int cmd_list(const std::vector<std::string>& args);
+
+/// Runs a subcommand with the project's error policy: profile errors and spec errors print
+/// "error: ..." (located where possible) and return 1; usage errors return 2.
+int run_main(int argc, char** argv);
+
+}  // namespace kvcap::cli

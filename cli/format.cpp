@@ -1,0 +1,43 @@
+#include "format.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace kvcap::cli {
+
+std::string fixed(double v, int decimals) {
+  if (std::isinf(v)) return "unbounded";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string gib(double bytes, int decimals) { return fixed(bytes / 1073741824.0, decimals); }
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (std::fabs(b) >= 1024.0 && u < 6) b /= 1024.0, ++u;
+  return u == 0 ? fixed(b, 0) + " B" : fixed(b, b < 10 ? 2 : 1) + " " + units[u];
+}
+
+std::string human_tokens(std::int64_t t) {
+  if (t >= (1 << 20) && t % (1 << 20) == 0) return std::to_string(t >> 20) + "M";
+  if (t >= 1024 && t % 1024 == 0) return std::to_string(t >> 10) + "K";
+  return std::to_string(t);
+}
+
+std::string grouped(std::uint64_t v) {
+  std::string s = std::to_string(v), r;
+  int n = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (n && n % 3 == 0) r.insert(r.begin(), ',');
+    r.insert(r.begin(), *it);
+    ++n;
+  }
+  return r;
+}
+
+std::string billions(double v) { return fixed(v / 1e9, 2) + "B"; }
+
+}  // namespace kvcap::cli

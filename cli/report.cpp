@@ -1,0 +1,166 @@
+#include "report.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+#include "common.hpp"
+#include "format.hpp"
+
+namespace kvcap::cli {
+
+Format parse_format(const std::string& s, bool allow_csv) {
+  if (s == "table") return Format::table;
+  if (s == "json") return Format::json;
+  if (s == "csv" && allow_csv) return Format::csv;
+  throw UsageError("--format: expected table, json" + std::string(allow_csv ? " or csv" : "") + ", got '" + s + "'");
+}
+
+namespace {
+std::string attention_desc(const ModelSpec& m) {
+  std::ostringstream o;
+  if (m.attention == AttentionType::mla) {
+    o << "MLA, latent " << m.mla.kv_lora_rank << " + rope " << m.mla.qk_rope_head_dim << " per token per layer";
+  } else {
+    const char* kind = m.num_kv_heads == m.num_heads ? "MHA" : m.num_kv_heads == 1 ? "MQA" : "GQA";
+    o << kind << " " << m.num_heads << " q / " << m.num_kv_heads << " kv heads x " << m.head_dim;
+  }
+  if (m.sliding_window > 0) {
+    i64 sliding = 0;
+    for (i64 l = 0; l < m.num_layers; ++l) sliding += layer_attention(m, l) == LayerAttention::sliding;
+    o << ", sliding window " << m.sliding_window << " on " << sliding << " of " << m.num_layers << " layers";
+  }
+  return o.str();
+}
+
+std::string row(const std::string& label, const std::string& value, int width = 50) {
+  std::string l = "  " + label;
+  if (static_cast<int>(l.size()) < width) l += std::string(static_cast<std::size_t>(width) - l.size(), ' ');
+  return l + value + "\n";
+}
+std::string padl(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+}  // namespace
+
+void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p) {
+  const auto& d = p.dep;
+  o << m.display_name << " (" << m.name << ") on " << d.d.num_gpus << " x " << g.display_name << "\n";
+  o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
+    << (d.replicas == 1 ? " replica" : " replicas") << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
+    << ", block " << d.d.block_size << " tokens, max_model_len " << grouped(static_cast<u64>(d.max_model_len))
+    << ", max_num_batched_tokens " << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
+  o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
+  if (p.params.active != p.params.total) o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
+  o << ", " << m.num_layers << " layers, " << attention_desc(m) << "\n\n";
+
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    const auto& st = p.stages[i];
+    std::string title = "Memory per GPU";
+    if (p.stages.size() > 1)
+      title += ", pipeline stage " + std::to_string(st.stage) + " (layers " + std::to_string(st.first_layer) + "-" +
+               std::to_string(st.first_layer + st.num_layers - 1) + ")" + (i == p.binding_stage ? ", binds" : "");
+    o << title << std::string(title.size() < 55 ? 55 - title.size() : 1, ' ') << "GiB\n";
+    if (st.kv_memory_given) {
+      o << row("available for KV cache (--kv-cache-memory)", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
+    } else {
+      o << row("device memory as CUDA reports it", padl(gib(static_cast<double>(g.memory_bytes)), 8));
+      o << row("x gpu_memory_utilization " + fixed(d.d.gpu_memory_utilization, 2) + " = requested",
+               padl(gib(static_cast<double>(st.requested_bytes)), 8));
+      o << row("- weights (" + std::string(name(d.weight_dtype)) + ", 1/" + std::to_string(d.d.tensor_parallel_size) +
+                   " of the sharded tensors)",
+               padl(gib(static_cast<double>(st.weights_bytes)), 8));
+      o << row("- activation peak (" + grouped(static_cast<u64>(d.max_num_batched_tokens)) + " tokens, " +
+                   std::to_string(std::min(d.max_num_seqs, d.max_num_batched_tokens)) + " seqs)",
+               padl(gib(static_cast<double>(st.activation_peak_bytes)), 8));
+      o << row("- non-torch (CUDA context, NCCL buffers)", padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
+      o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
+    }
+    o << row("KV per token on this GPU", human_bytes(static_cast<double>(st.kv_bytes_per_token)) + " (" +
+                                               grouped(st.kv_bytes_per_token) + " B, " + std::to_string(st.num_layers) +
+                                               " layers)");
+    o << "\n";
+  }
+  o << "KV cache: " << grouped(p.num_blocks) << " blocks x " << d.d.block_size << " = " << grouped(p.kv_capacity_tokens)
+    << " tokens per replica";
+  if (d.replicas > 1) o << ", " << grouped(p.cluster_kv_capacity_tokens) << " in the cluster";
+  o << "\nMaximum concurrency for " << grouped(static_cast<u64>(d.max_model_len))
+    << " tokens per request: " << fixed(p.max_concurrency, 2) << "x";
+  if (d.replicas > 1) o << " per replica, " << fixed(p.cluster_max_concurrency, 2) << "x in the cluster";
+  o << "\n";
+  if (d.d.shared_prefix_tokens > 0) o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
+  for (const auto& w : p.warnings) o << "warning: " << w << "\n";
+
+  o << "\nConcurrency vs context length (per replica" << (d.replicas > 1 ? "; x" + std::to_string(d.replicas) + " for the cluster" : "") << ")\n";
+  o << "  context   KV per request   max concurrent requests\n";
+  for (const auto& c : p.curve) {
+    o << "  " << padl(human_tokens(c.context_tokens), 7) << "   " << padl(human_bytes(static_cast<double>(c.kv_bytes_per_request)), 14)
+      << "   " << padl(fixed(c.max_concurrency, 2), 12)
+      << (c.context_tokens > d.max_model_len ? "   (beyond max_model_len)" : "") << "\n";
+  }
+}
+
+nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p) {
+  using J = nlohmann::ordered_json;
+  const auto& d = p.dep;
+  const auto& bind = p.stages[p.binding_stage];
+  J j;
+  j["model"] = {{"name", m.name}, {"display_name", m.display_name}, {"params_total", p.params.total},
+                {"params_active", p.params.active}, {"num_layers", m.num_layers}};
+  j["gpu"] = {{"name", g.name}, {"display_name", g.display_name}, {"memory_bytes", g.memory_bytes}};
+  j["deployment"] = {{"num_gpus", d.d.num_gpus},
+                     {"tensor_parallel_size", d.d.tensor_parallel_size},
+                     {"pipeline_parallel_size", d.d.pipeline_parallel_size},
+                     {"replicas", d.replicas},
+                     {"gpu_memory_utilization", d.d.gpu_memory_utilization},
+                     {"dtype", std::string(name(d.dtype))},
+                     {"weight_dtype", std::string(name(d.weight_dtype))},
+                     {"kv_cache_dtype", std::string(name(d.kv_dtype))},
+                     {"block_size", d.d.block_size},
+                     {"max_model_len", d.max_model_len},
+                     {"max_num_batched_tokens", d.max_num_batched_tokens},
+                     {"max_num_seqs", d.max_num_seqs},
+                     {"shared_prefix_tokens", d.d.shared_prefix_tokens}};
+  j["kv_bytes_per_token_per_rank"] = p.kv_bytes_per_token_per_rank;
+  j["memory"] = {{"total_bytes", g.memory_bytes},
+                 {"requested_bytes", bind.requested_bytes},
+                 {"weights_bytes", bind.weights_bytes},
+                 {"activation_peak_bytes", bind.activation_peak_bytes},
+                 {"non_torch_bytes", bind.non_torch_bytes},
+                 {"available_kv_bytes", bind.available_kv_bytes},
+                 {"kv_memory_given", bind.kv_memory_given}};
+  J stages = J::array();
+  for (const auto& st : p.stages)
+    stages.push_back({{"stage", st.stage},
+                      {"first_layer", st.first_layer},
+                      {"num_layers", st.num_layers},
+                      {"weights_bytes", st.weights_bytes},
+                      {"available_kv_bytes", st.available_kv_bytes},
+                      {"kv_bytes_per_token", st.kv_bytes_per_token},
+                      {"num_blocks", st.num_blocks}});
+  j["stages"] = stages;
+  j["binding_stage"] = p.binding_stage;
+  j["num_blocks"] = p.num_blocks;
+  j["kv_capacity_tokens"] = p.kv_capacity_tokens;
+  j["max_concurrency"] = p.max_concurrency;
+  j["max_model_len_that_fits"] = p.max_model_len_that_fits;
+  j["cluster"] = {{"replicas", d.replicas},
+                  {"kv_capacity_tokens", p.cluster_kv_capacity_tokens},
+                  {"max_concurrency", p.cluster_max_concurrency}};
+  J curve = J::array();
+  for (const auto& c : p.curve)
+    curve.push_back({{"context_tokens", c.context_tokens},
+                     {"max_concurrency", c.max_concurrency},
+                     {"kv_bytes_per_request", c.kv_bytes_per_request}});
+  j["concurrency_curve"] = curve;
+  j["warnings"] = p.warnings;
+  return j;
+}
+
+void report_plan_csv(std::ostream& o, const MemoryPlan& p) {
+  o << "context_tokens,max_concurrency,kv_bytes_per_request\n";
+  for (const auto& c : p.curve) {
+    std::ostringstream v;
+    v << std::setprecision(10) << c.max_concurrency;
+    o << c.context_tokens << "," << v.str() << "," << c.kv_bytes_per_request << "\n";
+  }
+}
+
+}  // namespace kvcap::cli

@@ -1,0 +1,18 @@
+#pragma once
+// Reporters for a memory plan: one computation, three formats chosen by --format.
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+
+#include "kvcap/planner/memory.hpp"
+
+namespace kvcap::cli {
+
+enum class Format { table, json, csv };
+Format parse_format(const std::string& s, bool allow_csv = true);
+
+void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p);
+nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p);
+void report_plan_csv(std::ostream& o, const MemoryPlan& p);
+
+}  // namespace kvcap::cli
