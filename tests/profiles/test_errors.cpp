@@ -1,0 +1,129 @@
+// Every error path of the loader: located, named, and saying what was expected.
+#include <catch2/catch.hpp>
+
+#include "kvcap/profiles/profiles.hpp"
+
+using namespace kvcap;
+using profiles::Diagnostic;
+using profiles::ProfileError;
+
+namespace {
+std::vector<Diagnostic> model_errors(const std::string& text) {
+  try {
+    profiles::parse_model(text, "m.yaml");
+  } catch (const ProfileError& e) {
+    return e.diagnostics();
+  }
+  return {};
+}
+const std::string kGood = R"(kind: model
+name: ok
+hidden_size: 4096
+intermediate_size: 14336
+num_layers: 32
+vocab_size: 32000
+max_position_embeddings: 8192
+attention:
+  num_heads: 32
+  num_kv_heads: 8
+)";
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  s.replace(s.find(from), from.size(), to);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a valid profile loads", "[profiles][errors]") {
+  const auto m = profiles::parse_model(kGood, "m.yaml");
+  CHECK(m.head_dim == 128);  // hidden / heads when not given
+}
+
+TEST_CASE("YAML syntax errors name file:line:column", "[profiles][errors]") {
+  const auto d = model_errors("kind: model\nname: x\nattention:\n  num_heads: 32\n   num_kv_heads: 8\n");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].file == "m.yaml");
+  CHECK(d[0].line == 5);
+  CHECK(d[0].message.find("YAML syntax error") != std::string::npos);
+  CHECK(d[0].format().rfind("m.yaml:5:", 0) == 0);
+}
+
+TEST_CASE("wrong types name the key path and line, and every problem is reported", "[profiles][errors]") {
+  auto text = replace(kGood, "vocab_size: 32000", "vocab_size: lots");
+  text = replace(text, "num_kv_heads: 8", "num_kv_heads: [8]");
+  const auto d = model_errors(text);
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].key_path == "vocab_size");
+  CHECK(d[0].line == 6);
+  CHECK(d[0].message == "expected an integer, got 'lots'");
+  CHECK(d[1].key_path == "attention.num_kv_heads");
+  CHECK(d[1].line == 10);
+  CHECK(d[1].message.find("expected an integer") != std::string::npos);
+}
+
+TEST_CASE("unknown keys are errors with a did-you-mean", "[profiles][errors]") {
+  const auto d = model_errors(replace(kGood, "num_kv_heads", "num_kv_head"));
+  REQUIRE_FALSE(d.empty());
+  CHECK(d[0].key_path == "attention.num_kv_head");
+  CHECK(d[0].message.find("did you mean 'num_kv_heads'?") != std::string::npos);
+  const auto top = model_errors(kGood + "hiden_size: 1\n");
+  REQUIRE_FALSE(top.empty());
+  CHECK(top[0].message.find("did you mean 'hidden_size'?") != std::string::npos);
+  CHECK(top[0].line == 11);
+}
+
+TEST_CASE("impossible architectures are rejected with the reason", "[profiles][errors]") {
+  auto d = model_errors(replace(kGood, "num_kv_heads: 8", "num_kv_heads: 6"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].key_path == "attention.num_kv_heads");
+  CHECK(d[0].message.find("divisible") != std::string::npos);
+  CHECK(d[0].line == 10);
+  d = model_errors(replace(kGood, "num_layers: 32", "num_layers: 0"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].key_path == "num_layers");
+  d = model_errors(replace(kGood, "hidden_size: 4096", "hidden_size: -4096"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].message.find("expected an integer between 1 and") != std::string::npos);
+  d = model_errors(replace(kGood, "num_kv_heads: 8", "num_kv_heads: 64"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].message.find("cannot exceed") != std::string::npos);
+  d = model_errors(replace(kGood, "vocab_size: 32000", "vocab_size: 3.5"));
+  REQUIRE(d.size() == 1);
+  d = model_errors(replace(kGood, "kind: model", "kind: gpu"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].key_path == "kind");
+}
+
+TEST_CASE("empty, binary, non-mapping and missing files get clear errors", "[profiles][errors]") {
+  CHECK(model_errors("").at(0).message.find("empty") != std::string::npos);
+  CHECK(model_errors(std::string("\x7f" "ELF\0\0\x01", 7)).at(0).message.find("not a text file") != std::string::npos);
+  CHECK(model_errors("- a\n- b\n").at(0).message.find("mapping") != std::string::npos);
+  try {
+    profiles::load_model_file("/nonexistent/x.yaml");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    CHECK(e.diagnostics().at(0).file == "/nonexistent/x.yaml");
+    CHECK(e.diagnostics().at(0).message.find("cannot open") != std::string::npos);
+  }
+}
+
+TEST_CASE("unknown built-in names suggest the closest", "[profiles][errors]") {
+  try {
+    profiles::resolve_model("llama-3.1-8");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    CHECK(std::string(e.what()).find("did you mean 'llama-3.1-8b'?") != std::string::npos);
+  }
+  CHECK_THROWS_AS(profiles::resolve_gpu("h1000"), ProfileError);
+}
+
+TEST_CASE("GPU profile errors", "[profiles][errors]") {
+  const std::string good = profiles::builtin_text("gpus/h100-sxm.yaml");
+  REQUIRE_FALSE(good.empty());
+  CHECK_NOTHROW(profiles::parse_gpu(good, "g.yaml"));
+  try {
+    profiles::parse_gpu(replace(good, "bandwidth_bytes_per_s: 3.35e+12", "bandwidth_bytes_per_s: .nan"), "g.yaml");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    CHECK(e.diagnostics().at(0).key_path == "memory.bandwidth_bytes_per_s");
+  }
+}

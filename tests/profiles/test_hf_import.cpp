@@ -1,0 +1,90 @@
+// The Hugging Face importer across model types (configs written from the published ones).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "kvcap/planner/params.hpp"
+#include "kvcap/profiles/profiles.hpp"
+
+using namespace kvcap;
+
+namespace {
+ModelSpec imp(const std::string& s) { return profiles::import_hf(s, "config.json"); }
+}  // namespace
+
+TEST_CASE("an explicit head_dim wins over hidden / heads", "[hf]") {
+  const auto m = imp(R"({"model_type":"qwen3","hidden_size":1024,"intermediate_size":3072,"num_hidden_layers":28,
+    "num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"vocab_size":151936,"max_position_embeddings":40960,
+    "tie_word_embeddings":true,"torch_dtype":"bfloat16"})");
+  CHECK(m.head_dim == 128);  // not 1024 / 16 = 64
+  CHECK(m.qk_norm);
+  CHECK(std::round(static_cast<double>(param_counts(m).total) / 1e7) == 60);  // Qwen3-0.6B: 0.60B (tied)
+}
+
+TEST_CASE("gemma2 alternates sliding and global layers; gemma3 nests text_config", "[hf]") {
+  const auto g2 = imp(R"({"model_type":"gemma2","hidden_size":3584,"intermediate_size":14336,"num_hidden_layers":42,
+    "num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"vocab_size":256000,"max_position_embeddings":8192,
+    "sliding_window":4096,"torch_dtype":"float32"})");
+  CHECK(g2.tie_word_embeddings);
+  CHECK(layer_attention(g2, 0) == LayerAttention::sliding);
+  CHECK(layer_attention(g2, 1) == LayerAttention::full);
+  CHECK(std::round(static_cast<double>(param_counts(g2).total) / 1e7) == 924);  // Gemma-2-9B: 9.24B
+  const auto g3 = imp(R"({"model_type":"gemma3","architectures":["Gemma3ForConditionalGeneration"],"text_config":{
+    "model_type":"gemma3_text","hidden_size":2560,"intermediate_size":10240,"num_hidden_layers":34,"num_attention_heads":8,
+    "num_key_value_heads":4,"head_dim":256,"vocab_size":262208,"max_position_embeddings":131072,"sliding_window":1024,
+    "sliding_window_pattern":6,"torch_dtype":"bfloat16"}})");
+  CHECK(g3.num_layers == 34);
+  CHECK(layer_attention(g3, 4) == LayerAttention::sliding);
+  CHECK(layer_attention(g3, 5) == LayerAttention::full);
+  CHECK(layer_attention(g3, 11) == LayerAttention::full);
+}
+
+TEST_CASE("qwen2 carries q/k/v biases and honours use_sliding_window: false", "[hf]") {
+  const auto m = imp(R"({"model_type":"qwen2","hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,
+    "num_attention_heads":28,"num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":32768,
+    "sliding_window":131072,"use_sliding_window":false,"tie_word_embeddings":false,"torch_dtype":"bfloat16"})");
+  CHECK(m.qkv_bias);
+  CHECK(m.sliding_window == 0);
+  CHECK(std::round(static_cast<double>(param_counts(m).total) / 1e7) == 762);  // Qwen2-7B: 7.62B
+}
+
+TEST_CASE("qwen3_moe and gpt_oss experts; mixture counts active per token", "[hf]") {
+  const auto q = imp(R"({"model_type":"qwen3_moe","hidden_size":2048,"intermediate_size":6144,"moe_intermediate_size":768,
+    "num_hidden_layers":48,"num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,
+    "max_position_embeddings":40960,"num_experts":128,"num_experts_per_tok":8,"decoder_sparse_step":1,
+    "mlp_only_layers":[],"tie_word_embeddings":false,"torch_dtype":"bfloat16"})");
+  const auto qc = param_counts(q);
+  CHECK(std::round(static_cast<double>(qc.total) / 1e8) == 305);   // Qwen3-30B-A3B: 30.5B
+  CHECK(std::fabs(static_cast<double>(qc.active) / 3.3e9 - 1) < 0.02);  // "3.3B activated"
+  const auto g = imp(R"({"model_type":"gpt_oss","hidden_size":2880,"intermediate_size":2880,"num_hidden_layers":24,
+    "num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,"vocab_size":201088,"max_position_embeddings":131072,
+    "num_local_experts":32,"num_experts_per_tok":4,"sliding_window":128,"tie_word_embeddings":false,
+    "layer_types":["sliding_attention","full_attention"],"quantization_config":{"quant_method":"mxfp4"},
+    "torch_dtype":"bfloat16"})");
+  const auto gc = param_counts(g);
+  CHECK(std::round(static_cast<double>(gc.total) / 1e8) == 209);  // gpt-oss-20b: 20.9B
+  CHECK(std::round(static_cast<double>(gc.active - gc.embedding) / 1e8) == 36);  // 3.6B, OpenAI's count
+  CHECK(g.quantization == DType::mxfp4);
+  CHECK(layer_attention(g, 0) == LayerAttention::sliding);
+}
+
+TEST_CASE("phi3 and DeepSeek V2/V3 import; yarn scaling sets max_model_len as vLLM does", "[hf]") {
+  const auto p = imp(R"({"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
+    "num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,"max_position_embeddings":4096,
+    "sliding_window":2047,"tie_word_embeddings":false,"torch_dtype":"bfloat16"})");
+  CHECK(std::round(static_cast<double>(param_counts(p).total) / 1e7) == 382);  // Phi-3-mini: 3.82B
+  CHECK(p.sliding_window == 2047);
+  const auto v3 = profiles::load_model_file(std::string(KVCAP_FIXTURES) + "/hf/DeepSeek-V3.json");
+  CHECK(v3.max_position_embeddings == 4096 * 40);
+  CHECK(v3.attention == AttentionType::mla);
+  CHECK(v3.moe.first_dense_layers == 3);
+}
+
+TEST_CASE("importer errors: unsupported type, missing keys, tab-indented JSON still parses", "[hf]") {
+  CHECK_THROWS_WITH(imp(R"({"model_type":"bert","hidden_size":768})"), Catch::Contains("unsupported model_type 'bert'"));
+  CHECK_THROWS_WITH(imp(R"({"model_type":"llama","hidden_size":4096})"), Catch::Contains("num_hidden_layers"));
+  const auto m = imp("{\n\t\"model_type\": \"llama\",\n\t\"hidden_size\": 4096, \"intermediate_size\": 11008,\n\t\"num_hidden_layers\": 32,"
+                     " \"num_attention_heads\": 32, \"vocab_size\": 32000, \"max_position_embeddings\": 4096\n}");
+  CHECK(m.num_kv_heads == 32);
+  CHECK(param_counts(m).total == 6'738'415'616);  // Llama-2-7B
+}
