@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kvcap needs, only those missing; as root, or through sudo.
+# Usage: scripts/install-deps.sh [--gui]
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config libyaml-cpp-dev libboost-program-options-dev catch2 nlohmann-json3-dev)
+if [[ "${1:-}" == "--gui" ]]; then
+  pkgs+=(qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb xauth)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  as_root=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
