@@ -424,16 +424,21 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
       [](const P& p) { return p.layout == "paged" && p.kv_dtype == "fp8" && !p.mla; }, shape_key);
   if (fp8_speedup > 0) res.ratios.emplace_back("fp8_vs_bf16_decode_speedup", fp8_speedup);  // t_bf16 / t_fp8
   if (cuda) {
-    // Largest-M GEMM of the first shape, mma vs cuBLAS.
-    double best_m = 0, mma = 0, cublas = 0;
+    // mma vs cuBLAS: geometric mean over the shapes with M >= 1024 where both ran (prefill-sized GEMMs).
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> cublas_rate;
     for (const auto& p : res.points) {
-      if (p.kernel == "gemm" && p.m >= best_m) best_m = static_cast<double>(p.m);
+      if (p.kernel == "gemm" && p.impl == "cublas") cublas_rate[{p.m, p.n, p.k}] = p.flops / p.time_s;
     }
+    double log_sum = 0;
+    int pairs = 0;
     for (const auto& p : res.points) {
-      if (p.kernel != "gemm" || static_cast<double>(p.m) != best_m) continue;
-      (p.impl == "mma" ? mma : cublas) += p.flops / p.time_s;
+      if (p.kernel != "gemm" || p.impl != "mma" || p.m < 1024) continue;
+      const auto it = cublas_rate.find({p.m, p.n, p.k});
+      if (it == cublas_rate.end() || it->second <= 0) continue;
+      log_sum += std::log(p.flops / p.time_s / it->second);
+      ++pairs;
     }
-    if (mma > 0 && cublas > 0) res.ratios.emplace_back("mma_gemm_vs_cublas", mma / cublas);
+    if (pairs > 0) res.ratios.emplace_back("mma_gemm_vs_cublas", std::exp(log_sum / pairs));
   }
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report(total, "done", "done");

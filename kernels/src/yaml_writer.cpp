@@ -12,11 +12,15 @@ namespace kvcap::kernels {
 
 namespace {
 
-// Doubles with 9 significant digits; always readable as a float by YAML 1.1 and 1.2 parsers ("1e+10" -> "1.0e+10").
+// Integral doubles exactly; others with 9 significant digits; always readable as a float by YAML 1.1 and 1.2 parsers ("1e+10" -> "1.0e+10").
 std::string num(double v) {
   if (std::isnan(v)) return ".nan";
   if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
   char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {  // integral (byte and FLOP counts): exact
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "%.9g", v);
   std::string s = buf;
   const auto e = s.find('e');
