@@ -193,6 +193,9 @@ const std::vector<Subcommand>& subcommands() {
       {"compare", "concurrency vs context table for several deployments (the main job)", cmd_compare},
       {"import-hf", "convert a Hugging Face config.json into a kvcap YAML model profile", cmd_import_hf},
       {"list", "list the built-in model and GPU profiles", cmd_list},
+#ifdef KVCAP_HAVE_KERNELS
+      {"calibrate", "measure this GPU (or CPU) with the microkernels and write calibration.yaml", cmd_calibrate},
+#endif
   };
   return s;
 }

@@ -55,6 +55,7 @@ int cmd_plan(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);
 int cmd_import_hf(const std::vector<std::string>& args);
 int cmd_list(const std::vector<std::string>& args);
+int cmd_calibrate(const std::vector<std::string>& args);
 
 /// Runs a subcommand with the project's error policy: profile errors and spec errors print
 /// "error: ..." (located where possible) and return 1; usage errors return 2.

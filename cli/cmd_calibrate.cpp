@@ -1,0 +1,78 @@
+// kvcap calibrate: run the microkernels on the local GPU (or the CPU twins), fit the speed model, and
+// write calibration.yaml (docs/calibration-format.md), with the GPU profile's datasheet figures beside.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "common.hpp"
+#include "format.hpp"
+#include "kvcap/kernels/calibrate.h"
+#include "kvcap/profiles/profiles.hpp"
+
+namespace kvcap::cli {
+
+int cmd_calibrate(const std::vector<std::string>& args) {
+  po::options_description desc("Options");
+  desc.add_options()
+    ("device", po::value<std::string>()->default_value("cuda:0"), "cuda:N or cpu (the CPU twins, multi-threaded)")
+    ("quick", "a short sweep (GPU: under 2 minutes)")
+    ("out,o", po::value<std::string>(), "write calibration.yaml here (required)")
+    ("gpu,g", po::value<std::string>(), "GPU profile to compare with (datasheet ratios in the file)")
+    ("threads", po::value<int>()->default_value(0), "CPU threads (cpu device; 0: all)")
+    ("help,h", "show this help");
+  const auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    print_help("kvcap calibrate [--device cuda:0|cpu] [--quick] --out FILE [--gpu PROFILE]",
+               "Measures achieved memory bandwidth (stream, decode attention over a KV cache) and FLOP/s (GEMM,\n"
+               "causal prefill attention) and writes a calibration profile that kvcap's speed model can use in place\n"
+               "of datasheet figures.",
+               desc,
+               "  kvcap calibrate --quick --gpu h100-sxm --out profiles/calibrations/h100-sxm.yaml\n"
+               "  kvcap calibrate --device cpu --quick --out host.yaml");
+    return 0;
+  }
+  if (!vm.count("out")) throw UsageError("--out FILE is required");
+  kernels::CalibrationOptions opt;
+  opt.device = vm["device"].as<std::string>();
+  opt.mode = vm.count("quick") ? kernels::CalibrationMode::quick : kernels::CalibrationMode::full;
+  opt.cpu_threads = vm["threads"].as<int>();
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto progress = [tty](const kernels::CalibrationProgress& p) {
+    if (!tty) return;
+    const int width = 30;
+    const int filled = p.total > 0 ? p.done * width / p.total : 0;
+    std::fprintf(stderr, "\r[%s%s] %3d/%d %-8s %-40.40s", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), p.done, p.total, p.stage.c_str(),
+                 p.label.c_str());
+    if (p.done == p.total && p.stage == "done") std::fprintf(stderr, "\n");
+  };
+  const auto r = kernels::run_calibration(opt, progress);
+  kernels::YamlExtras extras;
+  if (vm.count("gpu")) {
+    const GpuSpec g = profiles::resolve_gpu(vm["gpu"].as<std::string>());
+    extras.blocks.push_back({"datasheet",
+                             {{"gpu", g.name},
+                              {"memory_bandwidth_bytes_per_s", g.memory_bandwidth_bytes_per_s},
+                              {"bf16_dense_flops", g.bf16_dense_flops}}});
+    if (g.memory_bandwidth_bytes_per_s > 0) {
+      extras.ratios.push_back({"stream_vs_datasheet", r.stream_read_bytes_per_s / g.memory_bandwidth_bytes_per_s});
+      extras.ratios.push_back({"decode_vs_datasheet", r.decode.bandwidth_bytes_per_s / g.memory_bandwidth_bytes_per_s});
+    }
+    if (!r.gemm_classes.empty())
+      extras.ratios.push_back({"gemm_vs_datasheet_bf16", r.gemm_classes.back().flops_per_s / g.bf16_dense_flops});
+  }
+  const std::string out = vm["out"].as<std::string>();
+  kernels::write_calibration_yaml_file(out, r, extras);
+  std::cout << "Calibrated " << r.device.name << " (" << r.mode << ", " << fixed(r.wall_s, 1) << " s)\n"
+            << "  stream read        " << fixed(r.stream_read_bytes_per_s / 1e9, 1) << " GB/s\n"
+            << "  decode attention   " << fixed(r.decode.bandwidth_bytes_per_s / 1e9, 1) << " GB/s, t0 "
+            << fixed(r.decode.t0_s * 1e6, 1) << " us (fit rms " << fixed(100 * r.decode.fit_rms_relative_error, 1)
+            << "%, held-out max " << fixed(100 * r.decode.holdout_max_relative_error, 1) << "%)\n";
+  for (const auto& c : r.gemm_classes)
+    std::cout << "  GEMM M " << c.m_min << "-" << c.m_max << "   " << fixed(c.flops_per_s / 1e12, 2) << " TFLOP/s (" << c.impl << ")\n";
+  std::cout << "  prefill attention  " << fixed(r.prefill_flops_per_s / 1e12, 2) << " TFLOP/s\nwrote " << out << "\n";
+  return 0;
+}
+
+}  // namespace kvcap::cli
