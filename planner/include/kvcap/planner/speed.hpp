@@ -1,0 +1,151 @@
+#pragma once
+// The speed model: how long a decode step and a prefill take on a deployment, term by term, and the
+// answers derived from it (TTFT, TPOT, tokens/s, the largest batch meeting a TPOT target, the
+// throughput-latency curve). Every formula and default is documented in docs/speed-model.md.
+//
+// Bytes read per rank are the bytes the memory model stores: weights per rank of each pipeline stage
+// (params.hpp tensors, sharded as vLLM shards them) and the KV cache per rank (memory.hpp layer groups:
+// GQA replication, MLA latents, sliding windows and quantised KV carry over).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvcap/planner/calibration.hpp"
+#include "kvcap/planner/memory.hpp"
+
+namespace kvcap {
+
+/// Defaults fitted to the published measurements in shared/fixtures/speed_measurements.md
+/// (docs/speed-model.md, "Default efficiencies").
+struct SpeedOptions {
+  double bandwidth_efficiency = 0.80;       ///< achieved / datasheet HBM bandwidth
+  double compute_efficiency_16bit = 0.65;   ///< achieved / datasheet dense FLOP/s, bf16/fp16/fp32 GEMMs
+  double compute_efficiency_8bit = 0.45;    ///< achieved / datasheet dense FLOP/s, fp8 GEMMs
+  double step_overhead_s = 0.0;             ///< per engine step (scheduler, sampler); the fit puts it at 0
+  double layer_overhead_s = 50.0e-6;        ///< per layer per step (small kernels: norms, rope, activations)
+};
+
+enum class Bound : std::uint8_t { memory, compute };
+std::string_view to_string(Bound b);  ///< "memory" | "compute"
+
+/// One engine step on one rank of one pipeline stage (or a sum of such steps). Per rank.
+struct StepBreakdown {
+  i64 tokens = 0;              ///< new tokens processed (batch B for decode, chunk size for prefill)
+  double weight_bytes = 0;     ///< weights read (MoE: expected activated experts only)
+  double kv_bytes = 0;         ///< KV cache read
+  double gemm_flops = 0;       ///< 2 x (active) weight elements per rank x tokens
+  double attention_flops = 0;  ///< QK^T and PV
+  double comm_bytes = 0;       ///< bytes each rank sends in all-reduces / gathers (ring)
+  double weights_read_s = 0;
+  double kv_read_s = 0;
+  double gemm_s = 0;
+  double attention_s = 0;
+  double communication_s = 0;  ///< tensor-parallel all-reduces (and the logits gather)
+  double overhead_s = 0;       ///< fixed per step + per layer
+  double memory_s = 0;         ///< weights_read_s + kv_read_s
+  double compute_s = 0;        ///< gemm_s + attention_s
+  double total_s = 0;          ///< max(memory_s, compute_s) + communication_s + overhead_s
+  Bound bound = Bound::memory; ///< memory when memory_s >= compute_s
+};
+
+/// Where the achieved rates came from.
+struct RateSource {
+  std::string memory;   ///< "calibrated" | "datasheet"
+  std::string compute;  ///< "calibrated" | "datasheet"
+};
+
+/// One decode step of a batch (every running request produces one token).
+struct DecodeStep {
+  i64 batch = 0;
+  i64 pipeline_stages = 1;
+  i64 micro_batches = 1;        ///< min(B, PP): vLLM keeps PP batches in flight
+  i64 micro_batch_size = 0;     ///< ceil(B / micro_batches)
+  std::size_t binding_stage = 0;///< the slowest stage
+  StepBreakdown stage;          ///< the binding stage's step for one micro-batch
+  double pipeline_p2p_s = 0;    ///< activation send to the next stage (0 without PP)
+  double pipeline_bubble_s = 0; ///< (PP - micro_batches) x (stage + p2p): stages idle for want of work
+  double tpot_s = 0;            ///< PP x (stage.total_s + p2p): time between two tokens of one request
+  double tokens_per_s_per_user = 0;  ///< 1 / tpot
+  double tokens_per_s = 0;           ///< B / tpot, per replica
+  double cluster_tokens_per_s = 0;   ///< x replicas
+  Bound bound = Bound::memory;
+  RateSource source;
+};
+
+/// Prefill of one prompt, chunked by max_num_batched_tokens.
+struct PrefillResult {
+  i64 prompt_tokens = 0;
+  i64 chunk_tokens = 0;               ///< max_num_batched_tokens
+  std::vector<StepBreakdown> chunks;  ///< each chunk's pass, summed over pipeline stages
+  StepBreakdown total;                ///< sum over chunks (bound: of the larger summed term)
+  double pipeline_p2p_s = 0;          ///< sum of activation sends between stages
+  double ttft_s = 0;                  ///< sum of chunk passes + p2p: time to the first token
+  Bound bound = Bound::compute;
+  RateSource source;
+};
+
+/// Everything the speed model needs; make_speed_context() runs the memory model once.
+struct SpeedContext {
+  ModelSpec model;
+  GpuSpec gpu;
+  MemoryPlan plan;
+  SpeedOptions options;
+  std::optional<Calibration> calibration;
+};
+
+/// Validates the options (efficiencies in (0, 1], overheads >= 0) and the calibration; throws SpecError.
+SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, const Deployment& d, SpeedOptions o = {},
+                                std::optional<Calibration> c = std::nullopt);
+SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan plan, SpeedOptions o = {},
+                                std::optional<Calibration> c = std::nullopt);
+
+/// Expected distinct experts activated when `tokens` tokens each pick top-k of E experts uniformly:
+/// E x (1 - (1 - k/E)^tokens).
+double expected_active_experts(i64 num_experts, i64 top_k, double tokens);
+
+/// Ring all-reduce of `message_bytes` over `tp` ranks: 2(tp-1)/tp x message / bandwidth + latency (0 when tp = 1).
+double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes);
+
+/// Decode step for requests with KV lengths `contexts` (tokens attended to, the new one included).
+DecodeStep decode_step(const SpeedContext& c, const std::vector<i64>& contexts);
+/// Decode step for `batch` requests all at context `context_tokens`.
+DecodeStep decode_step(const SpeedContext& c, i64 batch, i64 context_tokens);
+/// Prefill of `prompt_tokens` for one request (batch 1).
+PrefillResult prefill(const SpeedContext& c, i64 prompt_tokens);
+
+double ttft_s(const SpeedContext& c, i64 prompt_tokens);
+double tpot_s(const SpeedContext& c, i64 batch, i64 context_tokens);
+
+/// One request's life at a steady batch: TTFT, mean TPOT over its output (context growing from
+/// prompt + 1 to prompt + output), end-to-end latency = TTFT + (output - 1) x mean TPOT.
+struct RequestEstimate {
+  i64 batch = 0;
+  i64 prompt_tokens = 0;
+  i64 output_tokens = 0;
+  double ttft_s = 0;
+  double mean_tpot_s = 0;
+  double e2e_s = 0;
+  double tokens_per_s_per_user = 0;  ///< 1 / mean TPOT
+  double tokens_per_s = 0;           ///< batch / mean TPOT, per replica (decode only)
+  DecodeStep first_step;             ///< at context prompt + 1
+  DecodeStep last_step;              ///< at context prompt + output
+  PrefillResult prefill;
+};
+RequestEstimate estimate_request(const SpeedContext& c, i64 batch, i64 prompt_tokens, i64 output_tokens);
+
+/// The largest batch whose TPOT at context S meets a target, bounded by memory.
+struct BatchLimit {
+  i64 batch = 0;            ///< 0: not even one request meets the target (or fits)
+  i64 memory_limit = 0;     ///< min(floor(concurrency_at(S)), max_num_seqs)
+  std::string limited_by;   ///< "tpot" | "memory" | "max_num_seqs" | "none fits"
+  DecodeStep step;          ///< at `batch` (at 1 when batch is 0 and memory allows one)
+};
+BatchLimit max_batch_for_tpot(const SpeedContext& c, double tpot_target_s, i64 context_tokens);
+
+/// Decode steps at context S over batches 1, 2, 4, ... up to the memory limit (and the limit itself);
+/// max_batch > 0 caps the batch further.
+std::vector<DecodeStep> throughput_latency_curve(const SpeedContext& c, i64 context_tokens, i64 max_batch = 0);
+
+}  // namespace kvcap

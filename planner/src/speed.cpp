@@ -1,0 +1,473 @@
+#include "kvcap/planner/speed.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace kvcap {
+
+namespace {
+double dbl(i64 v) { return static_cast<double>(v); }
+double dbl(u64 v) { return static_cast<double>(v); }
+std::string str(double v) { return std::to_string(v); }
+
+void finite_non_negative(double v, const char* field) {
+  if (!std::isfinite(v) || v < 0) throw SpecError(field, "must be a finite number >= 0 (got " + str(v) + ")");
+}
+void efficiency(double v, const char* field) {
+  if (!std::isfinite(v) || !(v > 0) || v > 1) throw SpecError(field, "must be in (0, 1] (got " + str(v) + ")");
+}
+void positive_count(i64 v, const char* field) {
+  if (v < 1) throw SpecError(field, "must be >= 1 (got " + std::to_string(v) + ")");
+}
+
+double bytes_of(DType d) { return info(d).payload_bits / 8.0; }
+
+/// Dense tensor-core rate that a GEMM in `d` runs at; falls back to bf16 where the GPU lacks the path.
+double dense_flops(const GpuSpec& g, DType d) {
+  switch (d) {
+    case DType::fp8:
+    case DType::fp8_e5m2:
+      return g.fp8_dense_flops > 0 ? g.fp8_dense_flops : g.bf16_dense_flops;
+    case DType::fp16:
+      return g.fp16_dense_flops > 0 ? g.fp16_dense_flops : g.bf16_dense_flops;
+    case DType::fp32:
+      return g.fp32_flops > 0 ? g.fp32_flops : g.bf16_dense_flops;
+    default:
+      return g.bf16_dense_flops;
+  }
+}
+
+/// The dtype the linear layers compute in: fp8 weights run fp8 GEMMs (W8A8, as vLLM does on GPUs with
+/// fp8 tensor cores); integer and fp4 formats are weight-only (dequantised to the activation dtype).
+DType gemm_dtype(const ResolvedDeployment& d) {
+  switch (d.weight_dtype) {
+    case DType::fp8:
+    case DType::fp8_e5m2:
+    case DType::bf16:
+    case DType::fp16:
+    case DType::fp32:
+      return d.weight_dtype;
+    default:
+      return d.dtype;
+  }
+}
+
+struct Rates {
+  double weight_bw = 0;   ///< bytes/s reading weights
+  double kv_bw = 0;       ///< bytes/s reading KV
+  double kv_t0 = 0;       ///< per attention-kernel call (calibrated only)
+  double gemm_flops = 0;
+  double attn_flops = 0;
+  RateSource source;
+};
+
+Rates rates(const SpeedContext& c, i64 tokens) {
+  const auto& g = c.gpu;
+  const auto& o = c.options;
+  const auto& d = c.plan.dep;
+  Rates r;
+  const double bw = o.bandwidth_efficiency * g.memory_bandwidth_bytes_per_s;
+  const DType gd = gemm_dtype(d);
+  const double gemm_peak = dense_flops(g, gd);
+  const bool gemm_8bit = (gd == DType::fp8 || gd == DType::fp8_e5m2) && g.fp8_dense_flops > 0;
+  r.weight_bw = r.kv_bw = bw;
+  r.gemm_flops = gemm_peak * (gemm_8bit ? o.compute_efficiency_8bit : o.compute_efficiency_16bit);
+  r.attn_flops = dense_flops(g, d.dtype) * o.compute_efficiency_16bit;
+  r.source = {"datasheet", "datasheet"};
+  if (c.calibration) {
+    const auto& k = *c.calibration;
+    const double stream = k.stream.read_bytes_per_s, dec = k.decode.bandwidth_bytes_per_s;
+    if (stream > 0 || dec > 0) {
+      r.weight_bw = stream > 0 ? stream : dec;
+      r.kv_bw = dec > 0 ? dec : stream;
+      r.kv_t0 = dec > 0 ? k.decode.t0_s : 0;
+      r.source.memory = "calibrated";
+    }
+    const double gf = gemm_flops_for(k, tokens);
+    if (gf > 0) {
+      // The calibration's GEMM classes are measured with bf16 inputs (docs/calibration-format.md); an fp8
+      // GEMM is credited the datasheet's fp8 / bf16 ratio on top.
+      r.gemm_flops = gemm_8bit ? gf * g.fp8_dense_flops / g.bf16_dense_flops : gf;
+      r.source.compute = "calibrated";
+    }
+    if (k.prefill_attention.flops_per_s > 0) r.attn_flops = k.prefill_attention.flops_per_s;
+  }
+  return r;
+}
+
+/// Requests of one step that share a shape: `count` requests with `past` tokens in the KV cache each
+/// processing `fresh` new tokens; `samples`: the step produces a token (logits computed) for them.
+struct Seq {
+  i64 past = 0;
+  i64 fresh = 1;
+  i64 count = 1;
+  bool samples = true;
+};
+
+/// sum_{j=lo}^{hi} min(j, w) (w = 0: no cap): key positions attended by query positions lo..hi (1-based).
+double attended(i64 lo, i64 hi, i64 w) {
+  if (hi < lo) return 0;
+  auto sum = [](double a, double b) { return (a + b) * (b - a + 1) / 2; };
+  if (w <= 0 || hi <= w) return sum(dbl(lo), dbl(hi));
+  if (lo > w) return dbl(hi - lo + 1) * dbl(w);
+  return sum(dbl(lo), dbl(w)) + dbl(hi - w) * dbl(w);
+}
+
+double ring_allgather_s(const GpuSpec& g, i64 tp, double message_bytes) {
+  if (tp <= 1) return 0;
+  return dbl(tp - 1) / dbl(tp) * message_bytes / g.interconnect_bandwidth_bytes_per_s + g.interconnect_latency_s;
+}
+
+void finish(StepBreakdown& b) {
+  b.memory_s = b.weights_read_s + b.kv_read_s;
+  b.compute_s = b.gemm_s + b.attention_s;
+  b.bound = b.memory_s >= b.compute_s ? Bound::memory : Bound::compute;
+}
+
+/// One step of pipeline stage `s` on one of its ranks.
+StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector<Seq>& seqs) {
+  const auto& m = c.model;
+  const auto& d = c.plan.dep;
+  const auto& st = c.plan.stages[s];
+  const i64 tp = d.d.tensor_parallel_size, pp = d.d.pipeline_parallel_size;
+  StepBreakdown b;
+  i64 samples = 0;
+  for (const auto& q : seqs) {
+    b.tokens += q.fresh * q.count;
+    if (q.samples) samples += q.count;
+  }
+  const double t = dbl(b.tokens);
+  const Rates r = rates(c, b.tokens);
+
+  // Weights: every tensor of the stage's layers once, sharded as the memory model shards them; routed
+  // experts only in the expected fraction the step's tokens activate.
+  const double moe_frac =
+      m.moe.enabled() ? expected_active_experts(m.moe.num_experts, m.moe.experts_per_token, t) / dbl(m.moe.num_experts)
+                      : 0;
+  const double top_k_frac = m.moe.enabled() ? dbl(m.moe.experts_per_token) / dbl(m.moe.num_experts) : 0;
+  auto account = [&](const WeightTensor& w, double flop_tokens) {
+    const u64 e = static_cast<u64>(elements_per_rank(m, w, tp));
+    const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
+    if (w.routed_expert) {
+      b.weight_bytes += bytes * moe_frac;
+      b.gemm_flops += 2.0 * flop_tokens * dbl(e) * top_k_frac;
+    } else {
+      b.weight_bytes += bytes;
+      b.gemm_flops += 2.0 * flop_tokens * dbl(e);
+    }
+  };
+  for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
+    for (const auto& w : layer_tensors(m, l)) account(w, t);
+  // The embedding lookup gathers rows (negligible, not counted); the LM head reads its whole matrix
+  // (a tied head reads the shared embedding) but computes logits only for the requests that sample.
+  if (static_cast<i64>(s) == pp - 1)
+    for (const auto& w : head_tensors(m, true)) account(w, w.name == "lm_head" ? dbl(samples) : t);
+
+  // KV: the tokens each request's attention reads, per layer group, in the bytes the memory model stores.
+  i64 attn_layers = 0;
+  const double heads = dbl(m.num_heads / tp);
+  for (const auto& g : st.groups) {
+    attn_layers += g.num_layers;
+    const i64 w = g.attention == LayerAttention::sliding ? g.window_tokens : 0;
+    for (const auto& q : seqs) {
+      const i64 held = q.past + q.fresh;
+      const double read = dbl(w > 0 ? std::min(held, w) : held);
+      b.kv_bytes += dbl(q.count) * read * dbl(g.bytes_per_token_per_layer) * dbl(g.num_layers);
+      const double pairs = attended(q.past + 1, held, w);
+      double per_pair = 0, extra = 0;
+      if (m.attention == AttentionType::gqa) {
+        per_pair = 2.0 * (2.0 * dbl(m.head_dim));  // QK^T and PV, head_dim each
+      } else if (q.fresh == 1) {
+        // MLA decode, weights absorbed (vLLM MLA decode / FlashMLA): MQA over the latent,
+        // scores over kv_lora_rank + rope dims, values kv_lora_rank wide.
+        per_pair = 2.0 * (dbl(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) + dbl(m.mla.kv_lora_rank));
+      } else {
+        // MLA prefill (vLLM forward_prefill): decompress the cached latents of the earlier context with
+        // kv_b_proj, then ordinary attention with qk = nope + rope and v = v_head_dim.
+        per_pair = 2.0 * (dbl(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim) + dbl(m.mla.v_head_dim));
+        extra = 2.0 * dbl(q.past) * dbl(m.mla.kv_lora_rank) * heads * dbl(m.mla.qk_nope_head_dim + m.mla.v_head_dim);
+      }
+      b.attention_flops += dbl(q.count) * (pairs * heads * per_pair + extra) * dbl(g.num_layers);
+    }
+  }
+
+  b.weights_read_s = b.weight_bytes / r.weight_bw;
+  b.kv_read_s = b.kv_bytes / r.kv_bw + (b.kv_bytes > 0 ? dbl(attn_layers) * r.kv_t0 : 0);
+  b.gemm_s = b.gemm_flops / r.gemm_flops;
+  b.attention_s = b.attention_flops / r.attn_flops;
+
+  // Tensor parallelism: two all-reduces of the hidden state per layer (after o_proj and after the MLP
+  // down projection / MoE combine), one after the vocabulary-parallel embedding, and a gather of the
+  // logits of the sampling requests.
+  if (tp > 1) {
+    const double act = bytes_of(d.dtype);
+    const double msg = t * dbl(m.hidden_size) * act;
+    i64 reduces = 2 * st.num_layers + (s == 0 ? 1 : 0);
+    b.communication_s = dbl(reduces) * allreduce_time_s(c.gpu, tp, msg);
+    b.comm_bytes = dbl(reduces) * 2.0 * dbl(tp - 1) / dbl(tp) * msg;
+    if (static_cast<i64>(s) == pp - 1 && samples > 0) {
+      const double logits = dbl(samples) * dbl(m.vocab_size) * act;
+      b.communication_s += ring_allgather_s(c.gpu, tp, logits);
+      b.comm_bytes += dbl(tp - 1) / dbl(tp) * logits;
+    }
+  }
+  b.overhead_s = c.options.step_overhead_s / dbl(pp) + c.options.layer_overhead_s * dbl(st.num_layers);
+  finish(b);
+  b.total_s = std::max(b.memory_s, b.compute_s) + b.communication_s + b.overhead_s;
+  return b;
+}
+
+void accumulate(StepBreakdown& a, const StepBreakdown& b) {
+  a.tokens += b.tokens;
+  a.weight_bytes += b.weight_bytes;
+  a.kv_bytes += b.kv_bytes;
+  a.gemm_flops += b.gemm_flops;
+  a.attention_flops += b.attention_flops;
+  a.comm_bytes += b.comm_bytes;
+  a.weights_read_s += b.weights_read_s;
+  a.kv_read_s += b.kv_read_s;
+  a.gemm_s += b.gemm_s;
+  a.attention_s += b.attention_s;
+  a.communication_s += b.communication_s;
+  a.overhead_s += b.overhead_s;
+  a.total_s += b.total_s;
+  finish(a);
+}
+
+/// Activation send from one pipeline stage to the next.
+double p2p_s(const SpeedContext& c, i64 tokens) {
+  if (c.plan.dep.d.pipeline_parallel_size <= 1) return 0;
+  const double msg = dbl(tokens) * dbl(c.model.hidden_size) * bytes_of(c.plan.dep.dtype);
+  return msg / c.gpu.interconnect_bandwidth_bytes_per_s + c.gpu.interconnect_latency_s;
+}
+
+/// `micro`: the distinct micro-batch shapes to time (the heaviest paces the pipeline); `micro_batches`: how many run.
+DecodeStep decode_from(const SpeedContext& c, i64 batch, i64 micro_batches, const std::vector<std::vector<Seq>>& micro) {
+  DecodeStep r;
+  const i64 pp = c.plan.dep.d.pipeline_parallel_size;
+  r.batch = batch;
+  r.pipeline_stages = pp;
+  r.micro_batches = micro_batches;
+  for (const auto& q : micro.front()) r.micro_batch_size += q.count;
+  // The slowest (stage, micro-batch) pair paces the pipeline.
+  bool first = true;
+  for (std::size_t s = 0; s < c.plan.stages.size(); ++s) {
+    for (const auto& mb : micro) {
+      StepBreakdown b = stage_step(c, s, mb);
+      if (first || b.total_s > r.stage.total_s) {
+        r.stage = b;
+        r.binding_stage = s;
+        first = false;
+      }
+    }
+  }
+  r.pipeline_p2p_s = p2p_s(c, r.micro_batch_size);
+  const double cycle = r.stage.total_s + r.pipeline_p2p_s;
+  r.pipeline_bubble_s = dbl(pp - r.micro_batches) * cycle;
+  r.tpot_s = dbl(pp) * cycle;
+  r.tokens_per_s_per_user = 1.0 / r.tpot_s;
+  r.tokens_per_s = dbl(batch) / r.tpot_s;
+  r.cluster_tokens_per_s = r.tokens_per_s * dbl(c.plan.dep.replicas);
+  r.bound = r.stage.bound;
+  r.source = rates(c, r.micro_batch_size).source;
+  return r;
+}
+
+void check_context(const SpeedContext& c, i64 s, const char* field) {
+  positive_count(s, field);
+  (void)c;
+}
+}  // namespace
+
+std::string_view to_string(Bound b) { return b == Bound::memory ? "memory" : "compute"; }
+
+void validate(const Calibration& k) {
+  finite_non_negative(k.decode.t0_s, "calibration.decode.t0_s");
+  finite_non_negative(k.decode.bandwidth_bytes_per_s, "calibration.decode.bandwidth_bytes_per_s");
+  finite_non_negative(k.stream.read_bytes_per_s, "calibration.stream.read_bytes_per_s");
+  finite_non_negative(k.prefill_attention.flops_per_s, "calibration.prefill_attention.flops_per_s");
+  for (const auto& g : k.gemm) {
+    finite_non_negative(g.flops_per_s, "calibration.gemm.flops_per_s");
+    if (!(g.flops_per_s > 0)) throw SpecError("calibration.gemm.flops_per_s", "must be > 0 in a measured class");
+    if (g.m_min < 1 || g.m_max < g.m_min)
+      throw SpecError("calibration.gemm", "class [m_min, m_max] must satisfy 1 <= m_min <= m_max (got [" +
+                                              std::to_string(g.m_min) + ", " + std::to_string(g.m_max) + "])");
+  }
+}
+
+double gemm_flops_for(const Calibration& c, i64 m_tokens) {
+  double best = 0;
+  i64 best_gap = std::numeric_limits<i64>::max();
+  for (const auto& g : c.gemm) {
+    if (m_tokens >= g.m_min && m_tokens <= g.m_max) return g.flops_per_s;
+    const i64 gap = m_tokens < g.m_min ? g.m_min - m_tokens : m_tokens - g.m_max;
+    if (gap < best_gap) {
+      best_gap = gap;
+      best = g.flops_per_s;
+    }
+  }
+  return best;
+}
+
+SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan plan, SpeedOptions o,
+                                std::optional<Calibration> c) {
+  efficiency(o.bandwidth_efficiency, "speed.bandwidth_efficiency");
+  efficiency(o.compute_efficiency_16bit, "speed.compute_efficiency_16bit");
+  efficiency(o.compute_efficiency_8bit, "speed.compute_efficiency_8bit");
+  finite_non_negative(o.step_overhead_s, "speed.step_overhead_s");
+  finite_non_negative(o.layer_overhead_s, "speed.layer_overhead_s");
+  if (c) validate(*c);
+  if (plan.stages.empty()) throw SpecError("plan", "the memory plan has no pipeline stages");
+  const i64 ranks = plan.dep.d.tensor_parallel_size * plan.dep.d.pipeline_parallel_size;
+  if (ranks > 1 && !(g.interconnect_bandwidth_bytes_per_s > 0))
+    throw SpecError("interconnect.bandwidth_bytes_per_s",
+                    "must be > 0 to time tensor- or pipeline-parallel communication");
+  return SpeedContext{m, g, std::move(plan), o, std::move(c)};
+}
+
+SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, const Deployment& d, SpeedOptions o,
+                                std::optional<Calibration> c) {
+  return make_speed_context(m, g, plan_memory(m, g, d, {}), o, std::move(c));
+}
+
+double expected_active_experts(i64 num_experts, i64 top_k, double tokens) {
+  if (num_experts < 1) throw SpecError("moe.num_experts", "must be >= 1 (got " + std::to_string(num_experts) + ")");
+  if (top_k < 0 || top_k > num_experts)
+    throw SpecError("moe.experts_per_token", "must be in [0, num_experts] (got " + std::to_string(top_k) + ")");
+  if (!std::isfinite(tokens) || tokens < 0) throw SpecError("tokens", "must be a finite number >= 0");
+  const double e = dbl(num_experts);
+  return e * (1.0 - std::pow(1.0 - dbl(top_k) / e, tokens));
+}
+
+double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes) {
+  if (tp <= 1) return 0;
+  return 2.0 * dbl(tp - 1) / dbl(tp) * message_bytes / g.interconnect_bandwidth_bytes_per_s + g.interconnect_latency_s;
+}
+
+DecodeStep decode_step(const SpeedContext& c, const std::vector<i64>& contexts) {
+  if (contexts.empty()) throw SpecError("batch", "must be >= 1 (no contexts given)");
+  for (i64 s : contexts) check_context(c, s, "context_tokens");
+  std::vector<i64> sorted = contexts;
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  const i64 b = static_cast<i64>(sorted.size());
+  const i64 mbs = std::min(b, c.plan.dep.d.pipeline_parallel_size);
+  std::vector<std::vector<Seq>> micro(static_cast<std::size_t>(mbs));
+  for (std::size_t i = 0; i < sorted.size(); ++i)
+    micro[i % micro.size()].push_back(Seq{sorted[i] - 1, 1, 1, true});
+  return decode_from(c, b, mbs, micro);
+}
+
+DecodeStep decode_step(const SpeedContext& c, i64 batch, i64 context_tokens) {
+  positive_count(batch, "batch");
+  check_context(c, context_tokens, "context_tokens");
+  const i64 mbs = std::min(batch, c.plan.dep.d.pipeline_parallel_size);
+  const i64 size = batch / mbs + (batch % mbs != 0 ? 1 : 0);
+  // The largest micro-batch paces the pipeline.
+  return decode_from(c, batch, mbs, {std::vector<Seq>{Seq{context_tokens - 1, 1, size, true}}});
+}
+
+PrefillResult prefill(const SpeedContext& c, i64 prompt_tokens) {
+  positive_count(prompt_tokens, "prompt_tokens");
+  PrefillResult r;
+  r.prompt_tokens = prompt_tokens;
+  r.chunk_tokens = c.plan.dep.max_num_batched_tokens;
+  for (i64 a = 0; a < prompt_tokens; a += r.chunk_tokens) {
+    const i64 n = std::min(r.chunk_tokens, prompt_tokens - a);
+    const std::vector<Seq> chunk{Seq{a, n, 1, a + n == prompt_tokens}};
+    // One request's chunk passes through the stages in order (vLLM V1 keeps a request in at most one
+    // in-flight batch), so a chunk costs the sum of its stage steps plus the sends between them.
+    StepBreakdown pass;
+    for (std::size_t s = 0; s < c.plan.stages.size(); ++s) accumulate(pass, stage_step(c, s, chunk));
+    pass.tokens = n;
+    r.pipeline_p2p_s += dbl(c.plan.dep.d.pipeline_parallel_size - 1) * p2p_s(c, n);
+    accumulate(r.total, pass);
+    r.chunks.push_back(pass);
+  }
+  r.total.tokens = prompt_tokens;
+  r.ttft_s = r.total.total_s + r.pipeline_p2p_s;
+  r.bound = r.total.bound;
+  r.source = rates(c, std::min(prompt_tokens, r.chunk_tokens)).source;
+  return r;
+}
+
+double ttft_s(const SpeedContext& c, i64 prompt_tokens) { return prefill(c, prompt_tokens).ttft_s; }
+double tpot_s(const SpeedContext& c, i64 batch, i64 context_tokens) {
+  return decode_step(c, batch, context_tokens).tpot_s;
+}
+
+RequestEstimate estimate_request(const SpeedContext& c, i64 batch, i64 prompt_tokens, i64 output_tokens) {
+  positive_count(batch, "batch");
+  positive_count(prompt_tokens, "prompt_tokens");
+  positive_count(output_tokens, "output_tokens");
+  RequestEstimate r;
+  r.batch = batch;
+  r.prompt_tokens = prompt_tokens;
+  r.output_tokens = output_tokens;
+  r.prefill = prefill(c, prompt_tokens);
+  r.ttft_s = r.prefill.ttft_s;
+  // Decode steps run at contexts prompt + 1 .. prompt + output - 1 (the first token comes from prefill).
+  // Step time is piecewise linear in the context, so a trapezoid over 9 points is close to the mean.
+  const i64 lo = prompt_tokens + 1, hi = prompt_tokens + std::max<i64>(output_tokens - 1, 1);
+  r.first_step = decode_step(c, batch, lo);
+  r.last_step = decode_step(c, batch, hi);
+  constexpr int kPoints = 9;
+  double sum = 0;
+  for (int i = 0; i < kPoints; ++i) {
+    const i64 s = lo + static_cast<i64>(std::llround(dbl(hi - lo) * i / (kPoints - 1)));
+    const double w = (i == 0 || i == kPoints - 1) ? 0.5 : 1.0;
+    sum += w * (i == 0 ? r.first_step.tpot_s : i == kPoints - 1 ? r.last_step.tpot_s : tpot_s(c, batch, s));
+  }
+  r.mean_tpot_s = sum / (kPoints - 1);
+  r.e2e_s = r.ttft_s + dbl(output_tokens - 1) * r.mean_tpot_s;
+  r.tokens_per_s_per_user = 1.0 / r.mean_tpot_s;
+  r.tokens_per_s = dbl(batch) / r.mean_tpot_s;
+  return r;
+}
+
+BatchLimit max_batch_for_tpot(const SpeedContext& c, double tpot_target_s, i64 context_tokens) {
+  if (!std::isfinite(tpot_target_s) || !(tpot_target_s > 0))
+    throw SpecError("tpot_target_s", "must be a positive, finite number of seconds (got " + str(tpot_target_s) + ")");
+  check_context(c, context_tokens, "context_tokens");
+  BatchLimit r;
+  const double conc = concurrency_at(c.model, c.plan, context_tokens);
+  const i64 seqs = c.plan.dep.max_num_seqs;
+  const bool seq_bound = !(conc < dbl(seqs));
+  r.memory_limit = seq_bound ? seqs : static_cast<i64>(std::floor(conc));
+  if (r.memory_limit < 1) {
+    r.limited_by = "none fits";
+    return r;
+  }
+  r.step = decode_step(c, 1, context_tokens);
+  if (r.step.tpot_s > tpot_target_s) {
+    r.limited_by = "tpot";
+    return r;
+  }
+  // TPOT is non-decreasing in the batch: binary search the last batch that meets the target.
+  i64 lo = 1, hi = r.memory_limit;
+  while (lo < hi) {
+    const i64 mid = lo + (hi - lo + 1) / 2;
+    if (tpot_s(c, mid, context_tokens) <= tpot_target_s) lo = mid; else hi = mid - 1;
+  }
+  r.batch = lo;
+  r.step = decode_step(c, lo, context_tokens);
+  r.limited_by = lo < r.memory_limit ? "tpot" : seq_bound ? "max_num_seqs" : "memory";
+  return r;
+}
+
+std::vector<DecodeStep> throughput_latency_curve(const SpeedContext& c, i64 context_tokens, i64 max_batch) {
+  check_context(c, context_tokens, "context_tokens");
+  if (max_batch < 0) throw SpecError("max_batch", "must be >= 0 (0: the memory limit)");
+  const double conc = concurrency_at(c.model, c.plan, context_tokens);
+  i64 limit = std::min<i64>(c.plan.dep.max_num_seqs, conc < dbl(c.plan.dep.max_num_seqs)
+                                                         ? static_cast<i64>(std::floor(conc))
+                                                         : c.plan.dep.max_num_seqs);
+  if (max_batch > 0) limit = std::min(limit, max_batch);
+  std::vector<DecodeStep> r;
+  for (i64 b = 1; b < limit; b *= 2) r.push_back(decode_step(c, b, context_tokens));
+  if (limit >= 1) r.push_back(decode_step(c, limit, context_tokens));
+  return r;
+}
+
+}  // namespace kvcap
