@@ -1,5 +1,6 @@
 // kvcap plan: where every byte of a GPU goes, and how many requests fit at each context length.
 #include <iostream>
+#include <optional>
 
 #include "common.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -12,6 +13,9 @@ int cmd_plan(const std::vector<std::string>& args) {
   po::options_description out("Output");
   out.add_options()
     ("contexts", po::value<std::string>(), "context lengths for the curve (default 1K,2K,...,1M)")
+    ("batch", po::value<std::string>(), "concurrent requests decoding together (speed: default 1)")
+    ("prompt-tokens", po::value<std::string>(), "prompt length for TTFT (speed: default 1K)")
+    ("output-tokens", po::value<std::string>(), "generated tokens per request (speed: default 256)")
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (the curve)")
     ("help,h", "show this help");
   desc.add(out);
@@ -24,6 +28,7 @@ int cmd_plan(const std::vector<std::string>& args) {
                "  kvcap plan --model llama-3.1-8b --gpu h100-sxm\n"
                "  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32K\n"
                "  kvcap plan --model path/to/config.json --gpu a100-80gb --format json\n"
+               "  kvcap plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512\n"
                "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
                "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024");
     return 0;
@@ -36,9 +41,24 @@ int cmd_plan(const std::vector<std::string>& args) {
   const ModelSpec model = profiles::resolve_model(vm["model"].as<std::string>());
   const GpuSpec gpu = profiles::resolve_gpu(vm["gpu"].as<std::string>());
   const MemoryPlan plan = plan_memory(model, gpu, dep, contexts);
+  std::optional<RequestEstimate> speed;
+  if (vm.count("batch") || vm.count("prompt-tokens") || vm.count("output-tokens")) {
+    const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
+    const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
+    const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
+    speed = estimate_request(make_speed_context(model, gpu, plan), batch, prompt, output);
+  }
   switch (fmt) {
-    case Format::table: report_plan_table(std::cout, model, gpu, plan); break;
-    case Format::json: std::cout << plan_json(model, gpu, plan).dump(2) << "\n"; break;
+    case Format::table:
+      report_plan_table(std::cout, model, gpu, plan);
+      if (speed) report_speed_table(std::cout, *speed);
+      break;
+    case Format::json: {
+      auto j = plan_json(model, gpu, plan);
+      if (speed) j["speed"] = speed_json(*speed);
+      std::cout << j.dump(2) << "\n";
+      break;
+    }
     case Format::csv: report_plan_csv(std::cout, plan); break;
   }
   return 0;

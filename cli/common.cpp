@@ -119,7 +119,6 @@ po::options_description deployment_options(bool with_model_gpu) {
   return d;
 }
 
-namespace {
 std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min) {
   errno = 0;
   char* end = nullptr;
@@ -128,7 +127,6 @@ std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64
     throw UsageError(flag + ": expected an integer >= " + std::to_string(min) + ", got '" + s + "'");
   return v;
 }
-}  // namespace
 
 Deployment deployment_from(const po::variables_map& vm) {
   Deployment d;

@@ -28,6 +28,8 @@ std::int64_t parse_tokens(const std::string& s, const std::string& flag);
 std::uint64_t parse_bytes(const std::string& s, const std::string& flag);
 /// A comma-separated list of token counts, e.g. "1K,4K,32K,128K".
 std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& flag);
+/// A plain integer >= min (counts of GPUs, requests).
+std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min);
 /// A duration: "2s", "50ms", "800us", or plain seconds.
 double parse_seconds(const std::string& s, const std::string& flag);
 DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&));

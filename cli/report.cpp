@@ -163,4 +163,62 @@ void report_plan_csv(std::ostream& o, const MemoryPlan& p) {
   }
 }
 
+namespace {
+std::string ms(double s) { return fixed(s * 1e3, s < 0.01 ? 2 : 1) + " ms"; }
+
+nlohmann::ordered_json breakdown_json(const StepBreakdown& b) {
+  return {{"tokens", b.tokens},
+          {"weight_bytes", b.weight_bytes},
+          {"kv_bytes", b.kv_bytes},
+          {"gemm_flops", b.gemm_flops},
+          {"attention_flops", b.attention_flops},
+          {"weights_read_s", b.weights_read_s},
+          {"kv_read_s", b.kv_read_s},
+          {"gemm_s", b.gemm_s},
+          {"attention_s", b.attention_s},
+          {"communication_s", b.communication_s},
+          {"overhead_s", b.overhead_s},
+          {"total_s", b.total_s},
+          {"bound", std::string(to_string(b.bound))}};
+}
+
+void breakdown_rows(std::ostream& o, const StepBreakdown& b) {
+  o << "    weights read " << ms(b.weights_read_s) << ", KV read " << ms(b.kv_read_s) << ", GEMM " << ms(b.gemm_s)
+    << ", attention " << ms(b.attention_s) << ", communication " << ms(b.communication_s) << ", overhead "
+    << ms(b.overhead_s) << "\n";
+}
+}  // namespace
+
+void report_speed_table(std::ostream& o, const RequestEstimate& r) {
+  o << "\nSpeed (roofline; rates: memory " << r.first_step.source.memory << ", compute " << r.first_step.source.compute
+    << ")\n";
+  o << "  batch " << r.batch << ", prompt " << grouped(static_cast<u64>(r.prompt_tokens)) << " tokens, output "
+    << grouped(static_cast<u64>(r.output_tokens)) << " tokens\n";
+  o << "  TTFT (prefill of one prompt)        " << ms(r.ttft_s) << "  [" << to_string(r.prefill.bound) << "-bound]\n";
+  breakdown_rows(o, r.prefill.total);
+  o << "  TPOT (mean over the output)         " << ms(r.mean_tpot_s) << "  [" << to_string(r.first_step.bound)
+    << "-bound at the first step]\n";
+  breakdown_rows(o, r.first_step.stage);
+  o << "  tokens/s per user " << fixed(r.tokens_per_s_per_user, 1) << ", per replica " << fixed(r.tokens_per_s, 1)
+    << "; end-to-end " << fixed(r.e2e_s, 2) << " s\n";
+}
+
+nlohmann::ordered_json speed_json(const RequestEstimate& r) {
+  nlohmann::ordered_json j;
+  j["batch"] = r.batch;
+  j["prompt_tokens"] = r.prompt_tokens;
+  j["output_tokens"] = r.output_tokens;
+  j["decode"] = {{"tpot_s", r.mean_tpot_s},
+                 {"tokens_per_s_per_user", r.tokens_per_s_per_user},
+                 {"tokens_per_s_total", r.tokens_per_s},
+                 {"bound", std::string(to_string(r.first_step.bound))},
+                 {"rates", {{"memory", r.first_step.source.memory}, {"compute", r.first_step.source.compute}}},
+                 {"breakdown", breakdown_json(r.first_step.stage)}};
+  j["prefill"] = {{"ttft_s", r.ttft_s},
+                  {"bound", std::string(to_string(r.prefill.bound))},
+                  {"breakdown", breakdown_json(r.prefill.total)}};
+  j["e2e_s"] = r.e2e_s;
+  return j;
+}
+
 }  // namespace kvcap::cli

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/speed.hpp"
 
 namespace kvcap::cli {
 
@@ -14,5 +15,9 @@ Format parse_format(const std::string& s, bool allow_csv = true);
 void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p);
 nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p);
 void report_plan_csv(std::ostream& o, const MemoryPlan& p);
+
+/// The speed section of `kvcap plan --batch/--prompt-tokens/--output-tokens`.
+void report_speed_table(std::ostream& o, const RequestEstimate& r);
+nlohmann::ordered_json speed_json(const RequestEstimate& r);
 
 }  // namespace kvcap::cli

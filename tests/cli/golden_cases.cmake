@@ -15,3 +15,5 @@ kvcap_golden(err_bad_tp 1 plan --model llama-3.1-8b --gpu h100-sxm --tensor-para
 kvcap_golden(err_missing_file 1 plan --model /nonexistent/model.yaml --gpu h100-sxm)
 kvcap_golden(err_unknown_command 2 plna)
 kvcap_golden(help_plan 0 plan --help)
+kvcap_golden(plan_speed_table 0 plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512 --contexts 4K)
+kvcap_golden(err_bad_batch 2 plan --model llama-3.1-8b --gpu h100-sxm --batch -4)
