@@ -130,42 +130,17 @@ class CpuBackend final : public Backend {
   }
 
   double time_decode(const DecodeShape& sh, int reps) override {
-    const std::uint64_t row_bytes = static_cast<std::uint64_t>(sh.num_kv_heads) * sh.head_dim_qk * kv_dtype_bytes(sh.kv_dtype);
-    const int pages_per_seq = (sh.kv_len + sh.page_size - 1) / sh.page_size;
-    const std::uint64_t slots = sh.layout == KvLayout::paged
-                                    ? static_cast<std::uint64_t>(sh.batch) * pages_per_seq * sh.page_size
-                                    : static_cast<std::uint64_t>(sh.batch) * sh.kv_len;
-    const std::uint64_t k_bytes = slots * row_bytes;
-    const std::uint64_t region = round_up(k_bytes * (sh.mla ? 1 : 2), 4096);
-
-    std::vector<std::int32_t> seq_lens(static_cast<std::size_t>(sh.batch), sh.kv_len);
-    std::vector<std::int32_t> indptr(static_cast<std::size_t>(sh.batch) + 1);
-    for (int b = 0; b <= sh.batch; ++b) indptr[static_cast<std::size_t>(b)] = b * pages_per_seq;
-    std::vector<std::int32_t> indices(static_cast<std::size_t>(sh.batch) * pages_per_seq);
-    std::iota(indices.begin(), indices.end(), 0);
-    std::shuffle(indices.begin(), indices.end(), rng_);
-    std::vector<float> q(static_cast<std::size_t>(sh.batch) * sh.num_q_heads * sh.head_dim_qk);
-    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-    for (auto& x : q) x = uni(rng_);
+    DecodeInputs in = make_decode_inputs(sh, rng_);
+    const std::uint64_t k_bytes = in.k_bytes, region = in.region;
     std::vector<float> out(static_cast<std::size_t>(sh.batch) * sh.num_q_heads * sh.head_dim_v);
 
     DecodeParams p;
-    p.q = q.data();
+    p.q = in.q.data();
     p.out = out.data();
-    p.seq_lens = seq_lens.data();
-    p.page_indptr = indptr.data();
-    p.page_indices = indices.data();
-    p.batch = sh.batch;
-    p.num_q_heads = sh.num_q_heads;
-    p.num_kv_heads = sh.num_kv_heads;
-    p.head_dim_qk = sh.head_dim_qk;
-    p.head_dim_v = sh.head_dim_v;
-    p.max_kv_len = sh.kv_len;
-    p.page_size = sh.page_size;
-    p.layout = sh.layout;
-    p.kv_dtype = sh.kv_dtype;
-    p.v_in_k = sh.mla;
-    p.sm_scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim_qk));
+    p.seq_lens = in.seq_lens.data();
+    p.page_indptr = in.indptr.data();
+    p.page_indices = in.indices.data();
+    set_decode_shape(p, sh);
     const DecodeSplit split = plan_decode_split(sh.batch * sh.num_kv_heads, sh.kv_len, 4 * threads_);
 
     std::vector<double> t;
