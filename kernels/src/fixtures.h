@@ -11,6 +11,7 @@
 
 #include "kvcap/kernels/decode_attention.h"
 #include "kvcap/kernels/numeric.h"
+#include "kvcap/kernels/prefill_attention.h"
 
 namespace kvcap::kernels::detail {
 
@@ -118,6 +119,27 @@ inline std::vector<std::uint16_t> random_bf16(std::size_t n, std::mt19937_64& rn
   std::vector<std::uint16_t> v(n);
   for (auto& x : v) x = float_to_bf16(uni(rng));
   return v;
+}
+
+// A random causal-prefill problem for the self-tests: shape (seq_len in [1, max_seq], 1..max_kv_heads KV heads,
+// 1..max_group query heads per KV head), bf16 inputs q [S x Hq x d], k and v [S x Hkv x d]. The caller points the
+// params at its own copies of q/k/v and an output buffer.
+struct PrefillCase {
+  PrefillParams p;
+  std::vector<std::uint16_t> q, k, v;
+};
+inline PrefillCase random_prefill_case(std::mt19937_64& rng, int max_seq, int max_kv_heads, int max_group, int head_dim) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  PrefillCase c;
+  c.p.seq_len = pick(1, max_seq);
+  c.p.num_kv_heads = pick(1, max_kv_heads);
+  c.p.num_q_heads = c.p.num_kv_heads * pick(1, max_group);
+  c.p.head_dim = head_dim;
+  c.p.sm_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  c.q = random_bf16(static_cast<std::size_t>(c.p.seq_len) * c.p.num_q_heads * head_dim, rng, 2.0f);
+  c.k = random_bf16(static_cast<std::size_t>(c.p.seq_len) * c.p.num_kv_heads * head_dim, rng, 2.0f);
+  c.v = random_bf16(c.k.size(), rng);
+  return c;
 }
 
 }  // namespace kvcap::kernels::detail

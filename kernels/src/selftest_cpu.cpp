@@ -178,17 +178,8 @@ void test_gemm(Checks& c, std::mt19937_64& rng) {
 }
 
 void test_prefill(Checks& c, std::mt19937_64& rng) {
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int i = 0; i < 8; ++i) {
-    PrefillParams p;
-    p.seq_len = pick(1, 130);
-    p.num_kv_heads = pick(1, 2);
-    p.num_q_heads = p.num_kv_heads * pick(1, 3);
-    p.head_dim = i % 2 ? 64 : 128;
-    p.sm_scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
-    const auto q = detail::random_bf16(static_cast<std::size_t>(p.seq_len) * p.num_q_heads * p.head_dim, rng, 2.0f);
-    const auto k = detail::random_bf16(static_cast<std::size_t>(p.seq_len) * p.num_kv_heads * p.head_dim, rng, 2.0f);
-    const auto v = detail::random_bf16(k.size(), rng);
+    auto [p, q, k, v] = detail::random_prefill_case(rng, 130, 2, 3, i % 2 ? 64 : 128);
     std::vector<float> out(q.size()), ref(q.size());
     p.q = q.data();
     p.k = k.data();

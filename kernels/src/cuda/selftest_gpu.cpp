@@ -154,17 +154,8 @@ void test_gemm(Checks& c, std::mt19937_64& rng) {
 }
 
 void test_prefill(Checks& c, std::mt19937_64& rng) {
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int i = 0; i < 8; ++i) {
-    PrefillParams hp;
-    hp.seq_len = pick(1, 300);
-    hp.num_kv_heads = pick(1, 3);
-    hp.num_q_heads = hp.num_kv_heads * pick(1, 4);
-    hp.head_dim = i % 2 ? 64 : 128;
-    hp.sm_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-    const auto q = detail::random_bf16(static_cast<std::size_t>(hp.seq_len) * hp.num_q_heads * hp.head_dim, rng, 2.0f);
-    const auto k = detail::random_bf16(static_cast<std::size_t>(hp.seq_len) * hp.num_kv_heads * hp.head_dim, rng, 2.0f);
-    const auto v = detail::random_bf16(k.size(), rng);
+    auto [hp, q, k, v] = detail::random_prefill_case(rng, 300, 3, 4, i % 2 ? 64 : 128);
     std::vector<float> ref(q.size());
     hp.q = q.data();
     hp.k = k.data();
