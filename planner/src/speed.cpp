@@ -470,4 +470,161 @@ std::vector<DecodeStep> throughput_latency_curve(const SpeedContext& c, i64 cont
   return r;
 }
 
+
+// ---- Mixed steps ------------------------------------------------------------------------------------
+
+MixedStep mixed_step(const SpeedContext& c, const std::vector<StepSequence>& seqs) {
+  if (seqs.empty()) throw SpecError("sequences", "a step needs at least one sequence");
+  std::vector<StepSequence> sorted = seqs;
+  for (const auto& q : sorted) {
+    if (q.past_tokens < 0) throw SpecError("past_tokens", "must be >= 0 (got " + std::to_string(q.past_tokens) + ")");
+    positive_count(q.new_tokens, "new_tokens");
+  }
+  // Heaviest first, then round-robin into micro-batches (as decode_step splits a decode batch).
+  std::sort(sorted.begin(), sorted.end(), [](const StepSequence& a, const StepSequence& b) {
+    return a.new_tokens != b.new_tokens ? a.new_tokens > b.new_tokens : a.past_tokens > b.past_tokens;
+  });
+  const i64 pp = c.plan.dep.d.pipeline_parallel_size;
+  MixedStep r;
+  r.sequences = static_cast<i64>(sorted.size());
+  r.micro_batches = std::min(r.sequences, pp);
+  std::vector<std::vector<Seq>> micro(static_cast<std::size_t>(r.micro_batches));
+  std::vector<i64> micro_tokens(micro.size(), 0);
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const auto& q = sorted[i];
+    micro[i % micro.size()].push_back(Seq{q.past_tokens, q.new_tokens, 1, q.samples});
+    micro_tokens[i % micro.size()] += q.new_tokens;
+    r.tokens += q.new_tokens;
+  }
+  bool first = true;
+  std::size_t binding_micro = 0;
+  for (std::size_t s = 0; s < c.plan.stages.size(); ++s)
+    for (std::size_t k = 0; k < micro.size(); ++k) {
+      StepBreakdown b = stage_step(c, s, micro[k]);
+      if (first || b.total_s > r.stage.total_s) {
+        r.stage = b;
+        r.binding_stage = s;
+        binding_micro = k;
+        first = false;
+      }
+    }
+  r.pipeline_p2p_s = p2p_s(c, micro_tokens[binding_micro]);
+  r.step_s = dbl(pp) * (r.stage.total_s + r.pipeline_p2p_s);
+  r.bound = r.stage.bound;
+  return r;
+}
+
+double StepCostModel::attended_pairs(i64 lo, i64 hi, i64 window) { return attended(lo, hi, window); }
+
+StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
+  const auto& m = c.model;
+  const auto& d = c.plan.dep;
+  tp_ = d.d.tensor_parallel_size;
+  pp_ = d.d.pipeline_parallel_size;
+  moe_ = m.moe.enabled();
+  mla_ = m.attention == AttentionType::mla;
+  num_experts_ = m.moe.num_experts;
+  top_k_ = m.moe.experts_per_token;
+  heads_ = dbl(m.num_heads / tp_);  // as stage_step: query heads per rank
+  if (mla_) {
+    per_pair_decode_ = 2.0 * (dbl(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) + dbl(m.mla.kv_lora_rank));
+    per_pair_prefill_ = 2.0 * (dbl(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim) + dbl(m.mla.v_head_dim));
+    mla_extra_per_past_ = 2.0 * dbl(m.mla.kv_lora_rank) * heads_ * dbl(m.mla.qk_nope_head_dim + m.mla.v_head_dim);
+  } else {
+    per_pair_decode_ = per_pair_prefill_ = 2.0 * (2.0 * dbl(m.head_dim));
+  }
+  act_bytes_ = bytes_of(d.dtype);
+  hidden_ = dbl(m.hidden_size);
+  vocab_ = dbl(m.vocab_size);
+  const double top_k_frac = moe_ ? dbl(top_k_) / dbl(num_experts_) : 0;
+  for (std::size_t s = 0; s < c.plan.stages.size(); ++s) {
+    const auto& st = c.plan.stages[s];
+    Stage g;
+    g.last = static_cast<i64>(s) == pp_ - 1;
+    auto account = [&](const WeightTensor& w, bool per_sample) {
+      const u64 e = static_cast<u64>(elements_per_rank(m, w, tp_));
+      const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
+      const double flops = 2.0 * dbl(e) * (w.routed_expert ? top_k_frac : 1.0);
+      (w.routed_expert ? g.weight_bytes_routed : g.weight_bytes_fixed) += bytes;
+      (per_sample ? g.gemm_flops_per_sample : g.gemm_flops_per_token) += flops;
+    };
+    for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
+      for (const auto& w : layer_tensors(m, l)) account(w, false);
+    if (g.last)
+      for (const auto& w : head_tensors(m, true)) account(w, w.name == "lm_head");
+    for (const auto& grp : st.groups) {
+      const int k = grp.attention == LayerAttention::sliding && grp.window_tokens > 0 ? 1 : 0;
+      if (k == 1) window_[1] = grp.window_tokens;
+      g.kv_bytes_per_token[k] += dbl(grp.bytes_per_token_per_layer) * dbl(grp.num_layers);
+      g.attn_layers[k] += dbl(grp.num_layers);
+      g.attention_layers += grp.num_layers;
+    }
+    g.allreduces = 2 * st.num_layers + (s == 0 ? 1 : 0);
+    g.overhead_s = c.options.step_overhead_s / dbl(pp_) + c.options.layer_overhead_s * dbl(st.num_layers);
+    stages_.push_back(g);
+  }
+  const Rates r = rates(c, 1);
+  weight_bw_ = r.weight_bw;
+  kv_bw_ = r.kv_bw;
+  kv_t0_ = r.kv_t0;
+  attn_flops_ = r.attn_flops;
+  const i64 table = std::max<i64>(1, d.max_num_batched_tokens);
+  gemm_flops_by_tokens_.resize(static_cast<std::size_t>(table) + 1);
+  for (i64 t = 0; t <= table; ++t) gemm_flops_by_tokens_[static_cast<std::size_t>(t)] = rates(c, t).gemm_flops;
+}
+
+double StepCostModel::gemm_rate(i64 tokens) const {
+  if (tokens >= 0 && static_cast<std::size_t>(tokens) < gemm_flops_by_tokens_.size())
+    return gemm_flops_by_tokens_[static_cast<std::size_t>(tokens)];
+  return rates(ctx_, tokens).gemm_flops;
+}
+
+StepCost StepCostModel::cost(const StepLoad& load) const {
+  StepCost best;
+  if (load.sequences <= 0 || load.tokens <= 0) return best;
+  // PP: min(B, PP) micro-batches of equal share (docs/simulator.md "Step time").
+  const i64 mbs = std::min(load.sequences, pp_);
+  const double f = 1.0 / dbl(mbs);
+  const double t = dbl(load.tokens) * f;
+  const i64 t_int = mbs == 1 ? load.tokens : (load.tokens + mbs - 1) / mbs;
+  const double samples = dbl(load.samples) * f;
+  const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, t) / dbl(num_experts_) : 0;
+  const double gemm_rate_now = gemm_rate(t_int);
+  bool first = true;
+  double stage_total = 0;
+  for (const auto& g : stages_) {
+    const double weight_bytes = g.weight_bytes_fixed + g.weight_bytes_routed * moe_frac;
+    const double gemm_flops = g.gemm_flops_per_token * t + (g.last ? g.gemm_flops_per_sample * samples : 0.0);
+    double kv_bytes = 0, attn = 0;
+    for (int w = 0; w < 2; ++w) {
+      kv_bytes += g.kv_bytes_per_token[w] * load.kv_read_tokens[w] * f;
+      attn += g.attn_layers[w] * (heads_ * (per_pair_decode_ * load.decode_pairs[w] + per_pair_prefill_ * load.prefill_pairs[w]) +
+                                  (mla_ ? mla_extra_per_past_ * load.prefill_past_tokens : 0.0)) * f;
+    }
+    StepCost c;
+    c.weights_read_s = weight_bytes / weight_bw_;
+    c.kv_read_s = kv_bytes / kv_bw_ + (kv_bytes > 0 ? dbl(g.attention_layers) * kv_t0_ : 0);
+    c.gemm_s = gemm_flops / gemm_rate_now;
+    c.attention_s = attn / attn_flops_;
+    if (tp_ > 1) {
+      const double msg = t * hidden_ * act_bytes_;
+      c.communication_s = dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);
+      if (g.last && samples > 0) c.communication_s += ring_allgather_s(ctx_.gpu, tp_, samples * vocab_ * act_bytes_);
+    }
+    c.overhead_s = g.overhead_s;
+    const double memory = c.weights_read_s + c.kv_read_s, compute = c.gemm_s + c.attention_s;
+    c.bound = memory >= compute ? Bound::memory : Bound::compute;
+    const double total = std::max(memory, compute) + c.communication_s + c.overhead_s;
+    if (first || total > stage_total) {
+      best = c;
+      stage_total = total;
+      first = false;
+    }
+  }
+  if (pp_ > 1)
+    best.pipeline_p2p_s = t * hidden_ * act_bytes_ / ctx_.gpu.interconnect_bandwidth_bytes_per_s + ctx_.gpu.interconnect_latency_s;
+  best.step_s = dbl(pp_) * (stage_total + best.pipeline_p2p_s);
+  return best;
+}
+
 }  // namespace kvcap

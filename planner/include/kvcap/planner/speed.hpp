@@ -148,4 +148,111 @@ BatchLimit max_batch_for_tpot(const SpeedContext& c, double tpot_target_s, i64 c
 /// max_batch > 0 caps the batch further.
 std::vector<DecodeStep> throughput_latency_curve(const SpeedContext& c, i64 context_tokens, i64 max_batch = 0);
 
+// ---- Mixed engine steps (the serving simulator's clock) --------------------------------------------
+// vLLM V1 schedules decode tokens and prefill chunks in one batch (vllm/v1/core/sched/scheduler.py,
+// schedule()): a step is a list of requests, each computing `new_tokens` on top of `past_tokens`.
+
+/// One request's share of a mixed step: `past_tokens` already in the KV cache, `new_tokens` computed
+/// now (1 for a decode token, a chunk for prefill); `samples`: the step ends in a sampled token for it
+/// (every decode, the last chunk of a prefill).
+struct StepSequence {
+  i64 past_tokens = 0;
+  i64 new_tokens = 1;
+  bool samples = true;
+};
+
+/// One engine step of a replica. With PP > 1 the sequences are split round-robin (heaviest first) into
+/// min(B, PP) micro-batches, as decode_step does; the slowest (stage, micro-batch) paces the pipeline.
+struct MixedStep {
+  i64 sequences = 0;
+  i64 tokens = 0;
+  i64 micro_batches = 1;
+  std::size_t binding_stage = 0;
+  StepBreakdown stage;          ///< the binding stage's step for its micro-batch, per rank
+  double pipeline_p2p_s = 0;    ///< activation send of that micro-batch (0 without PP)
+  double step_s = 0;            ///< PP x (stage.total_s + p2p): time until every sequence's tokens are done
+  Bound bound = Bound::memory;
+};
+/// The reference (tensor by tensor) time of one mixed step. Throws SpecError for an empty step.
+MixedStep mixed_step(const SpeedContext& c, const std::vector<StepSequence>& seqs);
+
+/// The sums over a step's sequences that its time depends on. Fill with StepCostModel::add, O(1) per
+/// sequence. Index [0]: full-attention layers, [1]: sliding-window layers.
+struct StepLoad {
+  i64 sequences = 0;
+  i64 tokens = 0;                  ///< sum of new_tokens
+  i64 samples = 0;                 ///< sequences that sample a token
+  double kv_read_tokens[2] = {0, 0};  ///< sum of min(past + new, window): KV tokens read per layer
+  double decode_pairs[2] = {0, 0};    ///< attended (query, key) pairs of sequences with new_tokens == 1
+  double prefill_pairs[2] = {0, 0};   ///< attended pairs of sequences with new_tokens > 1
+  double prefill_past_tokens = 0;     ///< sum of past_tokens of sequences with new_tokens > 1 (MLA decompression)
+};
+
+/// A step's time and the binding stage's per-operation breakdown (per micro-batch, per rank).
+struct StepCost {
+  double step_s = 0;  ///< PP x (stage total + p2p), as MixedStep::step_s
+  double weights_read_s = 0;
+  double kv_read_s = 0;
+  double gemm_s = 0;
+  double attention_s = 0;
+  double communication_s = 0;
+  double overhead_s = 0;
+  double pipeline_p2p_s = 0;
+  Bound bound = Bound::memory;
+};
+
+/// mixed_step() with everything that does not depend on the step precomputed: weight bytes and FLOPs
+/// per token of each stage, KV bytes per token per window class, GEMM rates per token count up to
+/// max_num_batched_tokens. cost() is O(stages), so a simulator can time millions of steps. Agrees with
+/// mixed_step() to rounding for PP = 1 (tests/planner/test_step_cost.cpp); for PP > 1 it splits the load
+/// into min(B, PP) equal micro-batches where mixed_step() takes the heaviest round-robin micro-batch.
+class StepCostModel {
+ public:
+  explicit StepCostModel(const SpeedContext& c);
+  /// Adds one sequence to `load` (inline: called per scheduled request per step).
+  void add(StepLoad& load, i64 past_tokens, i64 new_tokens, bool samples) const {
+    load.sequences += 1;
+    load.tokens += new_tokens;
+    load.samples += samples ? 1 : 0;
+    const i64 held = past_tokens + new_tokens;
+    for (int w = 0; w < 2; ++w) {
+      const i64 win = window_[w];
+      if (w == 1 && win <= 0) break;
+      load.kv_read_tokens[w] += static_cast<double>(win > 0 && held > win ? win : held);
+      if (new_tokens == 1) load.decode_pairs[w] += static_cast<double>(win > 0 && held > win ? win : held);
+      else load.prefill_pairs[w] += attended_pairs(past_tokens + 1, held, win);
+    }
+    if (new_tokens != 1) load.prefill_past_tokens += static_cast<double>(past_tokens);
+  }
+  StepCost cost(const StepLoad& load) const;
+  /// sum over query positions lo..hi (1-based) of min(position, window) (window 0: no cap).
+  static double attended_pairs(i64 lo, i64 hi, i64 window);
+
+ private:
+  struct Stage {
+    double weight_bytes_fixed = 0;     ///< non-routed weights read once per step
+    double weight_bytes_routed = 0;    ///< all routed experts (x expected active fraction per step)
+    double gemm_flops_per_token = 0;   ///< non-routed + routed x top_k / E
+    double gemm_flops_per_sample = 0;  ///< LM head logits
+    double kv_bytes_per_token[2] = {0, 0};  ///< sum over the stage's layers of that window class
+    double attn_layers[2] = {0, 0};
+    i64 attention_layers = 0;
+    i64 allreduces = 0;
+    bool last = false;
+    double overhead_s = 0;
+  };
+  std::vector<Stage> stages_;
+  i64 window_[2] = {0, 0};
+  i64 pp_ = 1, tp_ = 1;
+  bool moe_ = false, mla_ = false;
+  i64 num_experts_ = 0, top_k_ = 0;
+  double heads_ = 0;
+  double per_pair_decode_ = 0, per_pair_prefill_ = 0, mla_extra_per_past_ = 0;
+  double weight_bw_ = 0, kv_bw_ = 0, kv_t0_ = 0, attn_flops_ = 0;
+  std::vector<double> gemm_flops_by_tokens_;  ///< [T] achieved GEMM FLOP/s for a step of T tokens
+  double act_bytes_ = 0, hidden_ = 0, vocab_ = 0;
+  SpeedContext ctx_;  ///< for GEMM rates beyond the table and the interconnect
+  double gemm_rate(i64 tokens) const;
+};
+
 }  // namespace kvcap

@@ -1,0 +1,89 @@
+#pragma once
+// WorkloadSpec: the traffic a deployment serves, as a value (no I/O, no sampling). The YAML reader
+// (`kind: workload`) is profiles::parse_workload; the simulator samples from it (simulator/workload.hpp);
+// `kvcap size` reads its means. Times in seconds, lengths in tokens.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvcap/planner/checked.hpp"
+
+namespace kvcap {
+
+/// A distribution of token counts (prompt or output lengths). Samples are integers >= 1.
+struct LengthDistribution {
+  enum class Kind : std::uint8_t {
+    fixed,      ///< always `tokens`
+    uniform,    ///< integers in [min_tokens, max_tokens], each equally likely
+    lognormal,  ///< round(exp(N(mu, sigma^2))) with mu = ln(mean_tokens) - sigma^2/2, clamped to [min, max]
+    empirical,  ///< `values[i]` with probability weights[i] / sum(weights) (equal weights when empty)
+  };
+  Kind kind = Kind::fixed;
+  i64 tokens = 0;              ///< fixed
+  i64 min_tokens = 1;          ///< uniform: lower bound; lognormal: clamp (>= 1)
+  i64 max_tokens = 0;          ///< uniform: upper bound; lognormal: clamp (0: no upper clamp)
+  double lognormal_mean_tokens = 0;  ///< lognormal: mean of the unclamped distribution
+  double sigma = 0;            ///< lognormal: standard deviation of ln(length)
+  std::vector<i64> values;     ///< empirical
+  std::vector<double> weights; ///< empirical (empty: equal)
+
+  /// Expected length in tokens. Exact for fixed, uniform and empirical; for lognormal the mean of the
+  /// clamped continuous distribution, E[min(max(X, a), b)] in closed form (rounding to integers ignored).
+  double mean_tokens() const;
+  /// The largest length a sample can take (lognormal without max_tokens: 0, unbounded).
+  i64 max_possible_tokens() const;
+
+  static LengthDistribution fixed_tokens(i64 n);
+  static LengthDistribution uniform_tokens(i64 lo, i64 hi);
+  static LengthDistribution lognormal_tokens(double mean, double sigma, i64 lo = 1, i64 hi = 0);
+  static LengthDistribution empirical_tokens(std::vector<i64> values, std::vector<double> weights = {});
+};
+std::string_view to_string(LengthDistribution::Kind k);  ///< "fixed" | "uniform" | "lognormal" | "empirical"
+
+/// Request arrivals: a renewal process with mean rate `rate_per_s`.
+struct ArrivalProcess {
+  enum class Kind : std::uint8_t {
+    poisson,     ///< exponential gaps, coefficient of variation 1
+    gamma,       ///< gamma gaps with coefficient of variation `cv` (> 1: burstier than Poisson)
+    fixed_rate,  ///< constant gaps 1 / rate
+  };
+  Kind kind = Kind::poisson;
+  double rate_per_s = 0;  ///< mean arrivals per second
+  double cv = 1;          ///< gamma: std / mean of the gaps (shape = 1 / cv^2)
+};
+std::string_view to_string(ArrivalProcess::Kind k);  ///< "poisson" | "gamma" | "fixed_rate"
+
+/// Shared-prefix groups (system prompts, few-shot templates): a request in a group starts with the
+/// group's `tokens`-token prefix, which counts inside its prompt length (a prompt shorter than the
+/// prefix shares only its own length). With prefix caching those blocks are held once per replica.
+struct SharedPrefixGroups {
+  i64 num_groups = 0;     ///< 0: no shared prefixes
+  i64 tokens = 0;         ///< prefix length per group
+  double fraction = 1.0;  ///< share of requests that belong to some group (chosen uniformly among groups)
+  bool enabled() const { return num_groups > 0 && tokens > 0 && fraction > 0; }
+};
+
+/// Optional latency targets for goodput (a request counts when it meets every target given).
+struct LatencyTargets {
+  std::optional<double> ttft_s;  ///< time to first token
+  std::optional<double> tpot_s;  ///< mean time per output token after the first
+};
+
+struct WorkloadSpec {
+  std::string name;
+  std::string description;
+  ArrivalProcess arrival;
+  LengthDistribution prompt;  ///< prompt tokens per request (shared prefix included)
+  LengthDistribution output;  ///< output tokens per request
+  SharedPrefixGroups shared_prefix;
+  LatencyTargets slo;
+};
+
+/// Throws SpecError naming the field (arrival.rate_per_s, prompt_tokens.max, ...) when impossible.
+/// Field paths match the YAML keys of profiles::parse_workload.
+void validate(const WorkloadSpec& w);
+void validate(const LengthDistribution& d, const std::string& field);
+
+}  // namespace kvcap

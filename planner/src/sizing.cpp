@@ -1,0 +1,529 @@
+#include "kvcap/planner/sizing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <tuple>
+
+namespace kvcap {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+double dbl(i64 v) {
+  return static_cast<double>(v);
+}
+
+std::string num(double v, int decimals) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+std::string gib(double bytes) {
+  return num(bytes / 1073741824.0, 1) + " GiB";
+}
+/// "2.10 s", "41.3 ms", "0.012 ms" for reasons.
+std::string dur(double s) {
+  if (!std::isfinite(s)) return "unbounded";
+  if (s >= 1) return num(s, 2) + " s";
+  if (s >= 1e-3) return num(s * 1e3, 1) + " ms";
+  return num(s * 1e3, 3) + " ms";
+}
+
+void positive_finite(double v, const char* field, const char* what) {
+  if (!std::isfinite(v) || !(v > 0))
+    throw SpecError(field, std::string("must be ") + what + " (got " + num(v, 6) + ")");
+}
+
+/// Squared coefficient of variation of a length distribution (0 for fixed lengths).
+double scv(const LengthDistribution& d) {
+  using K = LengthDistribution::Kind;
+  switch (d.kind) {
+    case K::fixed:
+      return 0;
+    case K::uniform: {
+      const double n = dbl(d.max_tokens - d.min_tokens + 1), mean = (dbl(d.min_tokens) + dbl(d.max_tokens)) / 2;
+      return mean > 0 ? (n * n - 1) / 12 / (mean * mean) : 0;
+    }
+    case K::lognormal:
+      return std::expm1(d.sigma * d.sigma);  // unclamped: clamping only narrows it
+    case K::empirical: {
+      double sw = 0, m1 = 0, m2 = 0;
+      for (std::size_t i = 0; i < d.values.size(); ++i) {
+        const double w = d.weights.empty() ? 1.0 : d.weights[i], x = dbl(d.values[i]);
+        sw += w, m1 += w * x, m2 += w * x * x;
+      }
+      if (!(sw > 0) || !(m1 > 0)) return 0;
+      m1 /= sw, m2 /= sw;
+      return std::max(0.0, m2 / (m1 * m1) - 1);
+    }
+  }
+  return 0;
+}
+
+bool meets(const OperatingPoint& op, const SizingTargets& t, bool check_tpot) {
+  return op.ttft_s <= t.ttft_s && (!check_tpot || op.tpot_s <= t.tpot_s);
+}
+
+std::vector<i64> powers_of_two(i64 max) {
+  std::vector<i64> r;
+  for (i64 v = 1; v <= max; v *= 2) r.push_back(v);
+  return r;
+}
+}  // namespace
+
+std::string_view to_string(CandidateStatus s) {
+  switch (s) {
+    case CandidateStatus::ok:
+      return "ok";
+    case CandidateStatus::invalid:
+      return "invalid";
+    case CandidateStatus::does_not_fit:
+      return "does not fit";
+    case CandidateStatus::tpot_too_high:
+      return "TPOT too high";
+    case CandidateStatus::ttft_too_high:
+      return "TTFT too high";
+    case CandidateStatus::too_many_gpus:
+      return "too many GPUs";
+  }
+  return "?";
+}
+
+SizingWorkload sizing_workload(const WorkloadSpec& spec) {
+  validate(spec);
+  SizingWorkload w;
+  w.prompt_tokens = spec.prompt.mean_tokens();
+  w.output_tokens = spec.output.mean_tokens();
+  const i64 pmax = spec.prompt.max_possible_tokens(), omax = spec.output.max_possible_tokens();
+  // An unbounded (unclamped lognormal) length leaves max_model_len to the model's own default.
+  w.max_context_tokens = pmax > 0 && omax > 0 ? add(pmax, omax, "max context tokens") : -1;
+  w.arrival_rate_per_s = spec.arrival.rate_per_s;
+  using A = ArrivalProcess::Kind;
+  w.arrival_scv = spec.arrival.kind == A::poisson      ? 1.0
+                  : spec.arrival.kind == A::fixed_rate ? 0.0
+                                                       : spec.arrival.cv * spec.arrival.cv;
+  w.prompt_scv = scv(spec.prompt);
+  return w;
+}
+
+void validate(const SizingWorkload& w) {
+  if (!std::isfinite(w.prompt_tokens) || w.prompt_tokens < 1)
+    throw SpecError("prompt_tokens", "must be a mean of at least 1 token (got " + num(w.prompt_tokens, 2) + ")");
+  if (!std::isfinite(w.output_tokens) || w.output_tokens < 1)
+    throw SpecError("output_tokens", "must be a mean of at least 1 token (got " + num(w.output_tokens, 2) + ")");
+  const bool open = w.arrival_rate_per_s != 0, closed = w.concurrent_users != 0;
+  if (open == closed)
+    throw SpecError("workload",
+                    "give exactly one of an arrival rate (open loop) or a number of concurrent users (closed loop)");
+  if (open)
+    positive_finite(w.arrival_rate_per_s, "arrival_rate_per_s", "a positive, finite number of requests per second");
+  if (closed && w.concurrent_users < 1)
+    throw SpecError("concurrent_users", "must be >= 1 (got " + std::to_string(w.concurrent_users) + ")");
+  if (!std::isfinite(w.arrival_scv) || w.arrival_scv < 0)
+    throw SpecError("arrival_scv", "must be a finite number >= 0");
+  if (!std::isfinite(w.prompt_scv) || w.prompt_scv < 0) throw SpecError("prompt_scv", "must be a finite number >= 0");
+}
+
+void validate(const SizingTargets& t) {
+  positive_finite(t.ttft_s, "ttft_target_s", "a positive, finite number of seconds");
+  positive_finite(t.tpot_s, "tpot_target_s", "a positive, finite number of seconds");
+  if (!(t.ttft_percentile > 0 && t.ttft_percentile < 1))
+    throw SpecError("ttft_percentile", "must be in (0, 1), e.g. 0.9 for p90 (got " + num(t.ttft_percentile, 4) + ")");
+}
+
+// Kingman (1961), "The single server queue in heavy traffic": E[W] ~ rho/(1-rho) (ca2+cs2)/2 E[S];
+// with ca2 = 1 it is the Pollaczek-Khinchine mean of M/G/1 (Kleinrock, Queueing Systems I, eq. 5.105).
+double kingman_mean_wait_s(double rho, double mean_service_s, double arrival_scv, double service_scv) {
+  if (!(rho > 0)) return 0;
+  if (rho >= 1) return kInf;
+  return rho / (1 - rho) * (arrival_scv + service_scv) / 2 * mean_service_s;
+}
+
+// P(W > 0) = rho (M/G/1, PASTA) and an exponential tail with the mean above: P(W > t) = rho e^{-t rho / E[W]}.
+double wait_percentile_s(double rho, double mean_wait_s, double p) {
+  if (!(rho > 0) || !(mean_wait_s > 0)) return 0;
+  if (!std::isfinite(mean_wait_s)) return kInf;
+  if (rho <= 1 - p) return 0;
+  return mean_wait_s / rho * std::log(rho / (1 - p));
+}
+
+// ---- ReplicaModel --------------------------------------------------------------------------------
+
+ReplicaModel::ReplicaModel(SpeedContext c, const SizingWorkload& w, double ttft_percentile)
+    : c_(std::move(c)), w_(w), p_(ttft_percentile) {
+  mean_context_ = std::max<i64>(1, std::llround(w.prompt_tokens + w.output_tokens / 2));
+  const double conc = concurrency_at(c_.model, c_.plan, mean_context_);
+  const i64 seqs = c_.plan.dep.max_num_seqs;
+  max_batch_ = conc >= dbl(seqs) ? seqs : static_cast<i64>(std::floor(conc));
+  const PrefillResult pr = prefill(c_, std::max<i64>(1, std::llround(w.prompt_tokens)));
+  prefill_s_ = pr.ttft_s;
+  chunks_ = static_cast<i64>(pr.chunks.size());
+  // A prefill merged into running decode steps (vLLM V1 mixes them in one step) adds its compute and its
+  // communication; the weights are read by the decode step anyway. Per stage: the stages work in parallel.
+  prefill_busy_s_ =
+      (pr.total.compute_s + pr.total.communication_s + pr.pipeline_p2p_s) / dbl(c_.plan.dep.d.pipeline_parallel_size);
+  tpot_.assign(static_cast<std::size_t>(std::max<i64>(max_batch_, 1)) + 1, 0.0);
+  bound_.assign(tpot_.size(), Bound::memory);
+}
+
+double ReplicaModel::decode_step_s(i64 batch) const {
+  const auto i = static_cast<std::size_t>(batch);
+  if (i < tpot_.size() && tpot_[i] > 0) return tpot_[i];
+  const DecodeStep st = decode_step(c_, batch, mean_context_);
+  if (i < tpot_.size()) tpot_[i] = st.tpot_s, bound_[i] = st.bound;
+  return st.tpot_s;
+}
+
+Bound ReplicaModel::decode_bound(i64 batch) const {
+  const auto i = static_cast<std::size_t>(batch);
+  if (i < tpot_.size()) {
+    decode_step_s(batch);
+    return bound_[i];
+  }
+  return decode_step(c_, batch, mean_context_).bound;
+}
+
+double ReplicaModel::own_prefill_s(double step_s) const {
+  // Alone: T_prefill. Merged into decode steps: each chunk rides one step, which also does the prefill's compute.
+  return std::max(prefill_s_, prefill_busy_s_ * dbl(c_.plan.dep.d.pipeline_parallel_size) + dbl(chunks_) * step_s);
+}
+
+double ReplicaModel::rate_for_batch(i64 batch) const {
+  // Little's law on the decode phase: N = rate x (O - 1) x TPOT(N) / (1 - rate C), solved for the rate.
+  const double decode = std::max(0.0, w_.output_tokens - 1) * decode_step_s(batch);
+  return dbl(batch) / (decode + dbl(batch) * prefill_busy_s_);
+}
+
+i64 ReplicaModel::batch_for_rate(double rate_per_s, i64 limit) const {
+  if (limit < 1 || rate_for_batch(limit) < rate_per_s) return 0;
+  i64 lo = 1, hi = limit;  // rate_for_batch is non-decreasing in N (throughput rises with the batch)
+  while (lo < hi) {
+    const i64 mid = lo + (hi - lo) / 2;
+    if (rate_for_batch(mid) >= rate_per_s)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+OperatingPoint ReplicaModel::open_loop(double rate_per_s, i64 batch) const {
+  OperatingPoint op;
+  op.rate_per_s = rate_per_s;
+  op.batch = batch;
+  op.decode_step_s = decode_step_s(batch);
+  op.bound = decode_bound(batch);
+  op.prefill_utilization = rate_per_s * prefill_busy_s_;
+  const double u = op.prefill_utilization;
+  if (u >= 1) {
+    op.ttft_wait_s = op.ttft_mean_s = op.ttft_s = op.tpot_s = op.e2e_s = kInf;
+    return op;
+  }
+  const double ew = kingman_mean_wait_s(u, prefill_busy_s_, w_.arrival_scv, w_.prompt_scv);
+  op.ttft_wait_s = wait_percentile_s(u, ew, p_);
+  const double own = own_prefill_s(op.decode_step_s);
+  // A request arriving during a decode step waits for it (mean half a step; at the percentile, all of it).
+  op.ttft_mean_s = ew + op.decode_step_s / 2 + own;
+  op.ttft_s = op.ttft_wait_s + op.decode_step_s + own;
+  op.tpot_s = op.decode_step_s / (1 - u);
+  op.e2e_s = op.ttft_mean_s + std::max(0.0, w_.output_tokens - 1) * op.tpot_s;
+  return op;
+}
+
+OperatingPoint ReplicaModel::closed_loop(i64 users) const {
+  OperatingPoint op;
+  op.batch = users;
+  op.decode_step_s = decode_step_s(users);
+  op.bound = decode_bound(users);
+  const double n = dbl(users), c = prefill_busy_s_;
+  const double d = std::max(0.0, w_.output_tokens - 1) * op.decode_step_s;
+  const double own = own_prefill_s(op.decode_step_s);
+  // Each user's cycle x = T0 + D / (1 - u) with u = (N / x) C: x^2 - (T0 + N C + D) x + T0 N C = 0, larger root.
+  // The prefill wait (M/G/1 at the throughput N / x, an upper bound for a finite source) enters T0; iterate.
+  double wait_mean = 0, x = 0;
+  for (int it = 0; it < 4; ++it) {
+    const double t0 = wait_mean + op.decode_step_s / 2 + own;
+    const double b = t0 + n * c + d;
+    x = (b + std::sqrt(std::max(0.0, b * b - 4 * t0 * n * c))) / 2;
+    const double u = n * c / x;
+    wait_mean = kingman_mean_wait_s(u, c, 1.0, w_.prompt_scv);
+    if (!std::isfinite(wait_mean)) break;
+  }
+  op.rate_per_s = n / x;
+  op.prefill_utilization = n * c / x;
+  const double u = op.prefill_utilization;
+  if (u >= 1 || !std::isfinite(wait_mean)) {
+    op.ttft_wait_s = op.ttft_mean_s = op.ttft_s = op.tpot_s = op.e2e_s = kInf;
+    return op;
+  }
+  op.ttft_wait_s = wait_percentile_s(u, wait_mean, p_);
+  op.ttft_mean_s = wait_mean + op.decode_step_s / 2 + own;
+  op.ttft_s = op.ttft_wait_s + op.decode_step_s + own;
+  op.tpot_s = op.decode_step_s / (1 - u);
+  op.e2e_s = op.ttft_mean_s + std::max(0.0, w_.output_tokens - 1) * op.tpot_s;
+  return op;
+}
+
+// ---- The search ----------------------------------------------------------------------------------
+
+namespace {
+
+struct Key {
+  const GpuSpec* gpu;
+  i64 tp, pp;
+  DType wq, kv;
+};
+
+void fill_op(SizingCandidate& r, const ReplicaModel& rm, const OperatingPoint& op) {
+  r.rate_per_replica_per_s = op.rate_per_s;
+  r.batch = op.batch;
+  r.prefill_s = rm.prefill_s();
+  r.prefill_busy_s = rm.prefill_busy_s();
+  r.prefill_utilization = op.prefill_utilization;
+  r.decode_step_s = op.decode_step_s;
+  r.ttft_wait_s = op.ttft_wait_s;
+  r.ttft_s = op.ttft_s;
+  r.tpot_s = op.tpot_s;
+  r.e2e_s = op.e2e_s;
+  r.decode_bound = op.bound;
+}
+
+std::string does_not_fit_reason(const MemoryPlan& p, i64 max_context, i64 mean_context) {
+  const StagePlan& s = p.stages[p.binding_stage];
+  if (s.available_kv_bytes <= 0)
+    return "weights " + gib(dbl(s.weights_bytes)) + " + activation peak " + gib(dbl(s.activation_peak_bytes)) +
+           " + non-torch " + gib(dbl(s.non_torch_bytes)) + " per GPU exceed the " + gib(dbl(s.requested_bytes)) +
+           " requested (gpu_memory_utilization x device memory)";
+  if (!p.fits())
+    return "KV cache of " + std::to_string(p.kv_capacity_tokens) + " tokens per replica cannot hold one request of " +
+           std::to_string(max_context) + " tokens (max_model_len)";
+  return "KV cache of " + std::to_string(p.kv_capacity_tokens) +
+         " tokens per replica cannot hold one request at the mean context of " + std::to_string(mean_context) +
+         " tokens";
+}
+
+SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const SizingTargets& t, const SizingSpace& s,
+                         const Key& k) {
+  SizingCandidate r;
+  r.gpu = k.gpu->name;
+  r.tp = k.tp;
+  r.pp = k.pp;
+  r.weight_dtype = k.wq;
+  r.kv_dtype = k.kv;
+  r.gpus_per_replica = k.tp * k.pp;
+  r.priced = k.gpu->price_per_gpu_hour_usd > 0;
+  Deployment d = s.base;
+  d.num_gpus = 0;
+  d.tensor_parallel_size = k.tp;
+  d.pipeline_parallel_size = k.pp;
+  d.quantization = k.wq;
+  d.kv_cache_dtype = k.kv;
+  if (!d.max_model_len && w.max_context_tokens >= 0)
+    d.max_model_len = w.max_context_tokens > 0 ? w.max_context_tokens
+                                               : static_cast<i64>(std::ceil(w.prompt_tokens + w.output_tokens));
+  std::optional<ReplicaModel> rm;
+  try {
+    MemoryPlan plan = plan_memory(m, *k.gpu, d, {});
+    r.kv_capacity_tokens = to_signed(plan.kv_capacity_tokens, "KV capacity tokens");
+    const i64 max_len = plan.dep.max_model_len;
+    rm.emplace(make_speed_context(m, *k.gpu, std::move(plan), s.speed, s.calibration), w, t.ttft_percentile);
+    r.max_batch_memory = rm->max_batch_memory();
+    if (!rm->context().plan.fits() || rm->max_batch_memory() < 1) {
+      r.status = CandidateStatus::does_not_fit;
+      r.reason = does_not_fit_reason(rm->context().plan, max_len, rm->mean_context_tokens());
+      return r;
+    }
+  } catch (const SpecError& e) {
+    r.status = CandidateStatus::invalid;
+    r.reason = e.what();
+    return r;
+  }
+  const bool check_tpot = w.output_tokens > 1;
+  // Unloaded: batch 1 and no queue. If this misses a target, no replica count helps.
+  const OperatingPoint idle = rm->open_loop(0, 1);
+  fill_op(r, *rm, idle);
+  if (check_tpot && idle.tpot_s > t.tpot_s) {
+    r.status = CandidateStatus::tpot_too_high;
+    r.reason = "TPOT " + dur(idle.tpot_s) + " at batch 1 (context " + std::to_string(rm->mean_context_tokens()) +
+               ") > target " + dur(t.tpot_s);
+    return r;
+  }
+  if (idle.ttft_s > t.ttft_s) {
+    r.status = CandidateStatus::ttft_too_high;
+    r.reason = "TTFT " + dur(idle.ttft_s) + " on an idle replica (prefill " + dur(rm->prefill_s()) + ") > target " +
+               dur(t.ttft_s);
+    return r;
+  }
+  const i64 limit = rm->max_batch_memory();
+  // The largest batch per replica whose load still meets the targets (TTFT and TPOT rise with N).
+  auto ok_at = [&](i64 n) {
+    return meets(w.open_loop() ? rm->open_loop(rm->rate_for_batch(n), n) : rm->closed_loop(n), t, check_tpot);
+  };
+  i64 lo = 0, hi = limit;
+  while (lo < hi) {
+    const i64 mid = lo + (hi - lo + 1) / 2;
+    if (ok_at(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  r.max_batch_targets = lo;
+  double replicas_d = 0;
+  if (w.open_loop()) {
+    // Capacity: rate_for_batch(N*), refined by bisection over the rates that put N* + 1 in flight.
+    double cap = lo > 0 ? rm->rate_for_batch(lo) : 0;
+    if (lo < limit) {
+      const i64 n = lo + 1;
+      double a = cap, b = rm->rate_for_batch(n);
+      for (int it = 0; it < 60 && b - a > 1e-9 * b; ++it) {
+        const double mid = (a + b) / 2;
+        if (meets(rm->open_loop(mid, n), t, check_tpot))
+          a = mid;
+        else
+          b = mid;
+      }
+      cap = a;
+    }
+    if (!(cap > 0)) {
+      r.status = CandidateStatus::ttft_too_high;
+      r.reason = "no positive arrival rate meets the TTFT target";
+      return r;
+    }
+    r.max_rate_per_replica_per_s = cap;
+    replicas_d = std::ceil(w.arrival_rate_per_s / cap);
+  } else {
+    if (lo < 1) {
+      r.status = CandidateStatus::ttft_too_high;
+      const OperatingPoint one = rm->closed_loop(1);
+      r.reason =
+          "one user per replica already misses a target (TTFT " + dur(one.ttft_s) + ", TPOT " + dur(one.tpot_s) + ")";
+      return r;
+    }
+    replicas_d = std::ceil(dbl(w.concurrent_users) / dbl(lo));
+  }
+  if (replicas_d * dbl(r.gpus_per_replica) > dbl(s.max_gpus)) {
+    r.status = CandidateStatus::too_many_gpus;
+    r.reason = "needs " + num(replicas_d, 0) + " replicas x " + std::to_string(r.gpus_per_replica) +
+               " GPUs > max_gpus " + std::to_string(s.max_gpus);
+    return r;
+  }
+  r.replicas = static_cast<i64>(replicas_d);
+  // The operating point of the most loaded replica; one more replica if rounding left it short.
+  OperatingPoint op;
+  for (int extra = 0;; ++r.replicas, ++extra) {
+    if (w.open_loop()) {
+      const double rate = w.arrival_rate_per_s / dbl(r.replicas);
+      const i64 n = std::max<i64>(1, rm->batch_for_rate(rate, limit));
+      op = rm->open_loop(rate, n);
+    } else {
+      const i64 users = w.concurrent_users / r.replicas + (w.concurrent_users % r.replicas != 0 ? 1 : 0);
+      op = rm->closed_loop(users);
+    }
+    if (meets(op, t, check_tpot) || extra == 64 || mul(r.replicas + 1, r.gpus_per_replica) > s.max_gpus) break;
+  }
+  fill_op(r, *rm, op);
+  r.gpus = mul(r.replicas, r.gpus_per_replica, "GPUs");
+  if (!meets(op, t, check_tpot)) {
+    r.status = CandidateStatus::too_many_gpus;
+    r.reason = "the targets are not met with " + std::to_string(r.replicas) + " replicas (max_gpus " +
+               std::to_string(s.max_gpus) + ")";
+    return r;
+  }
+  r.status = CandidateStatus::ok;
+  r.output_tokens_per_s =
+      w.open_loop() ? w.arrival_rate_per_s * w.output_tokens : dbl(w.concurrent_users) / op.e2e_s * w.output_tokens;
+  r.cost_per_hour_usd = dbl(r.gpus) * k.gpu->price_per_gpu_hour_usd;
+  r.cost_per_million_output_tokens_usd = r.cost_per_hour_usd / (r.output_tokens_per_s * 3600.0 / 1e6);
+  return r;
+}
+
+std::string diagnose(const std::vector<SizingCandidate>& c, const SizingTargets& t) {
+  std::size_t n[6] = {};
+  const SizingCandidate *best_tpot = nullptr, *best_ttft = nullptr;
+  for (const auto& x : c) {
+    ++n[static_cast<int>(x.status)];
+    if (x.status == CandidateStatus::tpot_too_high && (!best_tpot || x.tpot_s < best_tpot->tpot_s)) best_tpot = &x;
+    if (x.status == CandidateStatus::ttft_too_high && (!best_ttft || x.ttft_s < best_ttft->ttft_s)) best_ttft = &x;
+  }
+  auto who = [](const SizingCandidate& x) {
+    return x.gpu + " TP" + std::to_string(x.tp) + (x.pp > 1 ? " PP" + std::to_string(x.pp) : "") + " " +
+           std::string(name(x.weight_dtype)) + "/" + std::string(name(x.kv_dtype));
+  };
+  std::string r = "no candidate meets the targets (" + std::to_string(c.size()) + " searched)";
+  auto part = [&](CandidateStatus s, const std::string& what) {
+    if (n[static_cast<int>(s)]) r += "; " + std::to_string(n[static_cast<int>(s)]) + " " + what;
+  };
+  part(CandidateStatus::invalid, "invalid for this model");
+  part(CandidateStatus::does_not_fit, "do not fit in memory");
+  if (best_tpot)
+    part(CandidateStatus::tpot_too_high, "miss the TPOT target even at batch 1 (fastest: " + dur(best_tpot->tpot_s) +
+                                             " on " + who(*best_tpot) + ", target " + dur(t.tpot_s) + ")");
+  if (best_ttft)
+    part(CandidateStatus::ttft_too_high, "miss the TTFT target even unloaded (fastest: " + dur(best_ttft->ttft_s) +
+                                             " on " + who(*best_ttft) + ", target " + dur(t.ttft_s) + ")");
+  part(CandidateStatus::too_many_gpus, "need more GPUs than allowed");
+  return r;
+}
+}  // namespace
+
+SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const SizingTargets& t, const SizingSpace& s) {
+  validate(m);
+  validate(w);
+  validate(t);
+  if (s.gpus.empty()) throw SpecError("gpus", "give at least one GPU type to search");
+  for (const auto& g : s.gpus) validate(g);
+  if (s.max_tp < 1) throw SpecError("max_tp", "must be >= 1 (got " + std::to_string(s.max_tp) + ")");
+  if (s.max_pp < 1) throw SpecError("max_pp", "must be >= 1 (got " + std::to_string(s.max_pp) + ")");
+  if (s.max_gpus_per_replica < 1)
+    throw SpecError("max_gpus_per_replica", "must be >= 1 (got " + std::to_string(s.max_gpus_per_replica) + ")");
+  if (s.max_gpus < 1) throw SpecError("max_gpus", "must be >= 1 (got " + std::to_string(s.max_gpus) + ")");
+
+  // Weight formats: the checkpoint's, plus fp8 (vLLM --quantization fp8 quantises a 16-bit checkpoint online).
+  std::vector<DType> wq = s.weight_dtypes;
+  const DType checkpoint = m.quantization == DType::auto_ ? m.dtype : m.quantization;
+  if (wq.empty()) {
+    wq.push_back(checkpoint);
+    if (info(checkpoint).payload_bits >= 16) wq.push_back(DType::fp8);
+  }
+  for (auto& q : wq)
+    if (q == DType::auto_) q = checkpoint;
+  std::vector<DType> kv = s.kv_dtypes.empty() ? std::vector<DType>{DType::auto_, DType::fp8} : s.kv_dtypes;
+  const DType act = s.base.dtype == DType::auto_ ? m.dtype : s.base.dtype;
+  for (auto& k : kv)
+    if (k == DType::auto_) k = act;
+  auto dedupe = [](std::vector<DType>& v) {
+    std::vector<DType> r;
+    for (DType x : v)
+      if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+    v = r;
+  };
+  dedupe(wq);
+  dedupe(kv);
+
+  SizingResult res;
+  for (const auto& g : s.gpus)
+    for (i64 tp : powers_of_two(s.max_tp))
+      for (i64 pp : powers_of_two(s.max_pp)) {
+        if (tp * pp > s.max_gpus_per_replica) continue;
+        for (DType q : wq)
+          for (DType k : kv) res.candidates.push_back(evaluate(m, w, t, s, Key{&g, tp, pp, q, k}));
+      }
+
+  auto rank_key = [](const SizingCandidate& x) {
+    return std::make_tuple(static_cast<int>(x.status), !x.priced, x.cost_per_hour_usd,
+                           x.cost_per_million_output_tokens_usd, x.gpus, x.ttft_s);
+  };
+  std::stable_sort(res.candidates.begin(), res.candidates.end(), [&](const auto& a, const auto& b) {
+    if (a.status != CandidateStatus::ok || b.status != CandidateStatus::ok)
+      return static_cast<int>(a.status) < static_cast<int>(b.status);
+    return rank_key(a) < rank_key(b);
+  });
+  res.feasible = static_cast<std::size_t>(std::count_if(res.candidates.begin(), res.candidates.end(),
+                                                        [](const auto& x) { return x.status == CandidateStatus::ok; }));
+  if (res.feasible == 0) res.diagnosis = diagnose(res.candidates, t);
+  return res;
+}
+
+}  // namespace kvcap

@@ -1,0 +1,54 @@
+#include "kvcap/planner/sweep.hpp"
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+namespace kvcap {
+
+void sweep_grid(const SpeedContext& c, const std::vector<i64>& contexts, const std::vector<i64>& batches,
+                const std::function<void(const SweepPoint&)>& emit) {
+  for (i64 b : batches)
+    if (b < 1) throw SpecError("batch", "must be >= 1 (got " + std::to_string(b) + ")");
+  for (i64 s : contexts)
+    if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
+  const i64 seqs = c.plan.dep.max_num_seqs, max_len = c.plan.dep.max_model_len;
+  // Without pipeline parallelism the precomputed step-cost model gives decode_step()'s time to rounding in
+  // O(1) per point (tests/planner/test_step_cost.cpp); with PP, decode_step() itself (its micro-batches
+  // are whole requests, the cost model's are equal shares).
+  std::optional<StepCostModel> fast;
+  if (c.plan.dep.d.pipeline_parallel_size == 1) fast.emplace(c);
+  for (i64 s : contexts) {
+    SweepPoint p;
+    p.context_tokens = s;
+    p.max_concurrency = concurrency_at(c.model, c.plan, s);
+    p.ttft_s = ttft_s(c, s);
+    const double limit = std::floor(p.max_concurrency);
+    StepLoad one;  // one request decoding at context s; a batch of B identical ones is B times each sum
+    if (fast) fast->add(one, s - 1, 1, true);
+    for (i64 b : batches) {
+      p.batch = b;
+      p.fits = s <= max_len && b <= seqs && static_cast<double>(b) <= limit;
+      if (fast) {
+        StepLoad load = one;
+        const double n = static_cast<double>(b);
+        load.sequences = b;
+        load.tokens = b;
+        load.samples = b;
+        for (int w = 0; w < 2; ++w) load.kv_read_tokens[w] *= n, load.decode_pairs[w] *= n;
+        const StepCost st = fast->cost(load);
+        p.tpot_s = st.step_s;
+        p.bound = st.bound;
+      } else {
+        const DecodeStep st = decode_step(c, b, s);
+        p.tpot_s = st.tpot_s;
+        p.bound = st.bound;
+      }
+      p.tokens_per_s = static_cast<double>(b) / p.tpot_s;
+      p.tokens_per_s_per_user = 1.0 / p.tpot_s;
+      emit(p);
+    }
+  }
+}
+
+}  // namespace kvcap
