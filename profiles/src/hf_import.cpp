@@ -24,14 +24,17 @@ constexpr std::int64_t kMaxDim = 1ll << 40;
 
 // JSON that yaml-cpp cannot read (tab indentation, some escapes) goes through nlohmann::json and is
 // rebuilt as a YAML tree (positions are lost then, keys are kept).
-YAML::Node from_json(const nlohmann::json& j) {
+// precheck_text bounds the nesting before this runs; the depth cut-off keeps the recursion bounded even
+// so (values nested that deep are never read by the importer).
+YAML::Node from_json(const nlohmann::json& j, int depth = 0) {
   YAML::Node n;
+  if (depth > kMaxNestingDepth) return YAML::Node(YAML::NodeType::Null);
   if (j.is_object()) {
     n = YAML::Node(YAML::NodeType::Map);
-    for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = from_json(it.value());
+    for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = from_json(it.value(), depth + 1);
   } else if (j.is_array()) {
     n = YAML::Node(YAML::NodeType::Sequence);
-    for (const auto& e : j) n.push_back(from_json(e));
+    for (const auto& e : j) n.push_back(from_json(e, depth + 1));
   } else if (j.is_null()) {
     n = YAML::Node(YAML::NodeType::Null);
   } else if (j.is_string()) {
@@ -45,13 +48,14 @@ YAML::Node from_json(const nlohmann::json& j) {
 }
 
 YAML::Node parse_config(Ctx& c, const std::string& text) {
+  if (!precheck_text(c, text)) return {};  // too large, binary or too deeply nested: no parser sees it
   YAML::Node root = parse_text(c, text);
   if (!c.diags.empty()) {
     try {
       auto j = nlohmann::json::parse(text);
       c.diags.clear();
       root = from_json(j);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e400
       // keep the YAML parser's located error
     }
   }

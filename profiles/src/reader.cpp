@@ -1,10 +1,14 @@
 #include "reader.hpp"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -56,6 +60,12 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 namespace detail {
 
 void Ctx::error_at(const YAML::Mark& m, const std::string& key_path, const std::string& message) {
+  // A list of a million wrong values must not print a million lines: stop after kMaxDiagnostics.
+  if (diags.size() > kMaxDiagnostics) return;
+  if (diags.size() == kMaxDiagnostics) {
+    diags.push_back({file, 0, 0, "", "too many errors; stopped after " + std::to_string(kMaxDiagnostics)});
+    return;
+  }
   Diagnostic d{file, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0, key_path, message};
   diags.push_back(std::move(d));
 }
@@ -66,11 +76,57 @@ void Ctx::throw_if_any() {
   if (!diags.empty()) throw ProfileError(diags);
 }
 
-YAML::Node parse_text(Ctx& c, const std::string& text) {
+bool precheck_text(Ctx& c, const std::string& text) {
+  if (text.size() > kMaxInputBytes) {
+    c.diags.push_back({c.file, 0, 0, "", "file is " + std::to_string(text.size()) + " bytes; kvcap reads profiles of at most " +
+                                             std::to_string(kMaxInputBytes) + " bytes (1 MiB)"});
+    return false;
+  }
   if (text.find('\0') != std::string::npos) {
     c.diags.push_back({c.file, 0, 0, "", "not a text file (contains NUL bytes); expected a YAML profile or config.json"});
-    return {};
+    return false;
   }
+  // Flow nesting depth ([ and { outside quotes and comments), so that "[[[[..." is refused in linear time
+  // with a located error instead of going to the parser (yaml-cpp tokenises all of it before its own
+  // depth guard trips). Quotes start only where a YAML scalar can start; a stray quote inside a plain
+  // scalar can only hide brackets (yaml-cpp's own guard, caught below, still bounds the depth then).
+  int depth = 0, line = 1, col = 0;
+  char quote = 0;
+  bool comment = false;
+  char prev = '\n';  // last non-blank character on this line ('\n' at line start)
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    ++col;
+    if (ch == '\n') {
+      ++line, col = 0, comment = false, prev = '\n';
+      continue;
+    }
+    if (comment) continue;
+    if (quote) {
+      if (quote == '"' && ch == '\\') ++i, ++col;
+      else if (ch == quote) quote = 0;
+      continue;
+    }
+    if (ch == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n')) comment = true;
+    else if ((ch == '"' || ch == '\'') && (prev == '\n' || prev == ':' || prev == '-' || prev == '[' || prev == '{' ||
+                                          prev == ',' || prev == '?'))
+      quote = ch;
+    else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxNestingDepth) {
+        c.diags.push_back({c.file, line, col, "", "nesting deeper than " + std::to_string(kMaxNestingDepth) +
+                                                      " levels; profiles nest at most a few levels"});
+        return false;
+      }
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+    if (ch != ' ' && ch != '\t' && ch != '\r') prev = ch;
+  }
+  return true;
+}
+
+YAML::Node parse_text(Ctx& c, const std::string& text) {
+  if (!precheck_text(c, text)) return {};
   try {
     YAML::Node n = YAML::Load(text);
     if (!n.IsDefined() || n.IsNull()) {
@@ -78,6 +134,11 @@ YAML::Node parse_text(Ctx& c, const std::string& text) {
       return {};
     }
     return n;
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp 0.7 says "bad file" here; say what is wrong.
+    c.error_at(e.mark, "", "nesting too deep (more than " + std::to_string(e.depth() - 1) +
+                               " levels of YAML structure); profiles nest at most a few levels");
+    return {};
   } catch (const YAML::Exception& e) {
     c.error_at(e.mark, "", "YAML syntax error: " + e.msg);
     return {};
@@ -85,18 +146,37 @@ YAML::Node parse_text(Ctx& c, const std::string& text) {
 }
 
 std::optional<std::string> read_file(Ctx& c, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (fs::is_directory(st)) {
+    c.diags.push_back({path, 0, 0, "", "is a directory; expected a profile file"});
+    return std::nullopt;
+  }
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    c.diags.push_back({path, 0, 0, "", "not a regular file (a device, FIFO or socket); expected a profile file"});
+    return std::nullopt;
+  }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    c.diags.push_back({path, 0, 0, "", std::string("cannot open file: ") + std::strerror(errno)});
+    c.diags.push_back({path, 0, 0, "", std::string("cannot open file: ") + std::strerror(errno ? errno : ENOENT)});
     return std::nullopt;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Read at most one byte past the limit, so a huge file is refused without reading all of it.
+  std::string text(kMaxInputBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) {
-    c.diags.push_back({path, 0, 0, "", "cannot read file"});
+    c.diags.push_back({path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno ? errno : EIO)});
     return std::nullopt;
   }
-  return ss.str();
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxInputBytes) {
+    c.diags.push_back({path, 0, 0, "", "file is larger than " + std::to_string(kMaxInputBytes) +
+                                           " bytes (1 MiB); kvcap profiles are a few kilobytes"});
+    return std::nullopt;
+  }
+  return text;
 }
 
 std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
@@ -253,6 +333,88 @@ std::optional<std::vector<std::string>> get_string_list(Ctx& c, const YAML::Node
     r.push_back(n[i].Scalar());
   }
   return r;
+}
+
+namespace {
+// "12.5" + unit; nullopt unless the whole text is a finite number followed by an optional unit.
+std::optional<std::pair<double, std::string>> number_unit(const std::string& in) {
+  std::size_t b = 0, e = in.size();
+  while (b < e && (in[b] == ' ' || in[b] == '\t')) ++b;
+  while (e > b && (in[e - 1] == ' ' || in[e - 1] == '\t')) --e;
+  const std::string s = in.substr(b, e - b);
+  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+  std::string unit(end);
+  while (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+  return std::make_pair(v, unit);
+}
+}  // namespace
+
+std::optional<std::int64_t> parse_token_text(const std::string& s) {
+  auto nu = number_unit(s);
+  if (!nu) return std::nullopt;
+  const auto& [v, unit] = *nu;
+  double mult = 1;
+  if (unit == "k") mult = 1e3;
+  else if (unit == "m") mult = 1e6;
+  else if (unit == "g") mult = 1e9;
+  else if (unit == "K") mult = 1024;
+  else if (unit == "M") mult = 1024.0 * 1024;
+  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
+  else if (!unit.empty()) return std::nullopt;
+  const double t = v * mult;
+  if (t != std::floor(t) || t > 9.0e18) return std::nullopt;
+  return static_cast<std::int64_t>(t);
+}
+
+std::optional<double> parse_seconds_text(const std::string& s) {
+  auto nu = number_unit(s);
+  if (!nu) return std::nullopt;
+  const auto& [v, unit] = *nu;
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v * 1e-3;
+  if (unit == "us") return v * 1e-6;
+  if (unit == "min") return v * 60;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> get_tokens(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                       bool required, std::int64_t min, std::int64_t max) {
+  auto s = scalar(c, map, path, key, required, "a token count");
+  if (!s) return std::nullopt;
+  const auto t = parse_token_text(*s);
+  if (!t) {
+    c.error(map[key], join(path, key),
+            "expected a token count such as 32768, 32K (x1024) or 32k (x1000), got '" + *s + "'");
+    return std::nullopt;
+  }
+  if (*t < min || *t > max) {
+    c.error(map[key], join(path, key),
+            "expected a token count between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + *s);
+    return std::nullopt;
+  }
+  return t;
+}
+
+std::optional<double> get_seconds(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                  bool required, double max) {
+  auto s = scalar(c, map, path, key, required, "a duration");
+  if (!s) return std::nullopt;
+  const auto t = parse_seconds_text(*s);
+  if (!t) {
+    c.error(map[key], join(path, key), "expected a duration in seconds such as 0.04, 40ms or 800us, got '" + *s + "'");
+    return std::nullopt;
+  }
+  if (!(*t > 0) || *t > max) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "expected a duration > 0 and at most %g s, got ", max);
+    c.error(map[key], join(path, key), buf + *s);
+    return std::nullopt;
+  }
+  return t;
 }
 
 }  // namespace detail

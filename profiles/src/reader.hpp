@@ -12,6 +12,12 @@
 
 namespace kvcap::profiles::detail {
 
+/// Input limits: profiles are kilobytes; yaml-cpp 0.7 needs ~250 bytes of memory per input byte (16 MiB of
+/// "- a" lines took 2.1 GB and 10 s), so larger inputs are refused before parsing, with a clear error.
+inline constexpr std::size_t kMaxInputBytes = 1u << 20;  ///< 1 MiB per file
+inline constexpr int kMaxNestingDepth = 64;              ///< flow/block nesting; profiles use at most 4
+inline constexpr std::size_t kMaxDiagnostics = 200;      ///< per file; then one "too many errors" line
+
 struct Ctx {
   std::string file;
   std::vector<Diagnostic> diags;
@@ -20,6 +26,8 @@ struct Ctx {
   void throw_if_any();
 };
 
+/// Checks size, NUL bytes and nesting depth before any parser sees the text; false (with a diagnostic) when refused.
+bool precheck_text(Ctx& c, const std::string& text);
 /// Parses text into a node; syntax errors become diagnostics (returns a null node then).
 YAML::Node parse_text(Ctx& c, const std::string& text);
 /// Reads a file into text; a missing/unreadable/binary file becomes a diagnostic.
@@ -40,6 +48,17 @@ std::optional<std::string> get_string(Ctx& c, const YAML::Node& map, const std::
                                       bool required);
 std::optional<std::vector<std::string>> get_string_list(Ctx& c, const YAML::Node& map, const std::string& path,
                                                         const char* key, bool required);
+/// A token count: an integer, or a string as vLLM reads --max-model-len ("32K" = 32,768, "32k" = 32,000;
+/// K/M/G binary, k/m/g decimal).
+std::optional<std::int64_t> get_tokens(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                       bool required, std::int64_t min = 1, std::int64_t max = std::int64_t{1} << 50);
+/// A duration in seconds: a number, or a string with a unit ("40ms", "800us", "1.5s").
+std::optional<double> get_seconds(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
+                                  bool required, double max = 1e9);
+/// Token text ("32K") to a count; nullopt when malformed.
+std::optional<std::int64_t> parse_token_text(const std::string& s);
+/// Duration text ("40ms") to seconds; nullopt when malformed.
+std::optional<double> parse_seconds_text(const std::string& s);
 /// A scalar read as text for custom parsing (null or absent: nullopt).
 bool present(const YAML::Node& map, const char* key);
 

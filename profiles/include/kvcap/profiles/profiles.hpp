@@ -6,8 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "kvcap/planner/calibration.hpp"
 #include "kvcap/planner/gpu.hpp"
 #include "kvcap/planner/model.hpp"
+#include "kvcap/planner/workload.hpp"
 #include "kvcap/profiles/diagnostics.hpp"
 
 namespace kvcap::profiles {
@@ -24,6 +26,16 @@ GpuSpec parse_gpu(const std::string& text, const std::string& file);
 ModelSpec import_hf(const std::string& text, const std::string& file);
 std::vector<std::string> supported_hf_model_types();
 
+/// A calibration.yaml written by `kvcap calibrate` (docs/calibration-format.md) into the planner's
+/// Calibration; ProfileError with file:line:col for a malformed file or an out-of-range figure.
+Calibration load_calibration_file(const std::string& path);
+Calibration parse_calibration(const std::string& text, const std::string& file);
+
+/// A workload file (kind: workload; example profiles/examples/workload-chat.yaml) into the planner's
+/// WorkloadSpec; ProfileError with file:line:col and key path for every problem.
+WorkloadSpec load_workload_file(const std::string& path);
+WorkloadSpec parse_workload(const std::string& text, const std::string& file);
+
 /// A built-in name, a path to a YAML profile, or a path to a config.json.
 ModelSpec resolve_model(std::string_view name_or_path);
 GpuSpec resolve_gpu(std::string_view name_or_path);
@@ -39,5 +51,6 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment = "");
 /// Schema sync test and for did-you-mean suggestions.
 const std::map<std::string, std::vector<std::string>>& model_keys();
 const std::map<std::string, std::vector<std::string>>& gpu_keys();
+const std::map<std::string, std::vector<std::string>>& workload_keys();
 
 }  // namespace kvcap::profiles

@@ -1,0 +1,119 @@
+// calibration.yaml (docs/calibration-format.md, written by kernels/src/yaml_writer.cpp) -> the planner's
+// Calibration. Only the fitted blocks feed the speed model; device identity, raw points and ratios are
+// checked for shape (so a corrupt file is caught) but otherwise kept for people.
+#include <string>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "reader.hpp"
+
+namespace kvcap::profiles {
+using namespace detail;
+
+namespace {
+constexpr std::int64_t kFormatVersion = 1;
+// Generous physical bounds: no device reads more than 1 PB/s or computes more than 1e18 FLOP/s.
+constexpr double kMaxBandwidth = 1e15;
+constexpr double kMaxFlops = 1e18;
+
+const std::vector<std::string> kTop = {"kvcap_calibration", "device", "date", "mode", "host", "stream", "decode",
+                                       "gemm", "prefill_attention", "points", "ratios", "datasheet"};
+const std::vector<std::string> kDevice = {"kind", "name", "compute_capability", "memory_bytes", "multiprocessors",
+                                          "sm_clock_mhz", "memory_clock_mhz", "memory_bus_width_bits", "l2_bytes",
+                                          "driver_version", "runtime_version"};
+
+Calibration read(Ctx& c, const YAML::Node& root) {
+  Calibration cal;
+  if (!root.IsMap()) {
+    c.error(root, "", "expected a calibration file (a mapping starting with 'kvcap_calibration: 1')");
+    return cal;
+  }
+  check_keys(c, root, "", kTop);
+  if (auto v = get_int(c, root, "", "kvcap_calibration", true, 0); v && *v != kFormatVersion)
+    c.error(root["kvcap_calibration"], "kvcap_calibration",
+            "format version " + std::to_string(*v) + " is not supported; expected " + std::to_string(kFormatVersion));
+
+  const YAML::Node dev = get_map(c, root, "", "device", true);
+  std::string kind, name;
+  if (dev) {
+    check_keys(c, dev, "device", kDevice);
+    auto k = get_string(c, dev, "device", "kind", true);
+    if (k && *k != "cuda" && *k != "cpu") c.error(dev["kind"], "device.kind", "expected 'cuda' or 'cpu', got '" + *k + "'");
+    if (k) kind = *k;
+    if (auto n = get_string(c, dev, "device", "name", true)) name = *n;
+    get_int(c, dev, "device", "memory_bytes", false, 1);
+  }
+  cal.device = name;
+  const auto date = get_string(c, root, "", "date", false);
+  const auto host = get_string(c, root, "", "host", false);
+  const auto mode = get_string(c, root, "", "mode", false);
+  cal.source = "kvcap calibrate (" + (kind.empty() ? std::string("?") : kind) + (mode ? ", " + *mode : "") +
+               (date ? ", " + *date : "") + (host ? ", " + *host : "") + ")";
+
+  if (const YAML::Node s = get_map(c, root, "", "stream", false)) {
+    if (auto v = get_number(c, s, "stream", "read_bytes_per_s", false, 0, kMaxBandwidth)) cal.stream.read_bytes_per_s = *v;
+    get_number(c, s, "stream", "copy_bytes_per_s", false, 0, kMaxBandwidth);
+  }
+  if (const YAML::Node d = get_map(c, root, "", "decode", false)) {
+    if (auto v = get_number(c, d, "decode", "t0_s", true, 0, 1.0)) cal.decode.t0_s = *v;
+    if (auto v = get_number(c, d, "decode", "bandwidth_bytes_per_s", true, 0, kMaxBandwidth))
+      cal.decode.bandwidth_bytes_per_s = *v;
+  }
+  if (const YAML::Node g = get_map(c, root, "", "gemm", false)) {
+    const YAML::Node classes = g["classes"];
+    if (classes && !classes.IsSequence()) {
+      c.error(classes, "gemm.classes", "expected a list of {m_min, m_max, flops_per_s}");
+    } else if (classes) {
+      for (std::size_t i = 0; i < classes.size(); ++i) {
+        const std::string path = "gemm.classes[" + std::to_string(i) + "]";
+        const YAML::Node e = classes[i];
+        if (!e.IsMap()) {
+          c.error(e, path, "expected a mapping {m_min, m_max, flops_per_s}");
+          continue;
+        }
+        check_keys(c, e, path, {"m_min", "m_max", "flops_per_s", "impl"});
+        auto lo = get_int(c, e, path, "m_min", true, 1);
+        auto hi = get_int(c, e, path, "m_max", true, 1);
+        auto f = get_number(c, e, path, "flops_per_s", true, 0, kMaxFlops);
+        if (lo && hi && *hi < *lo)
+          c.error(e["m_max"], path + ".m_max", "expected m_max >= m_min (" + std::to_string(*lo) + ")");
+        else if (lo && hi && f)
+          cal.gemm.push_back({*lo, *hi, *f});
+      }
+    }
+  }
+  if (const YAML::Node p = get_map(c, root, "", "prefill_attention", false)) {
+    if (auto v = get_number(c, p, "prefill_attention", "flops_per_s", true, 0, kMaxFlops))
+      cal.prefill_attention.flops_per_s = *v;
+  }
+  if (root["points"] && !root["points"].IsSequence())
+    c.error(root["points"], "points", "expected a list of measurements");
+  if (cal.decode.bandwidth_bytes_per_s == 0 && cal.stream.read_bytes_per_s == 0 && cal.gemm.empty())
+    c.error(root, "", "no fitted figures: expected at least one of stream, decode, gemm");
+  return cal;
+}
+}  // namespace
+
+Calibration parse_calibration(const std::string& text, const std::string& file) {
+  Ctx c{file, {}};
+  const YAML::Node root = parse_text(c, text);
+  c.throw_if_any();
+  Calibration cal = read(c, root);
+  c.throw_if_any();
+  try {
+    validate(cal);
+  } catch (const SpecError& e) {
+    c.error(root, e.field(), e.reason());
+    c.throw_if_any();
+  }
+  return cal;
+}
+
+Calibration load_calibration_file(const std::string& path) {
+  Ctx c{path, {}};
+  auto text = read_file(c, path);
+  c.throw_if_any();
+  return parse_calibration(*text, path);
+}
+
+}  // namespace kvcap::profiles
