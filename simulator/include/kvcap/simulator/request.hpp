@@ -1,0 +1,44 @@
+#pragma once
+// A request as the workload describes it (RequestSpec) and as a replica tracks it (Request).
+#include <cstdint>
+#include <vector>
+
+#include "kvcap/planner/checked.hpp"
+
+namespace kvcap::sim {
+
+/// What arrives: when, how long the prompt is, how many tokens to generate.
+struct RequestSpec {
+  double arrival_s = 0;
+  i64 prompt_tokens = 0;
+  i64 output_tokens = 0;
+  std::int32_t prefix_group = -1;  ///< shared-prefix group (-1: none)
+  i64 prefix_tokens = 0;           ///< tokens of the group's prefix at the start of the prompt (<= prompt_tokens)
+};
+
+/// A request in a replica, in vLLM V1's terms (vllm/v1/request.py): num_tokens = prompt + generated
+/// tokens so far; num_computed_tokens = those whose KV is in the cache. Each step computes `scheduled`
+/// more; when computed reaches num_tokens the step samples one token (generated += 1, num_tokens += 1).
+/// A decode step is the case num_tokens - computed = 1. Preemption (recompute) sets computed to 0.
+struct Request {
+  std::uint64_t id = 0;        ///< arrival order over the whole cluster (0-based)
+  double arrival_s = 0;
+  double first_scheduled_s = -1;
+  double first_token_s = -1;
+  i64 prompt_tokens = 0;
+  i64 output_tokens = 0;       ///< target (after truncation at max_model_len)
+  i64 num_tokens = 0;
+  i64 computed = 0;
+  i64 generated = 0;
+  i64 scheduled = 0;           ///< tokens in the step in flight (0: not in it)
+  i64 computed_high_water = 0; ///< positions computed at least once (below it, computing again is recompute)
+  i64 prefix_tokens = 0;
+  std::int32_t prefix_group = -1;
+  i64 registered_prefix_blocks = 0;  ///< leading blocks already offered to the prefix cache
+  i64 cached_tokens = 0;       ///< prompt tokens served from the prefix cache (first admission)
+  std::uint32_t preemptions = 0;
+  bool truncated = false;      ///< output cut at max_model_len
+  std::vector<std::uint32_t> blocks;  ///< block table (block ids of this replica's pool)
+};
+
+}  // namespace kvcap::sim

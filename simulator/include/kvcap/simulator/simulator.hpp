@@ -1,0 +1,110 @@
+#pragma once
+// The serving simulator: a cluster of replicas behind a router, each a vLLM-V1-like continuous-batching
+// scheduler over a paged KV block manager, driven by one discrete-event queue (event_queue.hpp).
+// Capacity comes from the planner's memory plan (blocks per replica), step times from its speed model
+// (step_timer.hpp). Deterministic: the same config, timer and source give the same result, bit for bit.
+// Semantics and sources: docs/simulator.md.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/workload.hpp"
+#include "kvcap/simulator/block_manager.hpp"
+#include "kvcap/simulator/metrics.hpp"
+#include "kvcap/simulator/step_timer.hpp"
+#include "kvcap/simulator/workload.hpp"
+
+namespace kvcap::sim {
+
+/// One replica (one vLLM engine: TP x PP GPUs).
+struct ReplicaConfig {
+  std::uint32_t num_blocks = 0;     ///< KV blocks (MemoryPlan::num_blocks)
+  i64 block_size = 16;              ///< tokens per block (--block-size)
+  i64 max_num_batched_tokens = 8192;///< token budget per step (--max-num-batched-tokens)
+  i64 max_num_seqs = 256;           ///< running requests at most (--max-num-seqs)
+  i64 max_model_len = 0;            ///< prompt + output at most; longer outputs are cut, longer prompts rejected
+  Allocator allocator = Allocator::paged;
+  bool prefix_caching = true;       ///< vLLM V1's default; affects shared-prefix groups only
+};
+/// The replica settings a memory plan implies (blocks, block size, budgets, max_model_len).
+ReplicaConfig replica_config(const MemoryPlan& plan);
+
+enum class RouterPolicy : std::uint8_t {
+  round_robin,        ///< request i to replica i mod R
+  least_outstanding,  ///< fewest running + waiting requests (ties: the next in round-robin order)
+  least_kv,           ///< lowest KV load: used blocks + blocks the waiting requests' tokens need
+};
+std::string_view to_string(RouterPolicy p);  ///< "round-robin" | "lor" | "kv"
+std::optional<RouterPolicy> parse_router(std::string_view s);
+
+struct Progress {
+  std::uint64_t arrived = 0;
+  std::uint64_t completed = 0;
+  std::optional<std::uint64_t> total;  ///< when the source knows
+  double time_s = 0;                   ///< simulated
+};
+
+struct SimConfig {
+  ReplicaConfig replica;
+  std::uint32_t num_replicas = 1;
+  RouterPolicy router = RouterPolicy::round_robin;
+  LatencyTargets slo;                  ///< goodput targets (none: every completed request counts)
+  double timeline_interval_s = 0;      ///< > 0: Observer::on_sample every this many simulated seconds
+  Observer* observer = nullptr;
+  std::function<void(const Progress&)> progress;  ///< called every 2^16 events and at the end
+  bool check_invariants = false;       ///< verify the block manager after every step (O(blocks): tests)
+};
+
+/// Time-weighted over [first arrival, end] unless said otherwise.
+struct ReplicaStats {
+  std::uint64_t routed = 0, completed = 0, rejected = 0, preemptions = 0;
+  std::uint64_t steps = 0;
+  double busy_s = 0;                   ///< time with a step in flight
+  double kv_utilization_mean = 0, kv_utilization_max = 0;
+  double running_mean = 0, waiting_mean = 0;
+  i64 running_max = 0, waiting_max = 0;
+  std::uint64_t prefill_tokens = 0;    ///< tokens computed by steps with new_tokens > 1 or first-pass prompt tokens
+  std::uint64_t decode_tokens = 0;     ///< tokens computed one at a time after the first output token
+  std::uint64_t recomputed_tokens = 0; ///< tokens computed again after a preemption
+  std::uint64_t prefix_cache_hit_tokens = 0;
+  std::uint64_t kv_used_blocks_end = 0;///< blocks referenced at the end (0: nothing leaked)
+};
+
+struct SimResult {
+  std::uint64_t requests_arrived = 0;
+  std::uint64_t requests_completed = 0;
+  std::uint64_t requests_rejected = 0;   ///< prompt >= max_model_len (vLLM rejects them)
+  std::uint64_t requests_truncated = 0;  ///< output cut so that prompt + output <= max_model_len
+  LatencySummary ttft_s, tpot_s, e2e_s;
+  LatencySummary queue_s;                ///< arrival to first scheduled step
+  double first_arrival_s = 0, end_s = 0; ///< end: the last completion
+  double requests_per_s = 0;             ///< completed / (end - first arrival)
+  double output_tokens_per_s = 0;
+  double prompt_tokens_per_s = 0;
+  std::uint64_t prompt_tokens = 0, output_tokens = 0;  ///< of completed requests
+  std::uint64_t slo_met = 0;
+  double goodput_requests_per_s = 0;     ///< completed requests meeting every target / (end - first arrival)
+  std::uint64_t preemptions = 0;
+  std::uint64_t recomputed_tokens = 0;
+  double kv_utilization_mean = 0;        ///< mean over replicas of the time-weighted used / total blocks
+  double kv_utilization_max = 0;         ///< peak over replicas
+  double kv_waste_fraction = 0;          ///< time-weighted (allocated - filled) / allocated KV slots
+  double kv_waste_tokens_per_request_max = 0;  ///< largest (allocated - filled) / running seen in a step
+  double running_mean = 0;               ///< mean concurrency per replica
+  i64 running_max = 0;                   ///< peak concurrency on one replica
+  double waiting_mean = 0;
+  i64 waiting_max = 0;
+  StepCost busy_breakdown_s;             ///< sum over steps, all replicas: step_s and the binding stage's terms x PP
+  std::uint64_t steps = 0, events = 0;
+  std::vector<ReplicaStats> replicas;
+  double balance_max_over_mean = 0;      ///< max / mean completed requests per replica (1: even)
+};
+
+/// Runs the source to exhaustion and every request to completion.
+SimResult simulate(const SimConfig& config, const StepTimer& timer, RequestSource& source);
+
+}  // namespace kvcap::sim

@@ -1,0 +1,38 @@
+#pragma once
+// How long a replica's engine step takes. Two clocks:
+//   roofline  the planner's speed model for a mixed step (StepCostModel: mixed_step() with its
+//             per-deployment constants precomputed), with the binding stage's per-operation breakdown;
+//   linear    fixed_s + per_token_s x tokens + per_kv_token_s x KV tokens read: for what-if runs and for
+//             the queueing tests (a constant step time makes a replica an M/D/1 server).
+#include <memory>
+#include <optional>
+
+#include "kvcap/planner/speed.hpp"
+
+namespace kvcap::sim {
+
+class StepTimer {
+ public:
+  static StepTimer roofline(const SpeedContext& c);
+  static StepTimer linear(double fixed_s, double per_token_s = 0, double per_kv_token_s = 0);
+
+  /// Adds one scheduled sequence to the step's load (per request per step: inline and cheap).
+  void add(StepLoad& load, i64 past_tokens, i64 new_tokens, bool samples) const {
+    if (model_) {
+      model_->add(load, past_tokens, new_tokens, samples);
+      return;
+    }
+    load.sequences += 1;
+    load.tokens += new_tokens;
+    load.samples += samples ? 1 : 0;
+    load.kv_read_tokens[0] += static_cast<double>(past_tokens + new_tokens);
+  }
+  StepCost cost(const StepLoad& load) const;
+  bool is_roofline() const { return model_ != nullptr; }
+
+ private:
+  std::shared_ptr<const StepCostModel> model_;
+  double fixed_s_ = 0, per_token_s_ = 0, per_kv_token_s_ = 0;
+};
+
+}  // namespace kvcap::sim

@@ -1,0 +1,180 @@
+#include "kvcap/simulator/block_manager.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace kvcap::sim {
+
+BlockManager::BlockManager(std::uint32_t num_blocks, i64 block_size, Allocator a, i64 reserve_tokens, bool prefix_caching)
+    : num_blocks_(num_blocks), block_size_(block_size), allocator_(a),
+      prefix_caching_(prefix_caching && a == Allocator::paged), num_free_(num_blocks) {
+  if (block_size < 1) throw std::invalid_argument("block_size must be >= 1");
+  if (num_blocks == kNone) throw std::invalid_argument("too many KV blocks for one replica (>= 2^32)");
+  if (a == Allocator::contiguous) {
+    if (reserve_tokens < 1) throw std::invalid_argument("the contiguous allocator needs max_model_len >= 1");
+    reserve_blocks_ = static_cast<i64>(ceil_div(static_cast<u64>(reserve_tokens), static_cast<u64>(block_size)));
+  }
+  ref_.assign(num_blocks, 0);
+  // Free blocks handed out in id order at first (vLLM BlockPool.__init__ queues them 0, 1, 2, ...).
+  stack_.reserve(num_blocks);
+  for (std::uint32_t b = num_blocks; b-- > 0;) stack_.push_back(b);
+  if (prefix_caching_) {
+    key_group_.assign(num_blocks, -1);
+    key_index_.assign(num_blocks, 0);
+  }
+}
+
+void BlockManager::queue_remove(std::uint32_t b) {
+  const std::uint32_t p = prev_[b], n = next_[b];
+  if (p != kNone) next_[p] = n; else head_ = n;
+  if (n != kNone) prev_[n] = p; else tail_ = p;
+  prev_[b] = next_[b] = kNone;
+  --num_free_;
+}
+
+void BlockManager::queue_push_back(std::uint32_t b) {
+  prev_[b] = tail_;
+  next_[b] = kNone;
+  if (tail_ != kNone) next_[tail_] = b; else head_ = b;
+  tail_ = b;
+  ++num_free_;
+}
+
+void BlockManager::use_lru_queue() {
+  if (lru_) return;
+  lru_ = true;
+  prev_.assign(num_blocks_, kNone);
+  next_.assign(num_blocks_, kNone);
+  head_ = tail_ = kNone;
+  const std::uint32_t n = num_free_;
+  num_free_ = 0;
+  // The next block the stack would have handed out goes to the front.
+  for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) queue_push_back(*it);
+  if (num_free_ != n) throw std::logic_error("BlockManager: free count changed while building the free queue");
+  stack_.clear();
+  stack_.shrink_to_fit();
+}
+
+std::uint32_t BlockManager::queue_pop_front() {
+  const std::uint32_t b = head_;
+  queue_remove(b);
+  return b;
+}
+
+void BlockManager::allocate(std::vector<std::uint32_t>& table, i64 n) {
+  if (n < 0 || n > static_cast<i64>(num_free_))
+    throw std::logic_error("BlockManager::allocate: " + std::to_string(n) + " blocks requested, " +
+                           std::to_string(num_free_) + " free");
+  for (i64 i = 0; i < n; ++i) {
+    std::uint32_t b = 0;
+    if (!lru_) {
+      b = stack_.back();
+      stack_.pop_back();
+      --num_free_;
+      ref_[b] = 1;
+      table.push_back(b);
+      continue;
+    }
+    b = queue_pop_front();
+    if (prefix_caching_ && key_group_[b] >= 0) {
+      // Evict: the least recently freed cached block is reused (vLLM _maybe_evict_cached_block).
+      cache_[static_cast<std::size_t>(key_group_[b])][key_index_[b]] = kNone;
+      key_group_[b] = -1;
+      ++evictions_;
+    }
+    ref_[b] = 1;
+    table.push_back(b);
+  }
+}
+
+void BlockManager::free(std::vector<std::uint32_t>& table) {
+  // Reverse order: a request's tail blocks are evicted before its head (prefix) blocks.
+  for (auto it = table.rbegin(); it != table.rend(); ++it) {
+    const std::uint32_t b = *it;
+    if (ref_[b] == 0) throw std::logic_error("BlockManager::free: block " + std::to_string(b) + " freed twice");
+    if (--ref_[b] == 0) {
+      if (lru_) {
+        queue_push_back(b);
+      } else {
+        stack_.push_back(b);
+        ++num_free_;
+      }
+    }
+  }
+  table.clear();
+}
+
+i64 BlockManager::find_prefix(std::int32_t group, i64 prefix_tokens, i64 max_tokens,
+                              std::vector<std::uint32_t>& hits) const {
+  hits.clear();
+  if (!prefix_caching_ || group < 0 || static_cast<std::size_t>(group) >= cache_.size()) return 0;
+  const auto& c = cache_[static_cast<std::size_t>(group)];
+  const i64 shareable = (prefix_tokens < max_tokens ? prefix_tokens : max_tokens) / block_size_;
+  i64 evictable = 0;
+  for (i64 j = 0; j < shareable && static_cast<std::size_t>(j) < c.size(); ++j) {
+    const std::uint32_t b = c[static_cast<std::size_t>(j)];
+    if (b == kNone) break;  // the longest cached run of leading blocks (vLLM find_longest_cache_hit)
+    hits.push_back(b);
+    if (ref_[b] == 0) ++evictable;
+  }
+  return evictable;
+}
+
+void BlockManager::take_prefix(std::vector<std::uint32_t>& table, const std::vector<std::uint32_t>& hits) {
+  for (const std::uint32_t b : hits) {
+    if (ref_[b] == 0) queue_remove(b);
+    ++ref_[b];
+    table.push_back(b);
+  }
+}
+
+void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, std::int32_t group, i64 prefix_tokens,
+                                   i64 computed_tokens, i64& registered) {
+  if (!prefix_caching_ || group < 0) return;
+  const i64 full = (prefix_tokens < computed_tokens ? prefix_tokens : computed_tokens) / block_size_;
+  if (full <= registered) return;
+  use_lru_queue();  // from now on free blocks may hold cached content: keep vLLM's eviction order
+  const auto g = static_cast<std::size_t>(group);
+  if (cache_.size() <= g) cache_.resize(g + 1);
+  auto& c = cache_[g];
+  if (c.size() < static_cast<std::size_t>(full)) c.resize(static_cast<std::size_t>(full), kNone);
+  for (i64 j = registered; j < full; ++j) {
+    const std::uint32_t b = table[static_cast<std::size_t>(j)];
+    auto& slot = c[static_cast<std::size_t>(j)];
+    if (slot == kNone && key_group_[b] < 0) {
+      slot = b;
+      key_group_[b] = group;
+      key_index_[b] = static_cast<std::uint32_t>(j);
+    }
+  }
+  registered = full;
+}
+
+bool BlockManager::check_invariants() const {
+  std::uint32_t unreferenced = 0;
+  for (std::uint32_t b = 0; b < num_blocks_; ++b) unreferenced += ref_[b] == 0 ? 1 : 0;
+  if (unreferenced != num_free_) return false;
+  if (!lru_) {
+    if (stack_.size() != num_free_) return false;
+    std::vector<char> seen(num_blocks_, 0);
+    for (const std::uint32_t b : stack_)
+      if (b >= num_blocks_ || ref_[b] != 0 || seen[b]++) return false;
+    return true;
+  }
+  std::uint32_t in_queue = 0;
+  std::uint32_t prev = kNone;
+  for (std::uint32_t b = head_; b != kNone; b = next_[b]) {
+    if (ref_[b] != 0 || prev_[b] != prev || ++in_queue > num_blocks_) return false;
+    prev = b;
+  }
+  if (prev != tail_ || in_queue != num_free_) return false;
+  if (prefix_caching_)
+    for (std::size_t g = 0; g < cache_.size(); ++g)
+      for (std::size_t j = 0; j < cache_[g].size(); ++j) {
+        const std::uint32_t b = cache_[g][j];
+        if (b != kNone && (key_group_[b] != static_cast<std::int32_t>(g) || key_index_[b] != j)) return false;
+      }
+  return true;
+}
+
+}  // namespace kvcap::sim

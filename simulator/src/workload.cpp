@@ -1,0 +1,142 @@
+#include "kvcap/simulator/workload.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "kvcap/planner/error.hpp"
+
+namespace kvcap::sim {
+
+LengthSampler::LengthSampler(const LengthDistribution& d) : d_(d) {
+  validate(d, "length");
+  if (d.kind == LengthDistribution::Kind::lognormal) mu_ = std::log(d.lognormal_mean_tokens) - 0.5 * d.sigma * d.sigma;
+  if (d.kind == LengthDistribution::Kind::empirical) {
+    double sum = 0;
+    for (std::size_t i = 0; i < d.values.size(); ++i) {
+      sum += d.weights.empty() ? 1.0 : d.weights[i];
+      cumulative_.push_back(sum);
+    }
+  }
+}
+
+i64 LengthSampler::sample(Rng& rng) const {
+  switch (d_.kind) {
+    case LengthDistribution::Kind::fixed: return d_.tokens;
+    case LengthDistribution::Kind::uniform: return rng.uniform_int(d_.min_tokens, d_.max_tokens);
+    case LengthDistribution::Kind::lognormal: {
+      const double x = std::exp(mu_ + d_.sigma * rng.normal());
+      const double hi = d_.max_tokens > 0 ? static_cast<double>(d_.max_tokens) : 1e9;
+      return static_cast<i64>(std::llround(std::clamp(x, static_cast<double>(std::max<i64>(1, d_.min_tokens)), hi)));
+    }
+    case LengthDistribution::Kind::empirical: {
+      const double u = rng.uniform01() * cumulative_.back();
+      const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), u);
+      const auto i = std::min<std::size_t>(static_cast<std::size_t>(it - cumulative_.begin()), cumulative_.size() - 1);
+      return d_.values[i];
+    }
+  }
+  return 1;
+}
+
+ArrivalSampler::ArrivalSampler(const ArrivalProcess& a) : a_(a) {
+  if (!(std::isfinite(a.rate_per_s) && a.rate_per_s > 0)) throw SpecError("arrival.rate_per_s", "must be > 0");
+  if (a.kind == ArrivalProcess::Kind::gamma) {
+    // Gaps with mean 1/rate and coefficient of variation cv: shape k = 1/cv^2, scale = 1/(rate k).
+    shape_ = 1.0 / (a.cv * a.cv);
+    scale_ = 1.0 / (a.rate_per_s * shape_);
+  }
+}
+
+double ArrivalSampler::gap_s(Rng& rng) const {
+  switch (a_.kind) {
+    case ArrivalProcess::Kind::poisson: return rng.exponential(a_.rate_per_s);
+    case ArrivalProcess::Kind::gamma: return rng.gamma(shape_, scale_);
+    case ArrivalProcess::Kind::fixed_rate: return 1.0 / a_.rate_per_s;
+  }
+  return 0;
+}
+
+namespace {
+enum Stream : std::uint64_t { kArrivals = 0, kPrompt = 1, kOutput = 2, kPrefix = 3 };
+
+class SyntheticSource final : public RequestSource {
+ public:
+  SyntheticSource(const WorkloadSpec& w, std::uint64_t seed, const SourceLimits& l)
+      : w_(w), limits_(l), arrivals_(w.arrival), prompt_(w.prompt), output_(w.output),
+        rng_arrival_(stream_seed(seed, kArrivals)), rng_prompt_(stream_seed(seed, kPrompt)),
+        rng_output_(stream_seed(seed, kOutput)), rng_prefix_(stream_seed(seed, kPrefix)) {
+    validate(w);
+    if (!l.num_requests && !l.duration_s)
+      throw std::invalid_argument("a synthetic workload needs a limit: a number of requests or a duration");
+  }
+  std::optional<RequestSpec> next() override {
+    if (limits_.num_requests && produced_ >= *limits_.num_requests) return std::nullopt;
+    if (produced_ > 0) t_ += arrivals_.gap_s(rng_arrival_);
+    if (limits_.duration_s && t_ >= *limits_.duration_s) return std::nullopt;
+    RequestSpec r;
+    r.arrival_s = t_;
+    r.prompt_tokens = prompt_.sample(rng_prompt_);
+    r.output_tokens = output_.sample(rng_output_);
+    const auto& sp = w_.shared_prefix;
+    if (sp.enabled()) {
+      // Always two draws, so the stream stays aligned whatever the outcome.
+      const double u = rng_prefix_.uniform01();
+      const i64 g = rng_prefix_.uniform_int(0, sp.num_groups - 1);
+      if (u < sp.fraction) {
+        r.prefix_group = static_cast<std::int32_t>(g);
+        r.prefix_tokens = std::min(sp.tokens, r.prompt_tokens);
+      }
+    }
+    ++produced_;
+    return r;
+  }
+  std::optional<std::uint64_t> size_hint() const override { return limits_.num_requests; }
+
+ private:
+  WorkloadSpec w_;
+  SourceLimits limits_;
+  ArrivalSampler arrivals_;
+  LengthSampler prompt_, output_;
+  Rng rng_arrival_, rng_prompt_, rng_output_, rng_prefix_;
+  double t_ = 0;
+  std::uint64_t produced_ = 0;
+};
+
+class ListSource final : public RequestSource {
+ public:
+  ListSource(std::vector<RequestSpec> r, const SourceLimits& l) : r_(std::move(r)), limits_(l) {
+    std::size_t n = r_.size();
+    if (l.num_requests) n = static_cast<std::size_t>(std::min<std::uint64_t>(n, *l.num_requests));
+    if (l.duration_s)
+      n = static_cast<std::size_t>(
+          std::lower_bound(r_.begin(), r_.begin() + static_cast<std::ptrdiff_t>(n), *l.duration_s,
+                           [](const RequestSpec& a, double t) { return a.arrival_s < t; }) -
+          r_.begin());
+    r_.resize(n);
+  }
+  std::optional<RequestSpec> next() override {
+    if (i_ >= r_.size()) return std::nullopt;
+    return r_[i_++];
+  }
+  std::optional<std::uint64_t> size_hint() const override { return r_.size(); }
+
+ private:
+  std::vector<RequestSpec> r_;
+  SourceLimits limits_;
+  std::size_t i_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<RequestSource> synthetic_source(const WorkloadSpec& w, std::uint64_t seed, const SourceLimits& limits) {
+  return std::make_unique<SyntheticSource>(w, seed, limits);
+}
+
+std::unique_ptr<RequestSource> list_source(std::vector<RequestSpec> requests, const SourceLimits& limits) {
+  for (std::size_t i = 1; i < requests.size(); ++i)
+    if (requests[i].arrival_s < requests[i - 1].arrival_s)
+      throw std::invalid_argument("list_source: arrivals must be sorted by time");
+  return std::make_unique<ListSource>(std::move(requests), limits);
+}
+
+}  // namespace kvcap::sim
