@@ -18,6 +18,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     ("output-tokens", po::value<std::string>(), "generated tokens per request (speed: default 256)")
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (the curve)")
     ("help,h", "show this help");
+  desc.add(speed_options());
   desc.add(out);
   const auto vm = parse(args, desc);
   if (vm.count("help")) {
@@ -29,6 +30,7 @@ int cmd_plan(const std::vector<std::string>& args) {
                "  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32K\n"
                "  kvcap plan --model path/to/config.json --gpu a100-80gb --format json\n"
                "  kvcap plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512\n"
+               "  kvcap plan --model llama-3.1-8b --gpu h200 --batch 32 --calibration calibration.yaml\n"
                "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
                "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024");
     return 0;
@@ -42,11 +44,11 @@ int cmd_plan(const std::vector<std::string>& args) {
   const GpuSpec gpu = profiles::resolve_gpu(vm["gpu"].as<std::string>());
   const MemoryPlan plan = plan_memory(model, gpu, dep, contexts);
   std::optional<RequestEstimate> speed;
-  if (vm.count("batch") || vm.count("prompt-tokens") || vm.count("output-tokens")) {
+  if (vm.count("batch") || vm.count("prompt-tokens") || vm.count("output-tokens") || vm.count("calibration")) {
     const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
     const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
     const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
-    speed = estimate_request(make_speed_context(model, gpu, plan), batch, prompt, output);
+    speed = estimate_request(speed_context_from(vm, model, gpu, plan), batch, prompt, output);
   }
   switch (fmt) {
     case Format::table:

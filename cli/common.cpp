@@ -119,6 +119,22 @@ po::options_description deployment_options(bool with_model_gpu) {
   return d;
 }
 
+po::options_description speed_options() {
+  po::options_description d("Speed model");
+  d.add_options()
+    ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency");
+  return d;
+}
+
+std::optional<Calibration> calibration_from(const po::variables_map& vm) {
+  if (!vm.count("calibration")) return std::nullopt;
+  return profiles::load_calibration_file(vm["calibration"].as<std::string>());
+}
+
+SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan) {
+  return make_speed_context(m, g, plan, SpeedOptions{}, calibration_from(vm));
+}
+
 std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min) {
   errno = 0;
   char* end = nullptr;
@@ -190,9 +206,17 @@ const std::vector<Subcommand>& subcommands() {
       {"plan", "memory breakdown and concurrency vs context for one deployment", cmd_plan},
       {"compare", "concurrency vs context table for several deployments (the main job)", cmd_compare},
       {"import-hf", "convert a Hugging Face config.json into a kvcap YAML model profile", cmd_import_hf},
+      {"size", "the cheapest deployments that serve a workload within TTFT and TPOT targets", cmd_size},
+      {"sweep", "speed and memory over a grid of models x GPUs x contexts x batches, as CSV or JSON", cmd_sweep},
+      {"simulate", "discrete-event serving simulation: latency percentiles, preemptions, KV use over time", cmd_simulate},
       {"list", "list the built-in model and GPU profiles", cmd_list},
+      {"validate", "check YAML profiles (schema, ranges, references) with file:line errors", cmd_validate},
+      {"check", "evaluate the capacity promises of a requirements file (pass/fail, JUnit XML)", cmd_check},
 #ifdef KVCAP_HAVE_KERNELS
       {"calibrate", "measure this GPU (or CPU) with the microkernels and write calibration.yaml", cmd_calibrate},
+#endif
+#ifdef KVCAP_HAVE_CHARTS
+      {"plot", "render concurrency vs context for several models to a PNG or SVG file", cmd_plot},
 #endif
   };
   return s;

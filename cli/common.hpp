@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/speed.hpp"
 
 namespace kvcap::cli {
 
@@ -38,6 +40,13 @@ DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*acc
 po::options_description deployment_options(bool with_model_gpu = true);
 Deployment deployment_from(const po::variables_map& vm);
 
+/// --calibration FILE: the speed-model options shared by plan, size, sweep and simulate.
+po::options_description speed_options();
+/// The calibration named by --calibration (nullopt when absent); ProfileError when the file is bad.
+std::optional<Calibration> calibration_from(const po::variables_map& vm);
+/// make_speed_context with the calibration from --calibration when given (datasheet x default efficiency otherwise).
+SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan);
+
 /// Parses `args` against `desc` (+ positional), turning Boost errors into UsageError.
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
                         const po::positional_options_description* pos = nullptr);
@@ -57,7 +66,13 @@ int cmd_plan(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);
 int cmd_import_hf(const std::vector<std::string>& args);
 int cmd_list(const std::vector<std::string>& args);
+int cmd_validate(const std::vector<std::string>& args);
+int cmd_check(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
+int cmd_size(const std::vector<std::string>& args);
+int cmd_sweep(const std::vector<std::string>& args);
+int cmd_simulate(const std::vector<std::string>& args);
+int cmd_plot(const std::vector<std::string>& args);
 
 /// Runs a subcommand with the project's error policy: profile errors and spec errors print
 /// "error: ..." (located where possible) and return 1; usage errors return 2.

@@ -1,0 +1,221 @@
+// kvcap check: evaluates the capacity promises of requirement files; pass/fail with the measured value and
+// the margin, exit 1 when any promise fails, and JUnit XML for CI (one testcase per promise).
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "common.hpp"
+#include "format.hpp"
+#include "junit.hpp"
+#include "kvcap/profiles/requirements.hpp"
+
+namespace kvcap::cli {
+
+namespace {
+// A value in its unit, for people.
+std::string show(double v, const std::string& unit) {
+  if (unit == "s") {
+    if (std::fabs(v) < 1.0) return fixed(v * 1e3, std::fabs(v) < 0.01 ? 3 : 2) + " ms";
+    return fixed(v, 3) + " s";
+  }
+  if (unit == "tokens" || unit == "sequences") {
+    const double a = std::fabs(v);
+    std::string s = a < 1.8e19 ? grouped(static_cast<std::uint64_t>(std::llround(a))) : fixed(a, 0);
+    return (v < 0 ? "-" : "") + s + " " + unit;
+  }
+  if (unit == "tokens/s") return fixed(v, 1) + " tokens/s";
+  return fixed(v, 2) + " " + unit;
+}
+std::string signed_show(double v, const std::string& unit) { return (v >= 0 ? "+" : "") + show(v, unit); }
+
+std::string location(const profiles::SourcePos& p) {
+  return p.file + (p.line > 0 ? ":" + std::to_string(p.line) + ":" + std::to_string(p.column > 0 ? p.column : 1) : "");
+}
+
+std::string verdict(const profiles::PromiseResult& r) {
+  if (r.error) return "could not be evaluated: " + r.detail;
+  std::string s = "measured " + show(r.measured, r.unit) + ", target " + r.comparison + " " + show(r.target, r.unit) +
+                  ", margin " + signed_show(r.margin, r.unit);
+  if (r.margin_relative != 0) s += " (" + std::string(r.margin_relative >= 0 ? "+" : "") + fixed(r.margin_relative * 100, 1) + "%)";
+  return s;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
+struct FileResult {
+  std::string file;
+  std::string name;
+  std::vector<profiles::PromiseResult> results;
+  std::string load_error;  ///< the file itself could not be read (diagnostics, one per line)
+};
+}  // namespace
+
+int cmd_check(const std::vector<std::string>& args) {
+  po::options_description desc("Options");
+  desc.add_options()
+    ("requirements", po::value<std::vector<std::string>>(), "requirement files (kind: requirements)")
+    ("junit", po::value<std::string>(), "also write JUnit XML here (one testcase per promise)")
+    ("profiles", po::value<std::vector<std::string>>(), "folder of model/GPU/deployment profiles that promises may name (repeatable)")
+    ("format,f", po::value<std::string>()->default_value("table"), "table (people) or json (programs)")
+    ("help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("requirements", -1);
+  const auto vm = parse(args, desc, &pos);
+  if (vm.count("help")) {
+    print_help("kvcap check REQUIREMENTS.yaml... [--junit out.xml] [--format table|json] [--profiles DIR]",
+               "Evaluates each promise of the requirement files (concurrency_at, kv_capacity_tokens, fits, max_model_len,\n"
+               "tpot_s, ttft_s, decode_tokens_per_s, max_batch_at_tpot) with kvcap's memory and speed models and prints\n"
+               "pass/fail with the measured value, the target and the margin. Exit code 0: every promise holds; 1: a\n"
+               "promise fails or cannot be evaluated, or a file is invalid; 2: bad command line.",
+               desc,
+               "  kvcap check profiles/examples/requirements.yaml\n"
+               "  kvcap check capacity.yaml --junit kvcap-junit.xml --profiles profiles/\n"
+               "  kvcap check capacity.yaml --format json");
+    return 0;
+  }
+  if (!vm.count("requirements")) throw UsageError("give a requirements file, e.g. kvcap check profiles/examples/requirements.yaml");
+  const std::string fmt = vm["format"].as<std::string>();
+  if (fmt != "table" && fmt != "json") throw UsageError("--format: expected table or json, got '" + fmt + "'");
+  profiles::ProfileIndex index;
+  const bool use_index = vm.count("profiles") > 0;
+  if (use_index) {
+    for (const auto& dir : vm["profiles"].as<std::vector<std::string>>()) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec)) throw UsageError("--profiles: '" + dir + "' is not a folder");
+      const auto more = profiles::index_profiles(dir);
+      index.models.insert(more.models.begin(), more.models.end());
+      index.gpus.insert(more.gpus.begin(), more.gpus.end());
+      index.deployments.insert(more.deployments.begin(), more.deployments.end());
+    }
+  }
+  // The JUnit file must be writable before anything is evaluated (fail early, not after the run).
+  std::ofstream junit;
+  if (vm.count("junit")) {
+    junit.open(vm["junit"].as<std::string>(), std::ios::trunc);
+    if (!junit) throw UsageError("--junit: cannot write '" + vm["junit"].as<std::string>() + "'");
+  }
+
+  std::vector<FileResult> files;
+  for (const auto& f : vm["requirements"].as<std::vector<std::string>>()) {
+    FileResult fr;
+    fr.file = f;
+    fr.name = f;
+    try {
+      const auto req = profiles::load_requirements_file(f);
+      if (!req.name.empty()) fr.name = req.name;
+      fr.results = profiles::evaluate(req, use_index ? &index : nullptr);
+    } catch (const profiles::ProfileError& e) {
+      fr.load_error = e.what();
+    }
+    files.push_back(std::move(fr));
+  }
+
+  std::size_t passed = 0, failed = 0, errors = 0, invalid_files = 0;
+  for (const auto& fr : files) {
+    invalid_files += !fr.load_error.empty();
+    for (const auto& r : fr.results) (r.passed ? passed : r.error ? errors : failed) += 1;
+  }
+  const bool ok = failed == 0 && errors == 0 && invalid_files == 0;
+
+  if (fmt == "json") {
+    nlohmann::ordered_json j;
+    j["ok"] = ok;
+    j["passed"] = passed;
+    j["failed"] = failed;
+    j["errors"] = errors;
+    j["invalid_files"] = invalid_files;
+    j["files"] = nlohmann::ordered_json::array();
+    for (const auto& fr : files) {
+      nlohmann::ordered_json jf;
+      jf["file"] = fr.file;
+      jf["name"] = fr.name;
+      if (!fr.load_error.empty()) jf["error"] = fr.load_error;
+      jf["promises"] = nlohmann::ordered_json::array();
+      for (const auto& r : fr.results)
+        jf["promises"].push_back({{"name", r.name}, {"deployment", r.deployment}, {"metric", r.metric}, {"unit", r.unit},
+                                  {"comparison", r.comparison}, {"target", r.target}, {"measured", r.measured},
+                                  {"margin", r.margin}, {"margin_relative", r.margin_relative}, {"passed", r.passed},
+                                  {"error", r.error}, {"detail", r.detail}, {"file", r.at.file}, {"line", r.at.line},
+                                  {"column", r.at.column}});
+      j["files"].push_back(jf);
+    }
+    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+  } else {
+    for (const auto& fr : files) {
+      std::cout << "kvcap check " << fr.file << (fr.name != fr.file ? " (" + fr.name + ")" : "") << "\n";
+      if (!fr.load_error.empty()) {
+        std::cout << fr.load_error << "\n";
+        continue;
+      }
+      for (const auto& r : fr.results) {
+        std::cout << "  " << (r.passed ? "PASS " : r.error ? "ERROR" : "FAIL ") << "  " << r.name << "\n"
+                  << "         " << r.deployment << "\n"
+                  << "         " << r.metric << ": " << verdict(r) << "\n";
+        if (!r.error && !r.detail.empty()) std::cout << "         (" << r.detail << ")\n";
+      }
+    }
+    // Broken promises again in the compiler format, so CI annotators point at the line.
+    for (const auto& fr : files)
+      for (const auto& r : fr.results)
+        if (!r.passed)
+          std::cout << location(r.at) << ": error: promise '" << r.name << "' " << (r.error ? "" : "broken: ")
+                    << verdict(r) << "\n";
+    std::cout << "kvcap check: " << passed + failed + errors << " promise" << (passed + failed + errors == 1 ? "" : "s")
+              << ", " << passed << " passed, " << failed << " failed";
+    if (errors) std::cout << ", " << errors << " could not be evaluated";
+    if (invalid_files) std::cout << "; " << invalid_files << " requirements file" << (invalid_files == 1 ? " is" : "s are") << " invalid";
+    std::cout << "\n";
+  }
+
+  if (junit.is_open()) {
+    std::vector<JUnitSuite> suites;
+    const std::string now = utc_now();
+    for (const auto& fr : files) {
+      JUnitSuite s;
+      s.name = fr.name;
+      s.timestamp = now;
+      s.properties = {{"file", fr.file}, {"tool", "kvcap " KVCAP_VERSION}};
+      const std::string classname = "kvcap.check." + fr.name;
+      if (!fr.load_error.empty()) {
+        JUnitCase c{classname, "load " + fr.file, 0, JUnitCase::Outcome::error,
+                    "the requirements file is invalid", fr.load_error, ""};
+        s.cases.push_back(std::move(c));
+      }
+      for (const auto& r : fr.results) {
+        JUnitCase c;
+        c.classname = classname;
+        c.name = r.name;
+        c.time_s = r.time_s;
+        c.outcome = r.passed ? JUnitCase::Outcome::passed : r.error ? JUnitCase::Outcome::error : JUnitCase::Outcome::failure;
+        const std::string v = verdict(r);
+        c.message = r.passed ? "" : v;
+        c.text = r.passed ? "" : location(r.at) + ": " + v + "\ndeployment: " + r.deployment + (r.error ? "" : "\n" + r.detail);
+        c.system_out = location(r.at) + "\ndeployment: " + r.deployment + "\n" + r.metric + ": " + v +
+                       (r.error || r.detail.empty() ? "" : "\n" + r.detail);
+        s.cases.push_back(std::move(c));
+      }
+      suites.push_back(std::move(s));
+    }
+    write_junit(junit, "kvcap check", suites);
+    junit.close();
+    if (!junit) {
+      std::cerr << "kvcap check: error: writing the JUnit file failed\n";
+      return 1;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace kvcap::cli

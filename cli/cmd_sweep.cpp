@@ -1,0 +1,106 @@
+// kvcap sweep: the speed model over a grid (models x GPUs x TP x contexts x batches) as CSV or JSON, for plotting.
+#include <iostream>
+
+#include "common.hpp"
+#include "kvcap/planner/sweep.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "report.hpp"
+#include "sweep_writer.hpp"
+
+namespace kvcap::cli {
+
+namespace {
+std::vector<std::string> split_names(const std::string& s, const std::string& flag) {
+  std::vector<std::string> r;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) r.push_back(item.substr(b, e - b + 1));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (r.empty()) throw UsageError(flag + ": expected a comma-separated list, got '" + s + "'");
+  return r;
+}
+}  // namespace
+
+int cmd_sweep(const std::vector<std::string>& args) {
+  auto desc = deployment_options(false);
+  po::options_description grid("Grid");
+  grid.add_options()
+    ("models", po::value<std::string>(), "models, comma-separated (built-in names, YAML profiles or config.json)")
+    ("gpus", po::value<std::string>(), "GPU types, comma-separated (built-in names or YAML profiles)")
+    ("tensor-parallel-sizes", po::value<std::string>(), "TP sizes, comma-separated (overrides --tensor-parallel-size)")
+    ("contexts", po::value<std::string>()->default_value("1K,2K,4K,8K,16K,32K,64K,128K"), "context lengths (tokens per request)")
+    ("batches", po::value<std::string>()->default_value("1,2,4,8,16,32,64,128,256,512,1024"), "batch sizes (requests decoding together)")
+    ("format,f", po::value<std::string>()->default_value("csv"), "csv or json")
+    ("help,h", "show this help");
+  desc.add(grid).add(speed_options());
+  const auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    print_help("kvcap sweep --models A,B --gpus X,Y [--contexts ...] [--batches ...] [options]",
+               "The speed and memory models over a grid of models x GPUs x TP sizes x contexts x batches, one row per\n"
+               "point: fits (batch <= concurrency at the context, context <= max_model_len), max_concurrency, TPOT of a\n"
+               "decode step of `batch` requests at the context, TTFT of a prompt of `context` tokens (batch 1), tokens/s\n"
+               "and the binding bound. The memory plan is built once per deployment; output streams (10^6 rows in seconds).",
+               desc,
+               "  kvcap sweep --models llama-3.1-8b,llama-3.1-70b --gpus h100-sxm,h200 --tensor-parallel-sizes 1,2,4,8 > grid.csv\n"
+               "  kvcap sweep --models mixtral-8x7b --gpus a100-80gb --tensor-parallel-size 2 --contexts 1K,32K --batches 1,8,64 --format json\n"
+               "  kvcap sweep --models llama-3.1-70b --gpus h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 128K");
+    return 0;
+  }
+  if (!vm.count("models")) throw UsageError("--models is required (comma-separated, e.g. llama-3.1-8b,mixtral-8x7b)");
+  if (!vm.count("gpus")) throw UsageError("--gpus is required (comma-separated, e.g. h100-sxm,a100-80gb)");
+  const Format fmt = parse_format(vm["format"].as<std::string>());
+  if (fmt == Format::table) throw UsageError("--format: sweep writes csv or json (a table of 10^6 rows helps nobody)");
+  const Deployment base = deployment_from(vm);
+  const auto contexts = parse_token_list(vm["contexts"].as<std::string>(), "--contexts");
+  std::vector<i64> batches;
+  for (const auto& b : split_names(vm["batches"].as<std::string>(), "--batches")) batches.push_back(parse_int(b, "--batches", 1));
+  std::vector<i64> tps{base.tensor_parallel_size};
+  if (vm.count("tensor-parallel-sizes")) {
+    tps.clear();
+    for (const auto& t : split_names(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes"))
+      tps.push_back(parse_int(t, "--tensor-parallel-sizes", 1));
+  }
+  std::vector<ModelSpec> models;
+  for (const auto& m : split_names(vm["models"].as<std::string>(), "--models")) models.push_back(profiles::resolve_model(m));
+  std::vector<GpuSpec> gpus;
+  for (const auto& g : split_names(vm["gpus"].as<std::string>(), "--gpus")) gpus.push_back(profiles::resolve_gpu(g));
+  // A calibration measures one device: it applies only when the grid has exactly one GPU type.
+  if (vm.count("calibration") && gpus.size() != 1)
+    throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
+                     std::to_string(gpus.size()) + ")");
+  const auto calibration = calibration_from(vm);
+
+  SweepWriter out(std::cout, fmt == Format::json);
+  std::size_t skipped = 0, series = 0;
+  for (const auto& m : models)
+    for (const auto& g : gpus)
+      for (i64 tp : tps) {
+        Deployment d = base;
+        d.tensor_parallel_size = tp;
+        std::optional<SpeedContext> c;
+        try {
+          c = make_speed_context(m, g, plan_memory(m, g, d, {}), SpeedOptions{}, calibration);
+        } catch (const SpecError& e) {
+          std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << tp << ": " << e.what() << "\n";
+          ++skipped;
+          continue;
+        }
+        ++series;
+        out.series({m.name, g.name, tp, c->plan.dep.d.pipeline_parallel_size, std::string(name(c->plan.dep.weight_dtype)),
+                    std::string(name(c->plan.dep.kv_dtype))});
+        sweep_grid(*c, contexts, batches, [&](const SweepPoint& p) { out.point(p); });
+      }
+  out.finish();
+  if (series == 0) {
+    std::cerr << "kvcap sweep: error: every deployment of the grid was invalid (" << skipped << " skipped)\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace kvcap::cli

@@ -1,0 +1,119 @@
+#include "sweep_writer.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace kvcap::cli {
+
+namespace {
+void put(std::string& b, double v) {
+  if (!std::isfinite(v)) {
+    b += "null";  // JSON has no infinity; CSV readers take "null" as missing
+    return;
+  }
+  char tmp[32];
+  const auto r = std::to_chars(tmp, tmp + sizeof tmp, v, std::chars_format::general, 6);
+  b.append(tmp, r.ptr);
+}
+void put(std::string& b, i64 v) {
+  char tmp[24];
+  const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
+  b.append(tmp, r.ptr);
+}
+std::string json_string(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      r += '\\', r += c;
+    else if (static_cast<unsigned char>(c) < 0x20)
+      r += ' ';
+    else
+      r += c;
+  }
+  return r + "\"";
+}
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string r = "\"";
+  for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return r + "\"";
+}
+}  // namespace
+
+SweepWriter::SweepWriter(std::ostream& out, bool json) : out_(out), json_(json) {
+  buf_.reserve(1 << 21);
+  if (json_)
+    buf_ += "[";
+  else
+    buf_ +=
+        "model,gpu,tensor_parallel_size,pipeline_parallel_size,weight_dtype,kv_cache_dtype,context_tokens,batch,fits,"
+        "max_concurrency,tpot_s,ttft_s,tokens_per_s,tokens_per_s_per_user,bound\n";
+}
+
+SweepWriter::~SweepWriter() {
+  try {
+    finish();
+  } catch (...) {  // a destructor must not throw; finish() was called explicitly on the normal path
+  }
+}
+
+void SweepWriter::series(const SweepSeries& s) {
+  prefix_.clear();
+  if (json_) {
+    prefix_ += "{\"model\":" + json_string(s.model) + ",\"gpu\":" + json_string(s.gpu) +
+               ",\"tensor_parallel_size\":" + std::to_string(s.tp) +
+               ",\"pipeline_parallel_size\":" + std::to_string(s.pp) +
+               ",\"weight_dtype\":" + json_string(s.weight_dtype) + ",\"kv_cache_dtype\":" + json_string(s.kv_dtype);
+  } else {
+    prefix_ += csv_field(s.model) + "," + csv_field(s.gpu) + "," + std::to_string(s.tp) + "," + std::to_string(s.pp) +
+               "," + csv_field(s.weight_dtype) + "," + csv_field(s.kv_dtype) + ",";
+  }
+}
+
+void SweepWriter::point(const SweepPoint& p) {
+  std::string& b = buf_;
+  const char* bound = p.bound == Bound::memory ? "memory" : "compute";
+  if (json_) {
+    b += rows_ == 0 ? "\n" : ",\n";
+    b += prefix_;
+    b += ",\"context_tokens\":", put(b, p.context_tokens);
+    b += ",\"batch\":", put(b, p.batch);
+    b += p.fits ? ",\"fits\":true" : ",\"fits\":false";
+    b += ",\"max_concurrency\":", put(b, p.max_concurrency);
+    b += ",\"tpot_s\":", put(b, p.tpot_s);
+    b += ",\"ttft_s\":", put(b, p.ttft_s);
+    b += ",\"tokens_per_s\":", put(b, p.tokens_per_s);
+    b += ",\"tokens_per_s_per_user\":", put(b, p.tokens_per_s_per_user);
+    b += ",\"bound\":\"", b += bound, b += "\"}";
+  } else {
+    b += prefix_;
+    put(b, p.context_tokens), b += ',';
+    put(b, p.batch), b += ',';
+    b += p.fits ? "true," : "false,";
+    put(b, p.max_concurrency), b += ',';
+    put(b, p.tpot_s), b += ',';
+    put(b, p.ttft_s), b += ',';
+    put(b, p.tokens_per_s), b += ',';
+    put(b, p.tokens_per_s_per_user), b += ',';
+    b += bound, b += '\n';
+  }
+  ++rows_;
+  flush_if_full();
+}
+
+void SweepWriter::flush_if_full() {
+  if (buf_.size() < (1u << 20)) return;
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+}
+
+void SweepWriter::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (json_) buf_ += rows_ == 0 ? "]\n" : "\n]\n";
+  out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+  buf_.clear();
+  out_.flush();
+}
+
+}  // namespace kvcap::cli

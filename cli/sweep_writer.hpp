@@ -1,0 +1,41 @@
+#pragma once
+// Streaming CSV / JSON writer for `kvcap sweep`: 10^6 rows without building a document in memory.
+// Numbers via std::to_chars (shortest form at 6 significant digits), output flushed in 1 MiB blocks.
+#include <ostream>
+#include <string>
+
+#include "kvcap/planner/sweep.hpp"
+
+namespace kvcap::cli {
+
+/// The fixed columns of one deployment in the grid.
+struct SweepSeries {
+  std::string model, gpu;
+  i64 tp = 1, pp = 1;
+  std::string weight_dtype, kv_dtype;
+};
+
+class SweepWriter {
+ public:
+  SweepWriter(std::ostream& out, bool json);
+  ~SweepWriter();
+  SweepWriter(const SweepWriter&) = delete;
+  SweepWriter& operator=(const SweepWriter&) = delete;
+  /// Starts the rows of a deployment (cached prefix of every row).
+  void series(const SweepSeries& s);
+  void point(const SweepPoint& p);
+  /// Closes the JSON array and flushes; called by the destructor when not called before.
+  void finish();
+  std::size_t rows() const { return rows_; }
+
+ private:
+  void flush_if_full();
+  std::ostream& out_;
+  bool json_;
+  bool finished_ = false;
+  std::size_t rows_ = 0;
+  std::string buf_;
+  std::string prefix_;
+};
+
+}  // namespace kvcap::cli
