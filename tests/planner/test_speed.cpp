@@ -300,3 +300,48 @@ TEST_CASE("predictions against published measurements (shared/fixtures/speed_mea
     CHECK(std::fabs(pred / p.ttft_ms - 1) <= p.max_err);
   }
 }
+
+// docs/speed-model.md, "Serving engines: Llama 3.1 8B / 70B and Mixtral 8x7B under vLLM": out-of-sample rows
+// (the defaults were not fitted to them), pinned within the reported error. The model is optimistic for
+// vLLM by 5-22%: its per-step overhead (scheduler, sampler, Python) exceeds the fitted 50 us per layer.
+TEST_CASE("predictions against vLLM serving measurements of Llama 3.1 and Mixtral", "[speed][measured]") {
+  auto at = [](const char* model, const char* g, i64 tp, DType q) {
+    Deployment d;
+    d.tensor_parallel_size = tp;
+    d.quantization = q;
+    d.max_model_len = 2000;  // the benchmark's --max-model-len
+    d.gpu_memory_utilization = 0.95;
+    return make_speed_context(builtin(model), gpu(g), d);
+  };
+  struct Itl { const char* model; i64 tp; DType q; i64 batch; i64 ctx; double itl_ms; double err; double max_err; };
+  // LambdaLabsML/vllm-benchmark results/prompt_10/{1,2}xH100-80GB-SXM (vLLM, 2024-08-19): inter-token latency
+  // in the phase of the run where `batch` requests were still generating, at the context they had reached.
+  const Itl itl[] = {
+      {"llama-3.1-8b", 1, DType::fp8, 1, 500, 5.93, -0.221, 0.23},
+      {"llama-3.1-70b", 1, DType::fp8, 2, 600, 32.25, -0.055, 0.07},
+      {"llama-3.1-70b", 1, DType::fp8, 7, 250, 33.2, -0.080, 0.09},
+      {"mixtral-8x7b", 2, DType::auto_, 2, 480, 12.0, -0.178, 0.19},
+      {"mixtral-8x7b", 2, DType::auto_, 4, 300, 15.8, -0.113, 0.13},
+      {"mixtral-8x7b", 2, DType::auto_, 8, 150, 19.0, -0.070, 0.08},
+  };
+  for (const auto& r : itl) {
+    const double pred = decode_step(at(r.model, "h100-sxm", r.tp, r.q), r.batch, r.ctx).tpot_s * 1e3;
+    INFO(r.model << " TP" << r.tp << " B=" << r.batch << ": predicted " << pred << " ms, measured " << r.itl_ms);
+    CHECK(pred / r.itl_ms - 1 == Approx(r.err).margin(0.01));
+    CHECK(std::fabs(pred / r.itl_ms - 1) <= r.max_err);
+    CHECK(pred < r.itl_ms);  // the model is a lower bound for this engine
+  }
+  // vLLM performance CI (buildkite vllm/performance-benchmark build 9515), H200, benchmark_latency: batch 8,
+  // 32 prompt tokens, 128 output tokens, bf16; median end-to-end latency of the batch.
+  struct E2e { const char* model; i64 tp; double e2e_ms; double err; };
+  for (const E2e& r : {E2e{"llama-3.1-8b", 1, 833.53, -0.150}, E2e{"mixtral-8x7b", 2, 1916.58, -0.137},
+                       E2e{"llama-3-70b", 4, 2077.56, -0.140}}) {
+    Deployment d;
+    d.tensor_parallel_size = r.tp;
+    d.max_model_len = 8192;
+    const auto c = make_speed_context(builtin(r.model), gpu("h200"), d);
+    const double pred = estimate_request(c, 8, 32, 128).e2e_s * 1e3;
+    INFO(r.model << " on H200 TP" << r.tp << ": predicted " << pred << " ms, measured " << r.e2e_ms);
+    CHECK(pred / r.e2e_ms - 1 == Approx(r.err).margin(0.01));
+  }
+}

@@ -1,0 +1,16 @@
+# Runs `kvcap check ${REQ} --junit ${OUT}`, expects exit code ${EXPECT_RC}, then checks the XML with a standard
+# parser (python3 xml.etree) against junit-10.xsd's structure: tests/cli/check_junit.py.
+cmake_minimum_required(VERSION 3.25)
+file(REMOVE ${OUT})
+execute_process(COMMAND ${KVCAP} check ${REQ} --junit ${OUT} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL EXPECT_RC)
+  message(FATAL_ERROR "kvcap check exit code ${rc}, expected ${EXPECT_RC}\n${out}${err}")
+endif()
+if(NOT EXISTS ${OUT})
+  message(FATAL_ERROR "kvcap check did not write ${OUT}")
+endif()
+execute_process(COMMAND ${PYTHON} ${SCRIPT} ${OUT} ${TESTS} ${FAILURES} ${ERRORS} RESULT_VARIABLE prc OUTPUT_VARIABLE pout ERROR_VARIABLE perr)
+message(STATUS "${pout}${perr}")
+if(NOT prc EQUAL 0)
+  message(FATAL_ERROR "JUnit check failed:\n${pout}${perr}")
+endif()

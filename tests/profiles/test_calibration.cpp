@@ -1,0 +1,149 @@
+// calibration.yaml -> Calibration (profiles/src/calibration.cpp), and its effect on the speed model.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/speed.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#ifdef KVCAP_HAVE_KERNELS
+#include "kvcap/kernels/calibrate.h"
+#endif
+
+using namespace kvcap;
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+const std::string kExample = std::string(KVCAP_TEST_DATA) + "/calibration-example.yaml";
+
+// The first diagnostic of a bad calibration text.
+profiles::Diagnostic first_error(const std::string& text) {
+  try {
+    profiles::parse_calibration(text, "cal.yaml");
+  } catch (const profiles::ProfileError& e) {
+    REQUIRE(!e.diagnostics().empty());
+    return e.diagnostics().front();
+  }
+  FAIL("expected a ProfileError for:\n" << text);
+  return {};
+}
+}  // namespace
+
+TEST_CASE("the documented calibration example loads with its fitted figures", "[calibration]") {
+  const Calibration c = profiles::load_calibration_file(kExample);
+  CHECK(c.device == "NVIDIA H200");
+  CHECK(c.decode.t0_s == Approx(5.1e-6));
+  CHECK(c.decode.bandwidth_bytes_per_s == Approx(4.1e12));
+  CHECK(c.stream.read_bytes_per_s == Approx(4.42e12));
+  REQUIRE(c.gemm.size() == 4);
+  CHECK(c.gemm[1].m_min == 17);
+  CHECK(c.gemm[1].m_max == 256);
+  CHECK(c.gemm[3].flops_per_s == Approx(7.0e14));
+  CHECK(c.prefill_attention.flops_per_s == Approx(3.5e14));
+  CHECK(c.source.find("cuda") != std::string::npos);
+  CHECK(gemm_flops_for(c, 100) == Approx(2.9e14));
+}
+
+TEST_CASE("bad calibration files are rejected with line and key", "[calibration][errors]") {
+  const std::string good = slurp(kExample);
+  SECTION("a future format version") {
+    std::string t = good;
+    t.replace(t.find("kvcap_calibration: 1"), 20, "kvcap_calibration: 2");
+    const auto d = first_error(t);
+    CHECK(d.key_path == "kvcap_calibration");
+    CHECK(d.message.find("not supported") != std::string::npos);
+  }
+  SECTION("a negative bandwidth names its line") {
+    std::string t = good;
+    const auto at = t.find("bandwidth_bytes_per_s: 4.1e12");
+    t.replace(at, 29, "bandwidth_bytes_per_s: -4.1e12");
+    const int line = 1 + static_cast<int>(std::count(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const auto d = first_error(t);
+    CHECK(d.key_path == "decode.bandwidth_bytes_per_s");
+    CHECK(d.line == line);
+  }
+  SECTION("an inverted GEMM class") {
+    std::string t = good;
+    t.replace(t.find("{m_min: 17, m_max: 256"), 22, "{m_min: 17, m_max: 16 ");
+    CHECK(first_error(t).key_path == "gemm.classes[1].m_max");
+  }
+  SECTION("a misspelt key gets a suggestion") {
+    std::string t = good;
+    t.replace(t.find("decode:"), 7, "decod:");
+    bool suggested = false;
+    try {
+      profiles::parse_calibration(t, "cal.yaml");
+    } catch (const profiles::ProfileError& e) {
+      for (const auto& x : e.diagnostics()) suggested |= x.message.find("did you mean 'decode'") != std::string::npos;
+    }
+    CHECK(suggested);
+  }
+  SECTION("a model profile is not a calibration") {
+    CHECK(!first_error(profiles::builtin_text("models/llama-3.1-8b.yaml")).message.empty());
+  }
+  SECTION("empty and binary input") {
+    CHECK(first_error("").message.find("empty") != std::string::npos);
+    CHECK(first_error(std::string("a\0b", 3)).message.find("NUL") != std::string::npos);
+  }
+}
+
+TEST_CASE("a calibration replaces datasheet rates in the speed model", "[calibration][speed]") {
+  const ModelSpec m = profiles::resolve_model("llama-3.1-8b");
+  const GpuSpec g = profiles::resolve_gpu("h200");
+  const MemoryPlan plan = plan_memory(m, g, Deployment{});
+  Calibration c = profiles::load_calibration_file(kExample);
+  c.decode.t0_s = 0;  // the fixed per-call cost does not scale with bandwidth
+  const auto datasheet = decode_step(make_speed_context(m, g, plan), 1, 4096);
+  const auto calibrated = decode_step(make_speed_context(m, g, plan, {}, c), 1, 4096);
+  CHECK(datasheet.source.memory == "datasheet");
+  CHECK(calibrated.source.memory == "calibrated");
+  // Halving the calibrated bandwidths doubles the memory-bound time.
+  Calibration half = c;
+  half.decode.bandwidth_bytes_per_s /= 2;
+  half.stream.read_bytes_per_s /= 2;
+  const auto slower = decode_step(make_speed_context(m, g, plan, {}, half), 1, 4096);
+  CHECK(slower.stage.memory_s == Approx(2 * calibrated.stage.memory_s).epsilon(1e-6));
+}
+
+#ifdef KVCAP_HAVE_KERNELS
+TEST_CASE("what kvcap calibrate writes, the profiles reader reads back", "[calibration][kernels]") {
+  kernels::CalibrationResult r;
+  r.device.kind = "cpu";
+  r.device.name = "Test CPU";
+  r.device.memory_bytes = 1ull << 34;
+  r.mode = "quick";
+  r.date_utc = "2026-11-21T00:00:00Z";
+  r.host = "host (Test CPU)";
+  r.stream_read_bytes_per_s = 1.25e10;
+  r.stream_copy_bytes_per_s = 1.0e10;
+  r.stream_buffer_bytes = 1ull << 30;
+  r.decode.t0_s = 2.5e-6;
+  r.decode.bandwidth_bytes_per_s = 1.1e10;
+  r.gemm_classes = {{1, 16, 1.0e10, "cpu"}, {17, 4096, 9.0e10, "cpu"}};
+  r.prefill_flops_per_s = 5.0e10;
+  kernels::CalibrationPoint p;
+  p.kernel = "stream_read";
+  p.bytes = 1 << 30;
+  p.time_s = 0.1;
+  r.points = {p};
+  r.ratios = {{"decode_vs_stream", 0.88}};
+  kernels::YamlExtras extras;
+  extras.blocks.push_back({"datasheet", {{"memory_bandwidth_bytes_per_s", 1.0e11}}});
+  std::ostringstream out;
+  kernels::write_calibration_yaml(out, r, extras);
+  const Calibration c = profiles::parse_calibration(out.str(), "written.yaml");
+  CHECK(c.device == "Test CPU");
+  CHECK(c.decode.t0_s == Approx(2.5e-6));
+  CHECK(c.decode.bandwidth_bytes_per_s == Approx(1.1e10));
+  CHECK(c.stream.read_bytes_per_s == Approx(1.25e10));
+  REQUIRE(c.gemm.size() == 2);
+  CHECK(c.gemm[1].m_max == 4096);
+  CHECK(c.prefill_attention.flops_per_s == Approx(5.0e10));
+}
+#endif

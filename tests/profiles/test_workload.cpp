@@ -1,0 +1,159 @@
+// Workload files (kind: workload): the shipped example loads, means are right, and every problem is
+// located (file:line:col, key path, did-you-mean).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/planner/workload.hpp"
+#include "kvcap/profiles/profiles.hpp"
+
+using namespace kvcap;
+using profiles::Diagnostic;
+using profiles::ProfileError;
+
+namespace {
+const std::string kGood = R"(kind: workload
+name: w
+arrival:
+  process: gamma
+  rate_per_s: 2.5
+  cv: 3
+prompt_tokens:
+  distribution: uniform
+  min: 100
+  max: 300
+output_tokens:
+  distribution: fixed
+  tokens: 64
+)";
+std::vector<Diagnostic> errors(const std::string& text) {
+  try {
+    profiles::parse_workload(text, "w.yaml");
+  } catch (const ProfileError& e) {
+    return e.diagnostics();
+  }
+  return {};
+}
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  s.replace(s.find(from), from.size(), to);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("the example workload loads with the documented means", "[profiles][workload]") {
+  const auto w = profiles::load_workload_file(KVCAP_SOURCE_DIR "/profiles/examples/workload-chat.yaml");
+  CHECK(w.name == "chat");
+  CHECK(w.arrival.kind == ArrivalProcess::Kind::poisson);
+  CHECK(w.arrival.rate_per_s == 4.0);
+  CHECK(w.prompt.kind == LengthDistribution::Kind::lognormal);
+  // Clamping a lognormal of mean 1024 to [16, 8192] lowers the mean a little (the tail above 8192 is cut).
+  CHECK(w.prompt.mean_tokens() < 1024.0);
+  CHECK(w.prompt.mean_tokens() > 990.0);
+  // 0.15*32 + 0.3*128 + 0.3*256 + 0.2*512 + 0.05*1024 = 273.6
+  CHECK(w.output.mean_tokens() == Approx(273.6));
+  CHECK(w.shared_prefix.num_groups == 4);
+  CHECK(w.shared_prefix.tokens == 256);
+  REQUIRE(w.slo.ttft_s);
+  CHECK(*w.slo.ttft_s == 2.0);
+}
+
+TEST_CASE("a minimal workload loads", "[profiles][workload]") {
+  const auto w = profiles::parse_workload(kGood, "w.yaml");
+  CHECK(w.arrival.kind == ArrivalProcess::Kind::gamma);
+  CHECK(w.arrival.cv == 3.0);
+  CHECK(w.prompt.mean_tokens() == 200.0);
+  CHECK(w.output.mean_tokens() == 64.0);
+  CHECK(!w.shared_prefix.enabled());
+}
+
+TEST_CASE("workload errors are located and named", "[profiles][workload][errors]") {
+  SECTION("unknown key with a suggestion") {
+    const auto d = errors(replace(kGood, "rate_per_s: 2.5", "rate_per_sec: 2.5"));
+    REQUIRE(!d.empty());
+    CHECK(d[0].file == "w.yaml");
+    CHECK(d[0].line == 5);
+    CHECK(d[0].key_path == "arrival.rate_per_sec");
+    CHECK(d[0].message.find("did you mean 'rate_per_s'") != std::string::npos);
+  }
+  SECTION("unknown distribution") {
+    const auto d = errors(replace(kGood, "distribution: uniform", "distribution: unifrom"));
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].line == 8);
+    CHECK(d[0].key_path == "prompt_tokens.distribution");
+    CHECK(d[0].message.find("did you mean 'uniform'") != std::string::npos);
+  }
+  SECTION("a key the distribution does not use") {
+    const auto d = errors(replace(kGood, "  tokens: 64", "  tokens: 64\n  sigma: 1"));
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "output_tokens.sigma");
+    CHECK(d[0].line == 14);
+  }
+  SECTION("max below min comes from the planner's validate, located on the key") {
+    const auto d = errors(replace(kGood, "max: 300", "max: 50"));
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "prompt_tokens.max");
+    CHECK(d[0].line == 10);
+    CHECK(d[0].message.find("must be >= min") != std::string::npos);
+  }
+  SECTION("negative rate") {
+    const auto d = errors(replace(kGood, "rate_per_s: 2.5", "rate_per_s: -1"));
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "arrival.rate_per_s");
+  }
+  SECTION("cv on a Poisson process") {
+    const auto d = errors(replace(kGood, "process: gamma", "process: poisson"));
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "arrival.cv");
+  }
+  SECTION("empirical values must be whole token counts") {
+    const auto d = errors(replace(kGood, "distribution: fixed\n  tokens: 64", "distribution: empirical\n  values: [10, 2.5, x]"));
+    REQUIRE(d.size() == 2);
+    CHECK(d[0].key_path == "output_tokens.values[1]");
+    CHECK(d[1].key_path == "output_tokens.values[2]");
+    CHECK(d[0].line == 13);
+  }
+  SECTION("wrong kind") {
+    const auto d = errors(replace(kGood, "kind: workload", "kind: model"));
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "kind");
+  }
+  SECTION("missing output lengths") {
+    const auto d = errors(kGood.substr(0, kGood.find("output_tokens")));
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "output_tokens");
+  }
+}
+
+TEST_CASE("lognormal mean_tokens matches the closed form and a numeric integral", "[planner][workload]") {
+  // Clamped only at 1 token: the mean.
+  CHECK(LengthDistribution::lognormal_tokens(500, 1.0).mean_tokens() == Approx(500).epsilon(1e-9));  // the clamp at 1 token moves it by ~1e-12
+  // Clamped: compare against a numeric integral of clamp(exp(y)) over the normal density.
+  const double mean = 800, s = 1.2, a = 50, b = 2000;
+  const double mu = std::log(mean) - 0.5 * s * s;
+  double integral = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double y = mu - 10 * s + (i + 0.5) * 20 * s / n;
+    const double pdf = std::exp(-0.5 * (y - mu) * (y - mu) / (s * s)) / (s * std::sqrt(2 * std::numbers::pi));
+    integral += std::clamp(std::exp(y), a, b) * pdf * 20 * s / n;
+  }
+  CHECK(LengthDistribution::lognormal_tokens(mean, s, 50, 2000).mean_tokens() == Approx(integral).epsilon(1e-6));
+}
+
+TEST_CASE("workload validate names the field", "[planner][workload]") {
+  WorkloadSpec w;
+  w.arrival.rate_per_s = 1;
+  w.prompt = LengthDistribution::fixed_tokens(10);
+  w.output = LengthDistribution::empirical_tokens({1, 2}, {1.0});
+  try {
+    validate(w);
+    FAIL("expected a SpecError");
+  } catch (const SpecError& e) {
+    CHECK(e.field() == "output_tokens.weights");
+  }
+  w.output = LengthDistribution::fixed_tokens(0);
+  CHECK_THROWS_AS(validate(w), SpecError);
+}

@@ -1,0 +1,79 @@
+// The block manager alone: all-or-nothing accounting, frees in reverse order, contiguous reservation,
+// and the prefix cache's LRU eviction (vLLM's free queue order) once something is cached.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "kvcap/simulator/block_manager.hpp"
+
+using namespace kvcap;
+using namespace kvcap::sim;
+
+TEST_CASE("paged blocks: ceil(tokens / block_size), freed blocks come back", "[sim][blocks]") {
+  BlockManager m(10, 16, Allocator::paged, 0, false);
+  std::vector<std::uint32_t> a, b;
+  CHECK(m.blocks_to_allocate(0, 1) == 1);
+  CHECK(m.blocks_to_allocate(0, 16) == 1);
+  CHECK(m.blocks_to_allocate(0, 17) == 2);
+  CHECK(m.blocks_to_allocate(2, 32) == 0);
+  CHECK(m.blocks_to_allocate(2, 33) == 1);
+  m.allocate(a, 3);
+  m.allocate(b, 7);
+  CHECK(m.num_free() == 0);
+  CHECK(m.num_used() == 10);
+  CHECK_THROWS_AS(m.allocate(a, 1), std::logic_error);  // never beyond the planner's count
+  CHECK(m.check_invariants());
+  m.free(a);
+  CHECK(a.empty());
+  CHECK(m.num_free() == 3);
+  m.free(b);
+  CHECK(m.num_free() == 10);
+  CHECK(m.check_invariants());
+}
+
+TEST_CASE("contiguous allocation reserves max_model_len at once and never grows", "[sim][blocks]") {
+  BlockManager m(100, 16, Allocator::contiguous, 1000, false);  // 1000 tokens = 63 blocks
+  CHECK(m.blocks_to_allocate(0, 10) == 63);
+  CHECK(m.blocks_to_allocate(63, 999) == 0);
+  std::vector<std::uint32_t> t;
+  m.allocate(t, 63);
+  CHECK(m.blocks_to_allocate(t.size(), 1000) == 0);
+  CHECK(m.blocks_to_allocate(0, 10) > static_cast<i64>(m.num_free()));  // a second request does not fit
+}
+
+TEST_CASE("prefix blocks: hits are shared, evicted least recently freed first", "[sim][blocks][prefix]") {
+  BlockManager m(8, 4, Allocator::paged, 0, true);
+  std::vector<std::uint32_t> r1, r2, hits;
+  // Request 1 of group 0: prompt of 12 tokens, 8 of them the shared prefix (2 full blocks).
+  m.allocate(r1, 3);
+  i64 reg = 0;
+  m.register_prefix(r1, 0, 8, 12, reg);
+  CHECK(reg == 2);
+  CHECK(m.check_invariants());
+  // Request 2 finds both prefix blocks (at most num_tokens - 1 = 11 tokens: still 2 blocks).
+  CHECK(m.find_prefix(0, 8, 11, hits) == 0);  // referenced by request 1: none evictable
+  REQUIRE(hits.size() == 2);
+  CHECK(hits[0] == r1[0]);
+  CHECK(hits[1] == r1[1]);
+  m.take_prefix(r2, hits);
+  CHECK(m.ref_count(r1[0]) == 2);
+  CHECK(m.num_used() == 3);  // shared, not copied
+  m.free(r1);
+  CHECK(m.num_used() == 2);  // the prefix is still referenced by request 2
+  m.free(r2);
+  CHECK(m.num_used() == 0);  // everything free (cached blocks are evictable, not leaked)
+  CHECK(m.check_invariants());
+  // Still cached: a new request hits both, and they count as evictable (taking them uses free blocks).
+  CHECK(m.find_prefix(0, 8, 100, hits) == 2);
+  // Fill the pool: the 6 never-cached-or-older blocks go first, the cached prefix blocks last...
+  std::vector<std::uint32_t> big;
+  m.allocate(big, 6);
+  CHECK(m.evictions() == 0);
+  CHECK(m.find_prefix(0, 8, 100, hits) == 2);
+  // ...and the next allocation evicts the least recently freed cached block.
+  m.allocate(big, 1);
+  CHECK(m.evictions() == 1);
+  m.find_prefix(0, 8, 100, hits);
+  CHECK(hits.size() < 2);
+  CHECK(m.check_invariants());
+}
