@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kvcap needs, only those missing; as root, or through sudo.
-# Usage: scripts/install-deps.sh [--gui] [--fuzz]   (--fuzz: clang and libFuzzer for scripts/fuzz.sh)
+# Usage: scripts/install-deps.sh [--gui] [--xvfb] [--fuzz]
+#   --gui: Qt 6 Widgets/Charts/Svg for kvcap-gui and `kvcap plot` (their tests run offscreen, no X server)
+#   --xvfb: a virtual X server, to look at kvcap-gui on a machine without a display (xvfb-run build/gui/kvcap-gui)
+#   --fuzz: clang and libFuzzer for scripts/fuzz.sh
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libyaml-cpp-dev libboost-program-options-dev catch2 nlohmann-json3-dev python3)
 if [[ " $* " == *" --fuzz "* ]]; then
   pkgs+=(clang-14 libclang-rt-14-dev)
 fi
-if [[ "${1:-}" == "--gui" ]]; then
-  pkgs+=(qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb xauth)
+if [[ " $* " == *" --gui "* ]]; then
+  pkgs+=(qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev)
+fi
+if [[ " $* " == *" --xvfb "* ]]; then
+  pkgs+=(xvfb xauth)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

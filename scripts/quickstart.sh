@@ -4,7 +4,7 @@
 # full memory plan of one of them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/install-deps.sh"
+"$root/scripts/install-deps.sh" --gui
 "$root/scripts/build.sh" -DKVCAP_BUILD_TESTS=OFF -DKVCAP_BUILD_BENCH=OFF >/dev/null
 kvcap="${KVCAP_BUILD_DIR:-$root/build}/cli/kvcap"
 echo

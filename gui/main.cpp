@@ -1,0 +1,171 @@
+// kvcap-gui: the capacity dashboard. With --screenshot it renders itself offscreen to a PNG and exits.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
+#include <QRegularExpression>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "dashboard_window.hpp"
+#include "kvcap/planner/dtype.hpp"
+
+namespace {
+
+using kvcap::gui::DashboardSettings;
+
+[[noreturn]] void usage_error(const QString& msg) {
+  std::fprintf(stderr, "kvcap-gui: error: %s\n(see: kvcap-gui --help)\n", qPrintable(msg));
+  std::exit(2);
+}
+
+// Token counts as vLLM reads them: K/M = x1024, k/m = x1000.
+long long tokens(const QString& flag, const QString& v) {
+  static const QRegularExpression re(QStringLiteral("^(\\d+)([kKmM]?)$"));
+  const auto m = re.match(v.trimmed());
+  if (!m.hasMatch())
+    usage_error(QStringLiteral("--%1: expected a token count such as 8192 or 8K, got '%2'").arg(flag, v));
+  long long n = m.captured(1).toLongLong();
+  const QString u = m.captured(2);
+  if (u == "K")
+    n *= 1024;
+  else if (u == "M")
+    n *= 1024 * 1024;
+  else if (u == "k")
+    n *= 1000;
+  else if (u == "m")
+    n *= 1000000;
+  return n;
+}
+
+long long integer(const QString& flag, const QString& v, long long min) {
+  bool ok = false;
+  const long long n = v.toLongLong(&ok);
+  if (!ok || n < min)
+    usage_error(QStringLiteral("--%1: expected an integer >= %2, got '%3'").arg(flag).arg(min).arg(v));
+  return n;
+}
+
+kvcap::DType dtype(const QString& flag, const QString& v, bool (*accept)(const kvcap::DTypeInfo&)) {
+  const auto d = kvcap::parse_dtype(v.toStdString());
+  if (!d || !accept(kvcap::info(*d)))
+    usage_error(QStringLiteral("--%1: unknown value '%2'; expected one of %3")
+                    .arg(flag, v, QString::fromStdString(kvcap::dtype_names(accept))));
+  return *d;
+}
+
+bool wants_screenshot(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A screenshot needs no display: render offscreen unless the caller chose a platform.
+  if (wants_screenshot(argc, argv) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("kvcap-gui"));
+  QApplication::setApplicationVersion(QStringLiteral(KVCAP_VERSION));
+
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "kvcap dashboard: maximum concurrency against context length for several models, memory per GPU,\n"
+      "decode speed, KV bytes per token and (with a simulation) KV utilisation over time.\n\n"
+      "Example: kvcap-gui --models llama-3.1-70b,deepseek-v3 --gpu h200 --num-gpus 8 --tensor-parallel-size 8\n"
+      "         kvcap-gui --screenshot dashboard.png --size 1600x1000"));
+  p.addHelpOption();
+  p.addVersionOption();
+  const QCommandLineOption screenshot("screenshot", "render the dashboard to a PNG file offscreen and exit", "out.png");
+  const QCommandLineOption size("size", "window / screenshot size (default 1600x1000)", "WxH", "1600x1000");
+  const QCommandLineOption models("models", "comma-separated models: built-in names or profile paths", "list");
+  const QCommandLineOption gpu("gpu", "GPU: built-in name or YAML profile", "name");
+  const QCommandLineOption num_gpus("num-gpus", "total GPUs (default TP x PP)", "n");
+  const QCommandLineOption tp("tensor-parallel-size", "tensor-parallel size", "n");
+  const QCommandLineOption pp("pipeline-parallel-size", "pipeline-parallel size", "n");
+  const QCommandLineOption quant("quantization", "weight format: auto, bf16, fp8, int4, mxfp4, ...", "dtype");
+  const QCommandLineOption kv("kv-cache-dtype", "KV format: auto, bf16, fp8, int8, int4, ...", "dtype");
+  const QCommandLineOption util("gpu-memory-utilization", "fraction of device memory vLLM may use", "f");
+  const QCommandLineOption block("block-size", "tokens per KV block", "n");
+  const QCommandLineOption batched("max-num-batched-tokens", "token budget per step", "n");
+  const QCommandLineOption prefix("shared-prefix-tokens", "a common prefix held once", "n");
+  const QCommandLineOption speed_ctx("speed-context", "context of the decode-speed view (default 4K)", "n");
+  const QCommandLineOption folders("profiles", "a folder of model / GPU profiles to list and watch (repeatable)",
+                                   "dir");
+  const QCommandLineOption calibration("calibration", "calibration.yaml for the speed view", "file");
+  const QCommandLineOption timeline("timeline", "simulator timeline CSV (kvcap simulate --timeline)", "file");
+  for (const auto* o : {&screenshot, &size, &models, &gpu, &num_gpus, &tp, &pp, &quant, &kv, &util, &block, &batched,
+                        &prefix, &speed_ctx, &folders, &calibration, &timeline})
+    p.addOption(*o);
+  p.process(app);
+  if (!p.positionalArguments().isEmpty())
+    usage_error(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
+
+  static const QRegularExpression size_re(QStringLiteral("^(\\d+)x(\\d+)$"));
+  const auto sm = size_re.match(p.value(size));
+  if (!sm.hasMatch())
+    usage_error(QStringLiteral("--size: expected WIDTHxHEIGHT such as 1600x1000, got '%1'").arg(p.value(size)));
+  const QSize window_size(sm.captured(1).toInt(), sm.captured(2).toInt());
+  if (window_size.width() < 200 || window_size.height() < 150 || window_size.width() > 10000 ||
+      window_size.height() > 10000)
+    usage_error(QStringLiteral("--size: expected between 200x150 and 10000x10000, got '%1'").arg(p.value(size)));
+
+  kvcap::gui::DashboardWindow w;
+  for (const QString& dir : p.values(folders)) w.add_profile_folder(dir);
+
+  DashboardSettings s = w.controls()->settings();
+  if (p.isSet(models)) {
+    s.models.clear();
+    for (const QString& m : p.value(models).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+      // A profile path is keyed by its absolute path, as folder entries are.
+      const QFileInfo fi(m.trimmed());
+      s.models.push_back(fi.exists() ? fi.absoluteFilePath().toStdString() : m.trimmed().toStdString());
+    }
+  }
+  if (p.isSet(gpu)) {
+    const QFileInfo fi(p.value(gpu));
+    s.gpu = fi.exists() ? fi.absoluteFilePath().toStdString() : p.value(gpu).toStdString();
+  }
+  kvcap::Deployment& d = s.deployment;
+  if (p.isSet(tp)) d.tensor_parallel_size = integer("tensor-parallel-size", p.value(tp), 1);
+  if (p.isSet(pp)) d.pipeline_parallel_size = integer("pipeline-parallel-size", p.value(pp), 1);
+  d.num_gpus =
+      p.isSet(num_gpus) ? integer("num-gpus", p.value(num_gpus), 1) : d.tensor_parallel_size * d.pipeline_parallel_size;
+  if (p.isSet(quant))
+    d.quantization = dtype("quantization", p.value(quant), [](const kvcap::DTypeInfo& i) { return i.weights_ok; });
+  if (p.isSet(kv))
+    d.kv_cache_dtype = dtype("kv-cache-dtype", p.value(kv), [](const kvcap::DTypeInfo& i) { return i.kv_ok; });
+  if (p.isSet(util)) {
+    bool ok = false;
+    d.gpu_memory_utilization = p.value(util).toDouble(&ok);
+    if (!ok || !(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
+      usage_error(
+          QStringLiteral("--gpu-memory-utilization: expected a fraction in (0, 1], got '%1'").arg(p.value(util)));
+  }
+  if (p.isSet(block)) d.block_size = integer("block-size", p.value(block), 1);
+  if (p.isSet(batched)) d.max_num_batched_tokens = tokens("max-num-batched-tokens", p.value(batched));
+  if (p.isSet(prefix)) d.shared_prefix_tokens = tokens("shared-prefix-tokens", p.value(prefix));
+  if (p.isSet(speed_ctx)) s.speed_context_tokens = tokens("speed-context", p.value(speed_ctx));
+  w.controls()->set_settings(s);
+  if (p.isSet(calibration)) w.load_calibration(p.value(calibration));  // a bad file shows in the panel
+  if (p.isSet(timeline)) w.load_timeline(p.value(timeline));
+
+  if (p.isSet(screenshot)) {
+    const QString out = p.value(screenshot);
+    const QImage img = w.screenshot(window_size);
+    if (!img.save(out, "PNG")) {
+      std::fprintf(stderr, "kvcap-gui: error: %s: cannot write the PNG file\n", qPrintable(out));
+      return 1;
+    }
+    const auto errors = w.model().errors();
+    for (const QString& e : errors) std::fprintf(stderr, "kvcap-gui: problem shown in the window: %s\n", qPrintable(e));
+    std::printf("%s: %dx%d dashboard (%s)\n", qPrintable(out), img.width(), img.height(), qPrintable(w.status_text()));
+    return 0;
+  }
+  w.resize(window_size);
+  w.show();
+  return app.exec();
+}

@@ -1,0 +1,279 @@
+#include "concurrency_chart.hpp"
+
+#include <QCursor>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "axes.hpp"
+#include "dashboard_model.hpp"
+#include "style.hpp"
+
+namespace kvcap::gui {
+
+namespace {
+constexpr int kMinExp = 10, kMaxExp = 20;  // 1K .. 1M tokens
+
+QPen model_pen(std::size_t i, bool beyond) {
+  QPen p(model_colour(i), beyond ? 1.6 : 2.4);
+  p.setStyle(beyond ? Qt::DashLine : model_pen_style(i));
+  return p;
+}
+}  // namespace
+
+double ConcurrencyChart::x_of(i64 s) {
+  return std::log2(static_cast<double>(s));
+}
+
+ConcurrencyChart::ConcurrencyChart(QWidget* parent)
+    : QChartView(parent),
+      chart_(new QChart),
+      x_(new QCategoryAxis),
+      y_(new QLogValueAxis),
+      one_request_(new QLineSeries),
+      beyond_legend_(new QLineSeries) {
+  setObjectName(QStringLiteral("concurrencyChart"));
+  setChart(chart_);
+  setRenderHint(QPainter::Antialiasing);
+  setMinimumSize(240, 180);
+  chart_->setTitleFont(chart_title_font());
+  chart_->legend()->setAlignment(Qt::AlignBottom);
+  chart_->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);  // dashed / dotted styles show in the legend
+  chart_->legend()->setFont(axis_label_font());
+  chart_->setMargins(QMargins(4, 4, 8, 4));
+  chart_->addAxis(x_, Qt::AlignBottom);
+  chart_->addAxis(y_, Qt::AlignLeft);
+  set_log2_axis(x_, kMinExp, kMaxExp, [](long long t) { return tokens_label(t); });
+  set_log10_axis(y_, 0.1, 1000);
+  style_axis(x_, QStringLiteral("context length per request (tokens, log scale; K = 1,024)"));
+  style_axis(y_, QStringLiteral("max concurrent requests"));
+
+  one_request_->setName(QStringLiteral("one request"));
+  one_request_->setPen(QPen(QColor(0x707070), 1.2, Qt::DotLine));
+  one_request_->replace(QList<QPointF>{{double(kMinExp), 1.0}, {double(kMaxExp), 1.0}});
+  beyond_legend_->setName(QStringLiteral("beyond max_model_len"));
+  beyond_legend_->setPen(QPen(QColor(0x707070), 1.6, Qt::DashLine));
+  for (auto* s : {one_request_, beyond_legend_}) {
+    chart_->addSeries(s);
+    s->attachAxis(x_);
+    s->attachAxis(y_);
+  }
+}
+
+QLineSeries* ConcurrencyChart::series_for(const std::string& key) const {
+  for (const auto& c : curves_)
+    if (c.key == key) return c.within;
+  return nullptr;
+}
+QLineSeries* ConcurrencyChart::beyond_series_for(const std::string& key) const {
+  for (const auto& c : curves_)
+    if (c.key == key) return c.beyond;
+  return nullptr;
+}
+
+void ConcurrencyChart::rebuild_series(const DashboardModel& model) {
+  for (auto& c : curves_) {
+    chart_->removeSeries(c.within);
+    chart_->removeSeries(c.beyond);
+    delete c.within;
+    delete c.beyond;
+  }
+  curves_.clear();
+  for (const auto& r : model.results()) {
+    Curve c;
+    c.key = r.key;
+    c.within = new QLineSeries;
+    c.beyond = new QLineSeries;
+    for (auto* s : {c.within, c.beyond}) {
+      chart_->addSeries(s);
+      s->attachAxis(x_);
+      s->attachAxis(y_);
+    }
+    c.within->setPen(model_pen(r.colour_index, false));
+    c.beyond->setPen(model_pen(r.colour_index, true));
+    const std::string key = r.key;
+    connect(c.within, &QXYSeries::hovered, this, [this, key](const QPointF& p, bool on) {
+      if (!on) return QToolTip::hideText();
+      for (const auto& cc : curves_)
+        if (cc.key == key) show_tooltip(cc, p);
+    });
+    connect(c.beyond, &QXYSeries::hovered, this, [this, key](const QPointF& p, bool on) {
+      if (!on) return QToolTip::hideText();
+      for (const auto& cc : curves_)
+        if (cc.key == key) show_tooltip(cc, p);
+    });
+    curves_.push_back(std::move(c));
+  }
+  // Reference series last in the legend.
+  for (auto* s : {one_request_, beyond_legend_}) {
+    chart_->removeSeries(s);
+    chart_->addSeries(s);
+    s->attachAxis(x_);
+    s->attachAxis(y_);
+  }
+  connect_markers();
+}
+
+void ConcurrencyChart::connect_markers() {
+  for (QLegendMarker* m : chart_->legend()->markers()) {
+    m->disconnect(this);
+    QAbstractSeries* s = m->series();
+    bool is_beyond_of_model = false;
+    for (const auto& c : curves_) is_beyond_of_model |= (s == c.beyond);
+    if (is_beyond_of_model) {
+      m->setVisible(false);  // the model's own marker toggles both halves
+      continue;
+    }
+    connect(m, &QLegendMarker::clicked, this, [this, s] {
+      if (s == beyond_legend_) {
+        beyond_hidden_ = !beyond_hidden_;
+      } else if (s == one_request_) {
+        one_request_->setVisible(!one_request_->isVisible());
+      } else {
+        for (const auto& c : curves_)
+          if (c.within == s) toggle(c.key);
+        return;
+      }
+      for (const auto& c : curves_) c.beyond->setVisible(!beyond_hidden_ && !hidden_.count(c.key));
+      for (QLegendMarker* mm : chart_->legend()->markers()) {
+        if (mm->series() == beyond_legend_ || mm->series() == one_request_) {
+          const bool off = mm->series() == beyond_legend_ ? beyond_hidden_ : !one_request_->isVisible();
+          mm->setVisible(true);
+          QColor lc = mm->labelBrush().color();
+          lc.setAlphaF(off ? 0.4f : 1.0f);
+          mm->setLabelBrush(lc);
+        }
+      }
+    });
+  }
+}
+
+void ConcurrencyChart::toggle(const std::string& key) {
+  if (hidden_.count(key))
+    hidden_.erase(key);
+  else
+    hidden_.insert(key);
+  for (const auto& c : curves_) {
+    const bool off = hidden_.count(c.key) > 0;
+    c.within->setVisible(!off);
+    c.beyond->setVisible(!off && !beyond_hidden_);
+    for (QLegendMarker* m : chart_->legend()->markers(c.within)) {
+      m->setVisible(true);  // hiding a series hides its marker; keep it to switch back on
+      QColor lc = m->labelBrush().color();
+      lc.setAlphaF(off ? 0.4f : 1.0f);
+      m->setLabelBrush(lc);
+      QPen pen = m->pen();  // line-shaped markers draw with the series' pen
+      QColor pc = pen.color();
+      pc.setAlphaF(off ? 0.25f : 1.0f);
+      pen.setColor(pc);
+      m->setPen(pen);
+    }
+    for (QLegendMarker* m : chart_->legend()->markers(c.beyond)) m->setVisible(false);
+  }
+  emit hidden_changed();
+}
+
+void ConcurrencyChart::show_tooltip(const Curve& c, const QPointF& at) {
+  if (c.points.empty()) return;
+  // The nearest computed point (the hover position lies anywhere on the line between two).
+  const auto it = std::min_element(c.points.begin(), c.points.end(), [&](const Point& a, const Point& b) {
+    return std::fabs(x_of(a.context_tokens) - at.x()) < std::fabs(x_of(b.context_tokens) - at.x());
+  });
+  QString text =
+      QStringLiteral("<b>%1</b><br>context %2 tokens (%3)<br>max concurrent requests: <b>%4</b>")
+          .arg(QString::fromStdString(c.label), grouped(it->context_tokens), tokens_label(it->context_tokens),
+               QString::number(it->per_replica * double(c.replicas), 'f', 2));
+  if (c.replicas > 1)
+    text += QStringLiteral(" (%1 per replica \u00d7 %2)").arg(QString::number(it->per_replica, 'f', 2)).arg(c.replicas);
+  text += QStringLiteral("<br>KV per request: %1 per GPU").arg(binary_bytes_text(double(it->kv_bytes_per_request)));
+  if (it->context_tokens > c.max_model_len)
+    text += QStringLiteral("<br><i>beyond max_model_len %1</i>").arg(grouped(c.max_model_len));
+  QToolTip::showText(QCursor::pos(), text, this);
+}
+
+void ConcurrencyChart::refresh(const DashboardModel& model) {
+  bool same = curves_.size() == model.results().size();
+  for (std::size_t i = 0; same && i < curves_.size(); ++i) same = curves_[i].key == model.results()[i].key;
+  if (!same) rebuild_series(model);
+
+  const i64 replicas = model.replicas();
+  const auto& dep = model.settings().deployment;
+  double lo = INFINITY, hi = 0;
+  std::ostringstream csv;
+  csv << "model,gpu,num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,context_tokens,"
+         "max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n";
+  for (std::size_t i = 0; i < curves_.size(); ++i) {
+    const ModelResult& r = model.results()[i];
+    Curve& c = curves_[i];
+    c.label = r.label;
+    c.points.clear();
+    QList<QPointF> within, beyond;
+    if (r.plan) {
+      c.max_model_len = r.plan->dep.max_model_len;
+      c.replicas = r.plan->dep.replicas;
+      for (const CurvePoint& p : r.plan->curve) {
+        c.points.push_back({p.context_tokens, p.max_concurrency, p.kv_bytes_per_request});
+        csv << r.label << "," << model.settings().gpu << "," << r.plan->dep.d.num_gpus << ","
+            << r.plan->dep.d.tensor_parallel_size << "," << r.plan->dep.d.pipeline_parallel_size << "," << c.replicas
+            << "," << p.context_tokens << "," << p.max_concurrency << "," << p.max_concurrency * double(c.replicas)
+            << "," << (p.context_tokens > c.max_model_len ? 1 : 0) << "\n";
+        const double y = p.max_concurrency * double(c.replicas);
+        // A log axis drops a whole series holding a zero; a context within the shared prefix holds no
+        // blocks of its own, so the planner says "unbounded" (infinity) there: not drawable either.
+        if (!(y > 0) || !std::isfinite(y)) continue;
+        const QPointF pt(x_of(p.context_tokens), y);
+        if (p.context_tokens <= c.max_model_len) within.append(pt);
+        if (p.context_tokens >= c.max_model_len) beyond.append(pt);
+        lo = std::min(lo, y);
+        hi = std::max(hi, y);
+      }
+      // Join the dashed part to the solid one when max_model_len falls between grid points.
+      if (!within.isEmpty() && !beyond.isEmpty() && beyond.front().x() > within.back().x())
+        beyond.prepend(within.back());
+    }
+    c.within->replace(within);
+    c.beyond->replace(beyond);
+    QString name = QString::fromStdString(r.label);
+    if (!r.error.empty())
+      name += QStringLiteral(" \u2014 error, see the problems panel");
+    else if (within.isEmpty() && beyond.isEmpty())
+      name += QStringLiteral(" \u2014 no KV memory left");
+    c.within->setName(name);
+    c.beyond->setName(name + QStringLiteral(" (beyond max_model_len)"));
+    c.within->setVisible(!hidden_.count(c.key));
+    c.beyond->setVisible(!hidden_.count(c.key) && !beyond_hidden_);
+  }
+  csv_ = csv.str();
+  if (!(hi > 0)) lo = 0.1, hi = 1000;
+  set_log10_axis(y_, std::min(lo, 0.5), hi);
+  y_->setTitleText(replicas > 1 ? QStringLiteral("max concurrent requests, all %1 replicas (log scale)").arg(replicas)
+                                : QStringLiteral("max concurrent requests per replica (log scale)"));
+  // Legend markers are recreated by replace()/setName in some Qt versions; keep the toggles wired.
+  for (const auto& c : curves_)
+    for (QLegendMarker* m : chart_->legend()->markers(c.beyond)) m->setVisible(false);
+
+  if (!title_override_.isEmpty()) {
+    chart_->setTitle(title_override_);
+  } else {
+    QString gpu = model.gpu() ? QString::fromStdString(model.gpu()->display_name.empty() ? model.gpu()->name
+                                                                                         : model.gpu()->display_name)
+                              : QString::fromStdString(model.settings().gpu);
+    const i64 n = dep.num_gpus > 0 ? dep.num_gpus : dep.tensor_parallel_size * dep.pipeline_parallel_size;
+    QString kv = dep.kv_cache_dtype == DType::auto_
+                     ? QStringLiteral("model dtype")
+                     : QString::fromUtf8(name(dep.kv_cache_dtype).data(), qsizetype(name(dep.kv_cache_dtype).size()));
+    chart_->setTitle(
+        QStringLiteral(
+            "Maximum concurrency vs context length \u2014 %1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4 \u00b7 KV %5")
+            .arg(n)
+            .arg(gpu)
+            .arg(dep.tensor_parallel_size)
+            .arg(dep.pipeline_parallel_size)
+            .arg(kv));
+  }
+}
+
+}  // namespace kvcap::gui

@@ -1,0 +1,158 @@
+#include "dashboard_model.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "kvcap/profiles/profiles.hpp"
+#include "profile_library.hpp"
+
+namespace kvcap::gui {
+
+DashboardModel::DashboardModel(const ProfileLibrary& library, QObject* parent) : QObject(parent), library_(library) {}
+
+void DashboardModel::set_settings(const DashboardSettings& s) {
+  settings_ = s;
+  recompute();
+}
+
+std::vector<i64> DashboardModel::concurrency_contexts() {
+  std::vector<i64> c;
+  for (int k = 0; k <= 40; ++k) c.push_back(static_cast<i64>(std::llround(std::exp2(10.0 + k / 4.0))));
+  return c;
+}
+
+std::int64_t DashboardModel::replicas() const {
+  for (const auto& r : results_)
+    if (r.plan) return r.plan->dep.replicas;
+  return 1;
+}
+
+void DashboardModel::recompute() {
+  const auto t0 = std::chrono::steady_clock::now();
+  results_.clear();
+  gpu_.reset();
+  gpu_error_.clear();
+  try {
+    gpu_ = library_.gpu(settings_.gpu);
+  } catch (const std::exception& e) {
+    gpu_error_ = e.what();
+  }
+  const auto grid = concurrency_contexts();
+  std::size_t index = 0;
+  for (const auto& key : settings_.models) {
+    ModelResult r;
+    r.key = key;
+    r.colour_index = index++;
+    const auto* entry = library_.find_model(key);
+    // A path shows as its file name until the profile loads and names itself.
+    r.label =
+        entry ? entry->label : key.substr(key.find_last_of('/') == std::string::npos ? 0 : key.find_last_of('/') + 1);
+    try {
+      r.model = library_.model(key);
+      if (!r.model->name.empty()) r.label = r.model->name;
+      if (!gpu_) throw std::runtime_error("no GPU profile (see the GPU error)");
+      // The grid plus max_model_len itself, so the curve changes style exactly where vLLM would stop.
+      std::vector<i64> contexts = grid;
+      const i64 mml = settings_.deployment.max_model_len.value_or(r.model->max_position_embeddings);
+      if (mml > grid.front() && mml < grid.back()) contexts.push_back(mml);
+      std::sort(contexts.begin(), contexts.end());
+      contexts.erase(std::unique(contexts.begin(), contexts.end()), contexts.end());
+      r.plan = plan_memory(*r.model, *gpu_, settings_.deployment, contexts);
+    } catch (const std::exception& e) {
+      r.error = e.what();
+      r.exception = std::current_exception();
+      r.plan.reset();
+    }
+    if (r.plan) {
+      try {
+        const auto ctx = make_speed_context(*r.model, *gpu_, *r.plan, SpeedOptions{}, calibration_);
+        r.decode = throughput_latency_curve(ctx, settings_.speed_context_tokens);
+      } catch (const std::exception& e) {
+        r.speed_error = e.what();
+      }
+    }
+    results_.push_back(std::move(r));
+  }
+  // Two selections with one name (a user copy of a built-in profile): tell them apart by file.
+  for (auto& a : results_)
+    for (const auto& b : results_)
+      if (&a != &b && a.label == b.label && a.key != a.label) {
+        a.label +=
+            " (" + a.key.substr(a.key.find_last_of('/') == std::string::npos ? 0 : a.key.find_last_of('/') + 1) + ")";
+        break;
+      }
+  last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  emit updated();
+}
+
+bool DashboardModel::load_calibration(const std::string& path) {
+  try {
+    Calibration c = profiles::load_calibration_file(path);
+    validate(c);
+    calibration_ = std::move(c);
+    calibration_path_ = path;
+    calibration_error_.clear();
+  } catch (const std::exception& e) {
+    calibration_error_ = e.what();
+    recompute();
+    return false;
+  }
+  recompute();
+  return true;
+}
+
+void DashboardModel::clear_calibration() {
+  calibration_.reset();
+  calibration_path_.clear();
+  calibration_error_.clear();
+  recompute();
+}
+
+QString DashboardModel::rate_source_text() const {
+  for (const auto& r : results_) {
+    if (r.decode.empty()) continue;
+    const RateSource& s = r.decode.front().source;
+    if (s.memory == "calibrated" || s.compute == "calibrated") {
+      QString what = s.memory == s.compute
+                         ? QStringLiteral("calibrated")
+                         : QStringLiteral("memory %1, compute %2")
+                               .arg(QString::fromStdString(s.memory), QString::fromStdString(s.compute));
+      if (calibration_ && !calibration_->device.empty()) what += " on " + QString::fromStdString(calibration_->device);
+      return what;
+    }
+    return QStringLiteral("datasheet \u00d7 default efficiency");
+  }
+  return calibration_ ? QStringLiteral("calibrated") : QStringLiteral("datasheet \u00d7 default efficiency");
+}
+
+bool DashboardModel::load_timeline(const std::string& path) {
+  try {
+    timeline_ = read_timeline_csv(path);
+    ++timeline_generation_;
+    timeline_error_.clear();
+  } catch (const std::exception& e) {
+    timeline_error_ = e.what();
+    emit updated();
+    return false;
+  }
+  emit updated();
+  return true;
+}
+
+QStringList DashboardModel::errors() const {
+  QStringList r = library_.errors();
+  if (!gpu_error_.empty()) r << QString::fromStdString(gpu_error_);
+  for (const auto& m : results_) {
+    // A folder profile's load error is already listed by the library; say which selection it hides.
+    if (!m.error.empty() && !r.contains(QString::fromStdString(m.error)))
+      r << QString::fromStdString(m.label + ": " + m.error);
+    if (!m.speed_error.empty()) r << QString::fromStdString(m.label + ": speed model: " + m.speed_error);
+  }
+  if (!calibration_error_.empty()) r << QString::fromStdString(calibration_error_);
+  if (!timeline_error_.empty()) r << QString::fromStdString(timeline_error_);
+  r.removeDuplicates();
+  return r;
+}
+
+}  // namespace kvcap::gui

@@ -1,0 +1,88 @@
+#pragma once
+// The dashboard's data: settings in, planner results out. Data flows planner -> DashboardModel ->
+// charts; the charts read a snapshot and bulk-replace their series. No formula lives here: every number
+// comes from plan_memory / concurrency_at / make_speed_context / throughput_latency_curve.
+#include <QObject>
+#include <QStringList>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvcap/gui/timeline.hpp"
+#include "kvcap/planner/calibration.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/speed.hpp"
+#include "settings.hpp"
+
+namespace kvcap::gui {
+
+class ProfileLibrary;
+
+/// One selected model on the current deployment.
+struct ModelResult {
+  std::string key;               ///< profile key (built-in name or path)
+  std::string label;             ///< legend text: the model's name
+  std::size_t colour_index = 0;  ///< position in the selection: the same colour in every chart
+  std::optional<ModelSpec> model;
+  std::optional<MemoryPlan> plan;  ///< curve over concurrency_contexts() plus max_model_len
+  std::string error;               ///< profile or deployment error (then plan is empty)
+  std::exception_ptr exception;
+  std::vector<DecodeStep> decode;  ///< throughput_latency_curve at the speed context
+  std::string speed_error;
+};
+
+class DashboardModel : public QObject {
+  Q_OBJECT
+ public:
+  explicit DashboardModel(const ProfileLibrary& library, QObject* parent = nullptr);
+
+  const DashboardSettings& settings() const { return settings_; }
+  /// Replaces the settings and recomputes at once.
+  void set_settings(const DashboardSettings& s);
+  /// Recomputes from the current settings and profiles, then emits updated().
+  void recompute();
+
+  /// Contexts of the main chart: 1K to 1M, four points per doubling (2^(10 + k/4)), whole doublings exact.
+  static std::vector<i64> concurrency_contexts();
+
+  const std::vector<ModelResult>& results() const { return results_; }
+  const std::optional<GpuSpec>& gpu() const { return gpu_; }
+  std::int64_t replicas() const;  ///< data-parallel replicas of the deployment (1 when it does not resolve)
+  double last_recompute_ms() const { return last_ms_; }
+
+  /// Loads a calibration.yaml for the speed view; on failure keeps the previous one and records the error.
+  bool load_calibration(const std::string& path);
+  void clear_calibration();
+  const std::optional<Calibration>& calibration() const { return calibration_; }
+  const std::string& calibration_path() const { return calibration_path_; }
+  /// "calibrated (device)" or "datasheet x default efficiency", as the speed model reports its rate source.
+  QString rate_source_text() const;
+
+  /// Loads a simulator timeline CSV; on failure keeps the previous one and records the error.
+  bool load_timeline(const std::string& path);
+  const std::optional<Timeline>& timeline() const { return timeline_; }
+  /// Increases on every successful timeline load (charts redraw the timeline only when it changes).
+  std::uint64_t timeline_generation() const { return timeline_generation_; }
+
+  /// Everything the error panel lists: profile files, GPU, per-model, calibration and timeline problems.
+  QStringList errors() const;
+
+ signals:
+  void updated();
+
+ private:
+  const ProfileLibrary& library_;
+  DashboardSettings settings_ = default_settings();
+  std::vector<ModelResult> results_;
+  std::optional<GpuSpec> gpu_;
+  std::string gpu_error_;
+  std::optional<Calibration> calibration_;
+  std::string calibration_path_, calibration_error_;
+  std::optional<Timeline> timeline_;
+  std::string timeline_error_;
+  std::uint64_t timeline_generation_ = 0;
+  double last_ms_ = 0;
+};
+
+}  // namespace kvcap::gui

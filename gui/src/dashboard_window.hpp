@@ -1,0 +1,69 @@
+#pragma once
+// The dashboard: controls on the left; on the right the problems panel (when there are any), the main
+// chart (concurrency vs context) with KV bytes per token beside it, and below them the memory
+// breakdown, decode speed and KV utilisation views. Every control change recomputes at once.
+#include <QLabel>
+#include <QMainWindow>
+
+#include "concurrency_chart.hpp"
+#include "controls_panel.hpp"
+#include "dashboard_model.hpp"
+#include "decode_speed_chart.hpp"
+#include "error_panel.hpp"
+#include "kv_bytes_chart.hpp"
+#include "kv_utilization_chart.hpp"
+#include "memory_breakdown_chart.hpp"
+#include "profile_library.hpp"
+
+namespace kvcap::gui {
+
+class DashboardWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit DashboardWindow(QWidget* parent = nullptr);
+
+  ProfileLibrary& library() { return library_; }
+  DashboardModel& model() { return model_; }
+  ControlsPanel* controls() const { return controls_; }
+  ErrorPanel* error_panel() const { return errors_; }
+  ConcurrencyChart* concurrency_chart() const { return concurrency_; }
+  MemoryBreakdownChart* memory_chart() const { return memory_; }
+  DecodeSpeedChart* decode_chart() const { return decode_; }
+  KvBytesChart* kv_bytes_chart() const { return kv_bytes_; }
+  KvUtilizationChart* kv_utilization_chart() const { return kv_util_; }
+  QString status_text() const { return status_->text(); }
+
+  void add_profile_folder(const QString& dir);
+  bool load_calibration(const QString& path);
+  bool load_timeline(const QString& path);
+  /// The main chart as .png or .svg at its current size; throws on failure.
+  void export_main_chart(const QString& path);
+  /// The main chart's data as CSV; throws on failure.
+  void export_main_csv(const QString& path);
+  /// `kvcap plan` lines equivalent to the current settings (one per model), newline-separated.
+  QString plan_command_text() const;
+  /// Copies plan_command_text() to the clipboard.
+  void copy_plan_command();
+  /// The whole window rendered at `size` (offscreen-friendly).
+  QImage screenshot(QSize size);
+
+ private:
+  void redraw();
+  void build_actions();
+  template <class F>
+  void guarded(const QString& what, F f);
+
+  ProfileLibrary library_;
+  DashboardModel model_;
+  ControlsPanel* controls_;
+  ErrorPanel* errors_;
+  ConcurrencyChart* concurrency_;
+  MemoryBreakdownChart* memory_;
+  DecodeSpeedChart* decode_;
+  KvBytesChart* kv_bytes_;
+  KvUtilizationChart* kv_util_;
+  QLabel* status_;
+  QLabel* rates_;
+};
+
+}  // namespace kvcap::gui

@@ -1,0 +1,56 @@
+#pragma once
+// Decode throughput (thousands of tokens/s per replica, solid) and time per output token (TPOT, dashed) against batch
+// size at one context length, from the roofline speed model (throughput_latency_curve, up to the memory
+// limit). Each point is marked by what binds the step: open circle = memory-bound, filled square =
+// compute-bound. The title says whether the rates are calibrated or datasheet x default efficiency.
+#include <QCategoryAxis>
+#include <QChartView>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QScatterSeries>
+#include <QValueAxis>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kvcap/planner/speed.hpp"
+
+namespace kvcap::gui {
+
+class DashboardModel;
+
+class DecodeSpeedChart : public QChartView {
+  Q_OBJECT
+ public:
+  explicit DecodeSpeedChart(QWidget* parent = nullptr);
+  void refresh(const DashboardModel& model);
+
+  QLineSeries* throughput_series_for(const std::string& key) const;
+  QLineSeries* tpot_series_for(const std::string& key) const;
+  QScatterSeries* memory_bound_markers() const { return memory_bound_; }
+  QScatterSeries* compute_bound_markers() const { return compute_bound_; }
+  QString title() const;
+  /// Hides the curves (and bound markers) of these model keys (the main chart's legend toggles).
+  void set_hidden(const std::set<std::string>& keys);
+
+ private:
+  struct Curve {
+    std::string key, label;
+    QLineSeries* throughput = nullptr;
+    QLineSeries* tpot = nullptr;
+    std::vector<DecodeStep> steps;
+  };
+  void rebuild(const DashboardModel& model);
+  void show_tooltip(const Curve& c, const QPointF& at, bool tpot_axis);
+
+  QChart* chart_;
+  QCategoryAxis* x_;
+  QLogValueAxis* y_tokens_;
+  QValueAxis* y_tpot_;  ///< linear: TPOT moves within a decade, a log axis would show one label
+  QScatterSeries* memory_bound_;
+  QScatterSeries* compute_bound_;
+  std::vector<Curve> curves_;
+  std::set<std::string> hidden_;
+};
+
+}  // namespace kvcap::gui

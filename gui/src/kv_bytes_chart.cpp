@@ -1,0 +1,93 @@
+#include "kv_bytes_chart.hpp"
+
+#include <QBarSet>
+#include <QCursor>
+#include <QLegend>
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+#include "axes.hpp"
+#include "dashboard_model.hpp"
+#include "style.hpp"
+
+namespace kvcap::gui {
+
+KvBytesChart::KvBytesChart(QWidget* parent)
+    : QChartView(parent),
+      chart_(new QChart),
+      series_(new QHorizontalStackedBarSeries),
+      x_(new QBarCategoryAxis),
+      y_(new QValueAxis) {
+  setObjectName(QStringLiteral("kvBytesChart"));
+  setChart(chart_);
+  setRenderHint(QPainter::Antialiasing);
+  setMinimumSize(200, 160);
+  chart_->setTitle(QStringLiteral("KV cache per token per GPU"));
+  chart_->setTitleFont(chart_title_font());
+  chart_->legend()->setVisible(false);  // the category labels name the models
+  chart_->setMargins(QMargins(4, 4, 12, 4));
+  chart_->addSeries(series_);
+  chart_->addAxis(x_, Qt::AlignLeft);
+  chart_->addAxis(y_, Qt::AlignBottom);
+  series_->attachAxis(x_);
+  series_->attachAxis(y_);
+  series_->setBarWidth(0.5);
+  style_axis(x_, QString());
+  style_axis(y_, QStringLiteral("KiB per token per GPU"));
+  x_->setGridLineVisible(false);
+}
+
+void KvBytesChart::refresh(const DashboardModel& model) {
+  series_->clear();  // deletes the old sets
+  x_->clear();
+  struct Bar {
+    QString category;
+    double kib;
+    QColor colour;
+    u64 bytes;
+  };
+  std::vector<Bar> bars;
+  for (const auto& r : model.results()) {
+    if (!r.plan) continue;
+    const u64 b = r.plan->kv_bytes_per_token_per_rank;
+    bars.push_back({QString::fromStdString(r.label) + QStringLiteral("  ") + binary_bytes_text(double(b)),
+                    double(b) / 1024.0, model_colour(r.colour_index), b});
+  }
+  // Horizontal bars list the first category at the bottom; put the first model on top.
+  std::reverse(bars.begin(), bars.end());
+  QStringList categories;
+  double hi = 0;
+  for (const Bar& b : bars) {
+    QString c = b.category;
+    while (categories.contains(c)) c += QChar(0x200B);
+    categories << c;
+    hi = std::max(hi, b.kib);
+  }
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    auto* set = new QBarSet(categories[qsizetype(i)]);
+    QList<qreal> v;
+    for (std::size_t k = 0; k < bars.size(); ++k) v << (k == i ? bars[i].kib : 0.0);
+    set->append(v);
+    set->setColor(bars[i].colour);
+    set->setBorderColor(bars[i].colour.darker(130));
+    const QString name = categories[qsizetype(i)];
+    const u64 bytes = bars[i].bytes;
+    connect(set, &QBarSet::hovered, this, [this, name, bytes](bool on, int) {
+      if (!on) return QToolTip::hideText();
+      QToolTip::showText(QCursor::pos(),
+                         QStringLiteral("<b>%1</b><br>%2 B of KV per token on each GPU")
+                             .arg(name.section(QStringLiteral("  "), 0, 0), grouped(i64(bytes))),
+                         this);
+    });
+    series_->append(set);
+  }
+  x_->append(categories);
+  y_->setRange(0, hi > 0 ? std::ceil(hi * 1.1 / 16.0) * 16.0 : 16.0);
+  y_->setTickType(QValueAxis::TicksDynamic);
+  y_->setTickAnchor(0);
+  y_->setTickInterval(hi > 200 ? 64 : (hi > 100 ? 32 : 16));
+  y_->setLabelFormat(QStringLiteral("%.0f"));
+}
+
+}  // namespace kvcap::gui

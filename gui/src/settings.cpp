@@ -1,0 +1,83 @@
+#include "settings.hpp"
+
+#include <charconv>
+#include <system_error>
+
+namespace kvcap::gui {
+
+namespace {
+// Shortest text that parses back to exactly `v` (std::to_chars round-trips).
+std::string exact(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+}
+}  // namespace
+
+DashboardSettings default_settings() {
+  DashboardSettings s;
+  s.models = {"llama-3.1-8b", "mistral-7b-v0.1", "deepseek-v2-lite"};
+  s.gpu = "h100-sxm";
+  s.deployment.num_gpus = 1;
+  return s;
+}
+
+std::vector<std::string> deployment_flags(const Deployment& d) {
+  const Deployment def;
+  std::vector<std::string> f;
+  auto add = [&](const char* flag, const std::string& v) {
+    f.emplace_back(flag);
+    f.push_back(v);
+  };
+  const i64 per_replica = d.tensor_parallel_size * d.pipeline_parallel_size;
+  if (d.num_gpus != 0 && d.num_gpus != per_replica) add("--num-gpus", std::to_string(d.num_gpus));
+  if (d.tensor_parallel_size != def.tensor_parallel_size)
+    add("--tensor-parallel-size", std::to_string(d.tensor_parallel_size));
+  if (d.pipeline_parallel_size != def.pipeline_parallel_size)
+    add("--pipeline-parallel-size", std::to_string(d.pipeline_parallel_size));
+  if (d.gpu_memory_utilization != def.gpu_memory_utilization)
+    add("--gpu-memory-utilization", exact(d.gpu_memory_utilization));
+  if (d.dtype != DType::auto_) add("--dtype", std::string(name(d.dtype)));
+  if (d.quantization != DType::auto_) add("--quantization", std::string(name(d.quantization)));
+  if (d.kv_cache_dtype != DType::auto_) add("--kv-cache-dtype", std::string(name(d.kv_cache_dtype)));
+  if (d.block_size != def.block_size) add("--block-size", std::to_string(d.block_size));
+  if (d.max_model_len) add("--max-model-len", std::to_string(*d.max_model_len));
+  if (d.max_num_batched_tokens) add("--max-num-batched-tokens", std::to_string(*d.max_num_batched_tokens));
+  if (d.max_num_seqs) add("--max-num-seqs", std::to_string(*d.max_num_seqs));
+  if (!d.kv_cache_memory_bytes.empty()) {
+    std::string v;
+    for (std::size_t i = 0; i < d.kv_cache_memory_bytes.size(); ++i)
+      (v += i ? "," : "") += std::to_string(d.kv_cache_memory_bytes[i]);
+    add("--kv-cache-memory", v);
+  }
+  if (d.activation_peak_bytes) add("--activation-peak-memory", std::to_string(*d.activation_peak_bytes));
+  if (d.non_torch_bytes) add("--non-torch-memory", std::to_string(*d.non_torch_bytes));
+  if (d.shared_prefix_tokens != 0) add("--shared-prefix-tokens", std::to_string(d.shared_prefix_tokens));
+  return f;
+}
+
+std::string shell_quote(const std::string& a) {
+  bool plain = !a.empty();
+  for (char c : a)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          std::string_view("@%+=:,./_-").find(c) != std::string_view::npos))
+      plain = false;
+  if (plain) return a;
+  std::string q = "'";
+  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::vector<std::string> plan_command_lines(const DashboardSettings& s, const std::string& calibration_path) {
+  std::vector<std::string> lines;
+  const auto flags = deployment_flags(s.deployment);
+  for (const auto& m : s.models) {
+    std::string line = "kvcap plan --model " + shell_quote(m) + " --gpu " + shell_quote(s.gpu);
+    for (const auto& f : flags) line += " " + shell_quote(f);
+    if (!calibration_path.empty()) line += " --calibration " + shell_quote(calibration_path);
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace kvcap::gui

@@ -1,0 +1,42 @@
+#pragma once
+// Colours, pens and number formats shared by the dashboard's charts.
+// Model series use the Okabe & Ito (2008) colour-blind-safe palette, ordered for contrast on white
+// (yellow last); the memory breakdown uses greys plus the palette's green for KV, so a memory term never
+// wears a model's colour.
+#include <QColor>
+#include <QFont>
+#include <QString>
+#include <cstddef>
+#include <cstdint>
+
+namespace kvcap::gui {
+
+/// Colour of the i-th selected model (wraps after 8).
+QColor model_colour(std::size_t i);
+/// Line style of the i-th model: solid for the first 8, dashed for the next 8, ...
+Qt::PenStyle model_pen_style(std::size_t i);
+
+namespace memory_colours {
+QColor weights();
+QColor activation();
+QColor non_torch();
+QColor kv_cache();
+QColor unused();
+}  // namespace memory_colours
+
+QFont chart_title_font();
+QFont axis_title_font();
+QFont axis_label_font();
+
+/// "1K", "16K", "1M" for whole multiples of 1024 (vLLM's K = 1024), else "12,288".
+QString tokens_label(std::int64_t tokens);
+/// "420,208"
+QString grouped(std::int64_t v);
+/// "14.96 GiB" (GiB = 2^30 bytes).
+QString gib_text(double bytes, int decimals = 2);
+/// "128.0 KiB", "2.00 GiB": binary units, three significant digits.
+QString binary_bytes_text(double bytes);
+/// Concurrency as vLLM prints it: "412", "25.7", "0.83".
+QString concurrency_text(double v);
+
+}  // namespace kvcap::gui

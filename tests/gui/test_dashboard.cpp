@@ -1,0 +1,463 @@
+// The dashboard driven offscreen: controls change, charts follow the planner's numbers; bad profiles
+// and files show their located errors in the window.
+#include <QApplication>
+#include <QBarSet>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QListWidget>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QToolTip>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "common.hpp"  // cli: deployment_options / deployment_from, to check the copied command line
+#include "dashboard_window.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/speed.hpp"
+#include "kvcap/profiles/profiles.hpp"
+
+using namespace kvcap;
+using namespace kvcap::gui;
+
+namespace {
+
+bool wait_for(const std::function<bool()>& done, int timeout_ms = 5000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > timeout_ms) return false;
+    QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+  }
+  return true;
+}
+
+void write_file(const QString& path, const std::string& text) {
+  QFile f(path);
+  REQUIRE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  f.write(text.data(), qint64(text.size()));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every drawn point of a model's curve against concurrency_at computed directly from the planner.
+// Returns the number of points compared.
+int check_series_against_planner(const ConcurrencyChart& chart, const std::string& key, const ModelSpec& m,
+                                 const GpuSpec& g, const Deployment& d) {
+  const MemoryPlan plan = plan_memory(m, g, d);
+  int n = 0;
+  for (auto* s : {chart.series_for(key), chart.beyond_series_for(key)}) {
+    REQUIRE(s != nullptr);
+    for (const QPointF& p : s->points()) {
+      const auto tokens = static_cast<i64>(std::llround(std::exp2(p.x())));
+      INFO(key << " at " << tokens << " tokens");
+      CHECK(p.y() == Approx(concurrency_at(m, plan, tokens) * double(plan.dep.replicas)).epsilon(1e-12));
+      ++n;
+    }
+  }
+  return n;
+}
+
+double y_at(const QLineSeries* s, i64 tokens) {
+  for (const QPointF& p : s->points())
+    if (std::llround(std::exp2(p.x())) == tokens) return p.y();
+  FAIL("no point at " << tokens << " tokens");
+  return 0;
+}
+
+template <class W>
+W* child(DashboardWindow& w, const char* name) {
+  auto* c = w.findChild<W*>(QString::fromLatin1(name));
+  REQUIRE(c != nullptr);
+  return c;
+}
+
+void select_combo_data(QComboBox* box, const QString& data) {
+  const int i = box->findData(data);
+  REQUIRE(i >= 0);
+  box->setCurrentIndex(i);
+}
+
+}  // namespace
+
+TEST_CASE("main chart draws the default models with the planner's numbers", "[gui][dashboard]") {
+  DashboardWindow w;
+  const auto& results = w.model().results();
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].key == "llama-3.1-8b");
+  CHECK(results[1].key == "mistral-7b-v0.1");
+  CHECK(results[2].key == "deepseek-v2-lite");
+  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.num_gpus = 1;
+  for (const auto& r : results) {
+    CHECK(r.error.empty());
+    CHECK(check_series_against_planner(*w.concurrency_chart(), r.key, profiles::resolve_model(r.key), g, d) >= 41);
+  }
+  // Mistral v0.1's sliding window: flat past its window. DeepSeek's MLA: far above LLaMA.
+  const auto* mistral = w.concurrency_chart()->beyond_series_for("mistral-7b-v0.1");
+  CHECK(y_at(mistral, 64 * 1024) == Approx(y_at(mistral, 1024 * 1024)));
+  CHECK(y_at(w.concurrency_chart()->series_for("deepseek-v2-lite"), 32768) >
+        2.5 * y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768));
+  // Beyond max_model_len (Mistral v0.1: 32K) the curve is the dashed series.
+  CHECK(w.concurrency_chart()->series_for("mistral-7b-v0.1")->points().back().x() == Approx(15.0));
+  CHECK(w.error_panel()->count() == 0);
+}
+
+TEST_CASE("changing a control redraws the series as the planner says", "[gui][dashboard]") {
+  DashboardWindow w;
+  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
+  const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
+  const double bf16 = y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768);
+
+  SECTION("KV cache dtype fp8") {
+    select_combo_data(child<QComboBox>(w, "kvCacheDtype"), "fp8");
+    Deployment d;
+    d.num_gpus = 1;
+    d.kv_cache_dtype = DType::fp8;
+    check_series_against_planner(*w.concurrency_chart(), "llama-3.1-8b", llama, g, d);
+    const double fp8 = y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768);
+    CHECK(fp8 == Approx(2 * bf16).epsilon(0.01));  // half the bytes per token, same memory
+    CHECK(fp8 != bf16);
+  }
+  SECTION("tensor parallel 2 grows the GPU count to one replica") {
+    child<QSpinBox>(w, "tensorParallelSize")->setValue(2);
+    CHECK(child<QSpinBox>(w, "numGpus")->value() == 2);
+    Deployment d;
+    d.num_gpus = 2;
+    d.tensor_parallel_size = 2;
+    check_series_against_planner(*w.concurrency_chart(), "llama-3.1-8b", llama, g, d);
+    CHECK(y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768) > 2 * bf16);
+  }
+  SECTION("more GPUs are data-parallel replicas: the chart shows all of them") {
+    child<QSpinBox>(w, "numGpus")->setValue(4);
+    CHECK(y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768) == Approx(4 * bf16));
+  }
+  SECTION("gpu_memory_utilization, block size, batched tokens and shared prefix") {
+    child<QDoubleSpinBox>(w, "gpuMemoryUtilization")->setValue(0.8);
+    select_combo_data(child<QComboBox>(w, "blockSize"), "32");
+    child<QSpinBox>(w, "maxNumBatchedTokens")->setValue(2048);
+    child<QSpinBox>(w, "sharedPrefixTokens")->setValue(1024);
+    Deployment d;
+    d.num_gpus = 1;
+    d.gpu_memory_utilization = 0.8;
+    d.block_size = 32;
+    d.max_num_batched_tokens = 2048;
+    d.shared_prefix_tokens = 1024;
+    for (const auto& key : {"llama-3.1-8b", "mistral-7b-v0.1", "deepseek-v2-lite"})
+      check_series_against_planner(*w.concurrency_chart(), key, profiles::resolve_model(key), g, d);
+  }
+  SECTION("GPU type") {
+    select_combo_data(child<QComboBox>(w, "gpu"), "h200");
+    Deployment d;
+    d.num_gpus = 1;
+    check_series_against_planner(*w.concurrency_chart(), "llama-3.1-8b", llama, profiles::resolve_gpu("h200"), d);
+  }
+  SECTION("models: unchecking one removes its curve") {
+    auto* list = child<QListWidget>(w, "models");
+    for (int i = 0; i < list->count(); ++i)
+      if (list->item(i)->data(Qt::UserRole).toString() == "mistral-7b-v0.1")
+        list->item(i)->setCheckState(Qt::Unchecked);
+    CHECK(w.concurrency_chart()->series_for("mistral-7b-v0.1") == nullptr);
+    CHECK(w.model().results().size() == 2);
+  }
+  SECTION("an impossible deployment shows its error, naming the field") {
+    child<QSpinBox>(w, "tensorParallelSize")->setValue(3);
+    CHECK(w.error_panel()->isVisibleTo(&w));
+    CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("tensor_parallel_size"));
+    CHECK(w.concurrency_chart()->series_for("llama-3.1-8b")->points().isEmpty());
+    child<QSpinBox>(w, "tensorParallelSize")->setValue(1);
+    CHECK(w.error_panel()->count() == 0);
+  }
+}
+
+TEST_CASE("companion views follow the planner", "[gui][dashboard]") {
+  DashboardWindow w;
+  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
+  const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
+  Deployment d;
+  d.num_gpus = 1;
+  const MemoryPlan plan = plan_memory(llama, g, d);
+
+  // Memory per GPU: first model on top, i.e. the last category of the horizontal bars.
+  const auto& sets = w.memory_chart()->sets();
+  REQUIRE(sets.size() == 5);
+  const int last = int(w.memory_chart()->categories().size()) - 1;
+  CHECK(w.memory_chart()->categories().at(last) == "llama-3.1-8b");
+  CHECK(sets[0]->at(last) == Approx(double(plan.stages[0].weights_bytes) / 1073741824.0));
+  CHECK(sets[1]->at(last) == Approx(double(plan.stages[0].activation_peak_bytes) / 1073741824.0));
+  CHECK(sets[2]->at(last) == Approx(double(plan.stages[0].non_torch_bytes) / 1073741824.0));
+  CHECK(sets[3]->at(last) == Approx(double(plan.stages[0].available_kv_bytes) / 1073741824.0));
+  double total = 0;
+  for (auto* s : sets) total += s->at(last);
+  CHECK(total == Approx(double(g.memory_bytes) / 1073741824.0));
+
+  // KV bytes per token: one set per model, its value in its own category.
+  auto* kv = w.kv_bytes_chart()->series();
+  REQUIRE(kv->count() == 3);
+  CHECK(kv->barSets().at(2)->sum() == Approx(double(plan.kv_bytes_per_token_per_rank) / 1024.0));
+  CHECK(w.kv_bytes_chart()->categories().at(2).startsWith("llama-3.1-8b"));
+
+  // Decode throughput and TPOT against batch, and the bound of each point.
+  const auto steps = throughput_latency_curve(make_speed_context(llama, g, plan), 4096);
+  const auto tput = w.decode_chart()->throughput_series_for("llama-3.1-8b")->points();
+  const auto tpot = w.decode_chart()->tpot_series_for("llama-3.1-8b")->points();
+  REQUIRE(tput.size() == qsizetype(steps.size()));
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    CHECK(tput[qsizetype(i)].x() == Approx(std::log2(double(steps[i].batch))));
+    CHECK(tput[qsizetype(i)].y() == Approx(steps[i].tokens_per_s / 1e3));  // drawn in thousands
+    CHECK(tpot[qsizetype(i)].y() == Approx(steps[i].tpot_s * 1e3));
+  }
+  const auto marked =
+      w.decode_chart()->memory_bound_markers()->count() + w.decode_chart()->compute_bound_markers()->count();
+  std::size_t all_steps = 0;
+  for (const auto& r : w.model().results()) all_steps += r.decode.size();
+  CHECK(std::size_t(marked) == all_steps);
+  CHECK(w.decode_chart()->memory_bound_markers()->count() > 0);  // batch 1 decode is memory-bound
+  CHECK_THAT(w.decode_chart()->title().toStdString(), Catch::Contains("datasheet"));
+
+  // Speed context control.
+  select_combo_data(child<QComboBox>(w, "speedContext"), QString::number(32768));
+  const auto steps32 = throughput_latency_curve(make_speed_context(llama, g, plan), 32768);
+  CHECK(w.decode_chart()->throughput_series_for("llama-3.1-8b")->points().back().y() ==
+        Approx(steps32.back().tokens_per_s / 1e3));
+}
+
+TEST_CASE("a calibration file switches the speed view to calibrated, a bad one is shown", "[gui][dashboard]") {
+  DashboardWindow w;
+  CHECK_THAT(w.status_text().toStdString(), Catch::Contains("recomputed in"));
+  REQUIRE(w.load_calibration(KVCAP_TEST_DATA "/calibration-example.yaml"));
+  CHECK_THAT(w.decode_chart()->title().toStdString(), Catch::Contains("calibrated"));
+  CHECK_THAT(w.decode_chart()->title().toStdString(), !Catch::Contains("datasheet"));
+  CHECK_THAT(w.plan_command_text().toStdString(), Catch::Contains("--calibration"));
+  CHECK_FALSE(w.load_calibration(KVCAP_TEST_DATA "/bad_syntax.yaml"));
+  CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("bad_syntax.yaml:5:16"));
+  CHECK_THAT(w.decode_chart()->title().toStdString(), Catch::Contains("calibrated"));  // the good one stays
+}
+
+TEST_CASE("a simulation timeline draws KV utilisation per replica", "[gui][dashboard]") {
+  DashboardWindow w;
+  CHECK(w.kv_utilization_chart()->replica_series().empty());
+  REQUIRE(w.load_timeline(KVCAP_TEST_DATA "/timeline_small.csv"));
+  const auto& series = w.kv_utilization_chart()->replica_series();
+  REQUIRE(series.size() == 2);
+  REQUIRE(series[1]->count() == 4);
+  CHECK(series[1]->at(2) == QPointF(1.0, 100.0));
+  CHECK(series[0]->at(1).y() == Approx(24.0));
+  QTemporaryDir dir;
+  const QString bad = dir.filePath("bad.csv");
+  write_file(
+      bad,
+      "time_s,replica,running,waiting,kv_used_blocks,kv_total_blocks,kv_utilization,preemptions\n0,0,1,0,1,1,2,0\n");
+  CHECK_FALSE(w.load_timeline(bad));
+  CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("bad.csv:2: error: kv_utilization"));
+  CHECK(w.kv_utilization_chart()->replica_series().size() == 2);  // the good one stays
+}
+
+TEST_CASE("watched profile folder: a bad file shows file:line, an edit redraws", "[gui][dashboard]") {
+  DashboardWindow w;
+  QTemporaryDir dir;
+  REQUIRE(dir.isValid());
+  QFile::copy(KVCAP_TEST_DATA "/bad_fields.yaml", dir.filePath("bad_fields.yaml"));
+  std::string llama = profiles::builtin_text("models/llama-3.1-8b.yaml");
+  REQUIRE(!llama.empty());
+  auto replace = [](std::string s, const std::string& from, const std::string& to) {
+    const auto at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  llama = replace(llama, "name: \"llama-3.1-8b\"", "name: \"my-llama\"");
+  const QString mine = dir.filePath("my-llama.yaml");
+  write_file(mine, llama);
+
+  w.add_profile_folder(dir.path());
+  CHECK(w.error_panel()->isVisibleTo(&w));
+  CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("bad_fields.yaml:6:13: error: vocab_size"));
+  CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("bad_fields.yaml:10:3"));
+
+  // Select the folder's profile (keyed by its absolute path).
+  const std::string key = QFileInfo(mine).absoluteFilePath().toStdString();
+  DashboardSettings s = w.controls()->settings();
+  s.models = {key};
+  w.controls()->set_settings(s);
+  REQUIRE(w.concurrency_chart()->series_for(key) != nullptr);
+  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.num_gpus = 1;
+  check_series_against_planner(*w.concurrency_chart(), key, profiles::parse_model(llama, "x"), g, d);
+  const double before = y_at(w.concurrency_chart()->series_for(key), 32768);
+
+  // Edit: half the KV heads. The watcher re-reads the file and the chart follows the planner.
+  const std::string edited = replace(llama, "num_kv_heads: 8", "num_kv_heads: 4");
+  write_file(mine, edited);
+  REQUIRE(wait_for([&] { return y_at(w.concurrency_chart()->series_for(key), 32768) != before; }));
+  check_series_against_planner(*w.concurrency_chart(), key, profiles::parse_model(edited, "x"), g, d);
+  CHECK(y_at(w.concurrency_chart()->series_for(key), 32768) > 1.9 * before);
+
+  // Break it: the error appears with file:line, the curve empties, nothing crashes.
+  write_file(mine, replace(edited, "hidden_size: 4096", "hidden_size: [4096"));
+  REQUIRE(wait_for([&] { return w.error_panel()->text().contains("my-llama.yaml:"); }));
+  CHECK(w.concurrency_chart()->series_for(key)->points().isEmpty());
+  // Fix it again.
+  write_file(mine, edited);
+  REQUIRE(wait_for([&] { return !w.error_panel()->text().contains("my-llama.yaml:"); }));
+  CHECK(!w.concurrency_chart()->series_for(key)->points().isEmpty());
+}
+
+TEST_CASE("legend markers toggle their model", "[gui][dashboard]") {
+  DashboardWindow w;
+  w.resize(1200, 800);
+  w.show();  // legend items are visible only in a shown window
+  QCoreApplication::processEvents();
+  QLineSeries* s = w.concurrency_chart()->series_for("mistral-7b-v0.1");
+  QLineSeries* beyond = w.concurrency_chart()->beyond_series_for("mistral-7b-v0.1");
+  const auto markers = w.concurrency_chart()->chart()->legend()->markers(s);
+  REQUIRE(markers.size() == 1);
+  CHECK(markers[0]->isVisible());
+  emit markers[0]->clicked();
+  CHECK_FALSE(s->isVisible());
+  CHECK_FALSE(beyond->isVisible());
+  CHECK(markers[0]->isVisible());  // still there to switch it back on
+  // A redraw keeps the user's choice.
+  child<QDoubleSpinBox>(w, "gpuMemoryUtilization")->setValue(0.85);
+  CHECK_FALSE(w.concurrency_chart()->series_for("mistral-7b-v0.1")->isVisible());
+  emit markers[0]->clicked();
+  CHECK(s->isVisible());
+  CHECK(beyond->isVisible());
+}
+
+TEST_CASE("hovering a curve or a bar shows the exact planner values", "[gui][dashboard]") {
+  DashboardWindow w;
+  w.resize(1400, 900);
+  w.show();
+  QCoreApplication::processEvents();
+  const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
+  Deployment d;
+  d.num_gpus = 1;
+  const MemoryPlan plan = plan_memory(llama, profiles::resolve_gpu("h100-sxm"), d);
+  // Near 8K on the line: the tooltip snaps to the computed point.
+  emit w.concurrency_chart()->series_for("llama-3.1-8b")->hovered(QPointF(13.04, 60.0), true);
+  QCoreApplication::processEvents();
+  const std::string tip = QToolTip::text().toStdString();
+  CHECK_THAT(tip, Catch::Contains("llama-3.1-8b"));
+  CHECK_THAT(tip, Catch::Contains("8,192 tokens (8K)"));
+  CHECK_THAT(tip, Catch::Contains(QString::number(concurrency_at(llama, plan, 8192), 'f', 2).toStdString()));
+  emit w.concurrency_chart()->series_for("llama-3.1-8b")->hovered(QPointF(13.04, 60.0), false);
+  // The weights of the first model (top bar: last category).
+  const int last = int(w.memory_chart()->categories().size()) - 1;
+  emit w.memory_chart()->sets()[0]->hovered(true, last);
+  QCoreApplication::processEvents();
+  CHECK_THAT(
+      QToolTip::text().toStdString(),
+      Catch::Contains("weights: <b>" +
+                      QString::number(double(plan.stages[0].weights_bytes) / 1073741824.0, 'f', 2).toStdString() +
+                      " GiB</b>"));
+}
+
+TEST_CASE("copied kvcap plan command lines parse back to the same deployment", "[gui][dashboard]") {
+  DashboardWindow w;
+  child<QSpinBox>(w, "tensorParallelSize")->setValue(2);
+  child<QSpinBox>(w, "numGpus")->setValue(8);
+  select_combo_data(child<QComboBox>(w, "kvCacheDtype"), "fp8");
+  select_combo_data(child<QComboBox>(w, "quantization"), "fp8");
+  child<QDoubleSpinBox>(w, "gpuMemoryUtilization")->setValue(0.85);
+  select_combo_data(child<QComboBox>(w, "blockSize"), "32");
+  child<QSpinBox>(w, "maxNumBatchedTokens")->setValue(4096);
+  child<QSpinBox>(w, "sharedPrefixTokens")->setValue(512);
+  select_combo_data(child<QComboBox>(w, "gpu"), "h200");
+  w.copy_plan_command();
+  const QString text = QApplication::clipboard()->text();
+  CHECK(text == w.plan_command_text());
+  const QStringList lines = text.split('\n');
+  REQUIRE(lines.size() == 3);
+  const Deployment want = w.controls()->settings().deployment;
+  for (const QString& line : lines) {
+    INFO(line.toStdString());
+    std::vector<std::string> args;
+    for (const QString& a : line.split(' ', Qt::SkipEmptyParts)) args.push_back(a.toStdString());
+    REQUIRE(args.size() > 2);
+    CHECK(args[0] == "kvcap");
+    CHECK(args[1] == "plan");
+    args.erase(args.begin(), args.begin() + 2);
+    const auto vm = cli::parse(args, cli::deployment_options());
+    CHECK(vm["gpu"].as<std::string>() == "h200");
+    const Deployment got = cli::deployment_from(vm);
+    CHECK(plan_memory(profiles::resolve_model(vm["model"].as<std::string>()), profiles::resolve_gpu("h200"), got)
+              .cluster_kv_capacity_tokens ==
+          plan_memory(profiles::resolve_model(vm["model"].as<std::string>()), profiles::resolve_gpu("h200"), want)
+              .cluster_kv_capacity_tokens);
+    CHECK(got.num_gpus == want.num_gpus);
+    CHECK(got.tensor_parallel_size == want.tensor_parallel_size);
+    CHECK(got.pipeline_parallel_size == want.pipeline_parallel_size);
+    CHECK(got.gpu_memory_utilization == want.gpu_memory_utilization);
+    CHECK(got.quantization == want.quantization);
+    CHECK(got.kv_cache_dtype == want.kv_cache_dtype);
+    CHECK(got.block_size == want.block_size);
+    CHECK(got.max_num_batched_tokens == want.max_num_batched_tokens);
+    CHECK(got.shared_prefix_tokens == want.shared_prefix_tokens);
+  }
+  CHECK(
+      lines[0].toStdString() ==
+      "kvcap plan --model llama-3.1-8b --gpu h200 --num-gpus 8 --tensor-parallel-size 2 --gpu-memory-utilization 0.85 "
+      "--quantization fp8 --kv-cache-dtype fp8 --block-size 32 --max-num-batched-tokens 4096 --shared-prefix-tokens "
+      "512");
+}
+
+TEST_CASE("exports: PNG and SVG of the main chart, CSV of its data, a screenshot of the window", "[gui][export]") {
+  DashboardWindow w;
+  QTemporaryDir dir;
+  const QImage shot = w.screenshot(QSize(1000, 640));
+  CHECK(shot.size() == QSize(1000, 640));
+  int non_white = 0;
+  for (int y = 0; y < shot.height(); y += 4)
+    for (int x = 0; x < shot.width(); x += 4) non_white += shot.pixel(x, y) != qRgb(255, 255, 255);
+  CHECK(non_white > 1000);
+
+  w.export_main_chart(dir.filePath("c.png"));
+  const QImage png(dir.filePath("c.png"));
+  CHECK(!png.isNull());
+  CHECK(png.size() == w.concurrency_chart()->size());
+  w.export_main_chart(dir.filePath("c.svg"));
+  const std::string svg = read_file(dir.filePath("c.svg").toStdString());
+  CHECK_THAT(svg, Catch::Contains("<svg"));
+  CHECK_THAT(svg, Catch::Contains("</svg>"));
+  CHECK_THROWS_AS(w.export_main_chart(dir.filePath("c.jpg")), std::invalid_argument);
+
+  w.export_main_csv(dir.filePath("c.csv"));
+  const std::string csv = read_file(dir.filePath("c.csv").toStdString());
+  CHECK(csv.rfind("model,gpu,num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,context_tokens,"
+                  "max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n",
+                  0) == 0);
+  const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
+  Deployment d;
+  d.num_gpus = 1;
+  const double want = concurrency_at(llama, plan_memory(llama, profiles::resolve_gpu("h100-sxm"), d), 32768);
+  std::ostringstream row;
+  row << "llama-3.1-8b,h100-sxm,1,1,1,1,32768," << want << "," << want << ",0\n";
+  CHECK_THAT(csv, Catch::Contains(row.str()));
+}
+
+TEST_CASE("recomputing the dashboard takes milliseconds", "[gui][timing]") {
+  DashboardWindow w;
+  const int n = 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) w.model().recompute();  // planner + every chart redraw
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+  WARN("recompute + redraw of 3 models: " << ms << " ms (planner alone: " << w.model().last_recompute_ms() << " ms)");
+  CHECK(ms < 500);  // generous: shared CI cores; measured a few ms
+}
