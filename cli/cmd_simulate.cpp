@@ -24,12 +24,6 @@ namespace kvcap::cli {
 
 namespace {
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t");
-  const auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> r;
   std::size_t start = 0;

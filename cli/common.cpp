@@ -7,15 +7,17 @@
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "kvcap/profiles/units.hpp"
 
 namespace kvcap::cli {
 
-namespace {
 std::string trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t");
   const auto e = s.find_last_not_of(" \t");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
+
+namespace {
 
 // Splits "12.5GiB" into number and suffix; throws UsageError naming the flag.
 std::pair<double, std::string> number_and_unit(const std::string& in, const std::string& flag, const char* expected) {
@@ -31,17 +33,9 @@ std::pair<double, std::string> number_and_unit(const std::string& in, const std:
 
 std::int64_t parse_tokens(const std::string& in, const std::string& flag) {
   auto [v, unit] = number_and_unit(in, flag, "a token count such as 4096, 32K or 1M");
-  double mult = 1;
-  if (unit == "k") mult = 1e3;
-  else if (unit == "m") mult = 1e6;
-  else if (unit == "g") mult = 1e9;
-  else if (unit == "K") mult = 1024;
-  else if (unit == "M") mult = 1024.0 * 1024;
-  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
-  else if (!unit.empty())
-    throw UsageError(flag + ": unknown unit '" + unit + "' in '" + in +
-                     "'; use K/M/G (x1024, as vLLM) or k/m/g (x1000)");
-  const double t = v * mult;
+  const auto mult = profiles::token_unit_multiplier(unit);
+  if (!mult) throw UsageError(flag + ": unknown unit '" + unit + "' in '" + in + "'; " + profiles::kTokenUnitsHelp);
+  const double t = v * *mult;
   if (t < 1 || t != std::floor(t) || t > 9.0e15)
     throw UsageError(flag + ": expected a whole number of tokens >= 1, got '" + in + "'");
   return static_cast<std::int64_t>(t);
@@ -49,15 +43,9 @@ std::int64_t parse_tokens(const std::string& in, const std::string& flag) {
 
 std::uint64_t parse_bytes(const std::string& in, const std::string& flag) {
   auto [v, unit] = number_and_unit(in, flag, "a size such as 40GiB, 80GB or 42949672960");
-  double mult = 1;
-  const std::pair<const char*, double> units[] = {
-      {"B", 1},       {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-      {"KB", 1e3},    {"MB", 1e6},     {"GB", 1e9},        {"TB", 1e12},          {"", 1}};
-  bool ok = false;
-  for (const auto& [name, m] : units)
-    if (unit == name) mult = m, ok = true;
-  if (!ok) throw UsageError(flag + ": unknown unit '" + unit + "'; use B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal)");
-  const double b = std::floor(v * mult);
+  const auto mult = profiles::byte_unit_multiplier(unit);
+  if (!mult) throw UsageError(flag + ": unknown unit '" + unit + "'; " + profiles::kByteUnitsHelp);
+  const double b = std::floor(v * *mult);
   if (v < 0 || b > 1.8e19) throw UsageError(flag + ": expected a size between 0 and 2^64 bytes, got '" + in + "'");
   return static_cast<std::uint64_t>(b);
 }
@@ -78,13 +66,10 @@ std::vector<std::int64_t> parse_token_list(const std::string& s, const std::stri
 
 double parse_seconds(const std::string& in, const std::string& flag) {
   auto [v, unit] = number_and_unit(in, flag, "a duration such as 2s, 50ms or 0.05");
-  double mult = 1;
-  if (unit == "ms") mult = 1e-3;
-  else if (unit == "us") mult = 1e-6;
-  else if (unit == "min") mult = 60;
-  else if (unit != "s" && !unit.empty()) throw UsageError(flag + ": unknown unit '" + unit + "'; use s, ms, us or min");
+  const auto mult = profiles::seconds_unit_multiplier(unit);
+  if (!mult) throw UsageError(flag + ": unknown unit '" + unit + "'; " + profiles::kSecondsUnitsHelp);
   if (!(v > 0)) throw UsageError(flag + ": expected a positive duration, got '" + in + "'");
-  return v * mult;
+  return v * *mult;
 }
 
 DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&)) {

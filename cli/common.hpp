@@ -23,6 +23,8 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// `s` without leading and trailing blanks and tabs.
+std::string trim(const std::string& s);
 /// Token counts as vLLM reads them (--max-model-len): lowercase k/m/g are decimal (1k = 1000),
 /// uppercase K/M/G binary (1K = 1024).
 std::int64_t parse_tokens(const std::string& s, const std::string& flag);

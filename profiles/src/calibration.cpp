@@ -103,7 +103,10 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
   try {
     validate(cal);
   } catch (const SpecError& e) {
-    c.error(root, e.field(), e.reason());
+    // Fields are named "calibration.decode.t0_s"; the file's keys start below "calibration".
+    const std::string prefix = "calibration.";
+    const std::string field = e.field().rfind(prefix, 0) == 0 ? e.field().substr(prefix.size()) : e.field();
+    error_at_field(c, root, field, e.reason());
     c.throw_if_any();
   }
   return cal;

@@ -74,19 +74,7 @@ void planner_check(Ctx& c, const YAML::Node& root, const std::function<void()>& 
   try {
     f();
   } catch (const SpecError& e) {
-    // Point at the deepest key that exists.
-    YAML::Node at = root;
-    std::string path = e.field();
-    std::size_t start = 0;
-    while (true) {
-      const auto dot = path.find('.', start);
-      const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      if (!at.IsMap() || !at[part].IsDefined()) break;
-      at = at[part];
-      if (dot == std::string::npos) break;
-      start = dot + 1;
-    }
-    c.error(at, e.field(), e.reason());
+    error_at_field(c, root, e.field(), e.reason());
   }
 }
 

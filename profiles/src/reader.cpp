@@ -59,6 +59,21 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 
 namespace detail {
 
+void error_at_field(Ctx& c, const YAML::Node& root, const std::string& field, const std::string& message) {
+  const std::string path = field.substr(0, field.find('['));
+  YAML::Node at = root;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at.IsMap() || !at[part].IsDefined()) break;
+    at.reset(at[part]);  // reset, not operator=: assigning a Node writes through to the tree in yaml-cpp
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  c.error(at, field, message);
+}
+
 void Ctx::error_at(const YAML::Mark& m, const std::string& key_path, const std::string& message) {
   // A list of a million wrong values must not print a million lines: stop after kMaxDiagnostics.
   if (diags.size() > kMaxDiagnostics) return;
@@ -333,52 +348,6 @@ std::optional<std::vector<std::string>> get_string_list(Ctx& c, const YAML::Node
     r.push_back(n[i].Scalar());
   }
   return r;
-}
-
-namespace {
-// "12.5" + unit; nullopt unless the whole text is a finite number followed by an optional unit.
-std::optional<std::pair<double, std::string>> number_unit(const std::string& in) {
-  std::size_t b = 0, e = in.size();
-  while (b < e && (in[b] == ' ' || in[b] == '\t')) ++b;
-  while (e > b && (in[e - 1] == ' ' || in[e - 1] == '\t')) --e;
-  const std::string s = in.substr(b, e - b);
-  if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
-  std::string unit(end);
-  while (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
-  return std::make_pair(v, unit);
-}
-}  // namespace
-
-std::optional<std::int64_t> parse_token_text(const std::string& s) {
-  auto nu = number_unit(s);
-  if (!nu) return std::nullopt;
-  const auto& [v, unit] = *nu;
-  double mult = 1;
-  if (unit == "k") mult = 1e3;
-  else if (unit == "m") mult = 1e6;
-  else if (unit == "g") mult = 1e9;
-  else if (unit == "K") mult = 1024;
-  else if (unit == "M") mult = 1024.0 * 1024;
-  else if (unit == "G") mult = 1024.0 * 1024 * 1024;
-  else if (!unit.empty()) return std::nullopt;
-  const double t = v * mult;
-  if (t != std::floor(t) || t > 9.0e18) return std::nullopt;
-  return static_cast<std::int64_t>(t);
-}
-
-std::optional<double> parse_seconds_text(const std::string& s) {
-  auto nu = number_unit(s);
-  if (!nu) return std::nullopt;
-  const auto& [v, unit] = *nu;
-  if (unit.empty() || unit == "s") return v;
-  if (unit == "ms") return v * 1e-3;
-  if (unit == "us") return v * 1e-6;
-  if (unit == "min") return v * 60;
-  return std::nullopt;
 }
 
 std::optional<std::int64_t> get_tokens(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kvcap/profiles/diagnostics.hpp"
+#include "kvcap/profiles/units.hpp"
 
 namespace kvcap::profiles::detail {
 
@@ -34,6 +35,9 @@ YAML::Node parse_text(Ctx& c, const std::string& text);
 std::optional<std::string> read_file(Ctx& c, const std::string& path);
 
 std::string join(const std::string& path, const std::string& key);
+/// A planner check's failure (SpecError field "attention.num_kv_heads", "prompt_tokens.max") as a diagnostic
+/// at the deepest key of that path that exists in `root` (list indices are not followed).
+void error_at_field(Ctx& c, const YAML::Node& root, const std::string& field, const std::string& message);
 /// Each key of `map` must be in `allowed`; unknown keys get a did-you-mean suggestion.
 void check_keys(Ctx& c, const YAML::Node& map, const std::string& path, const std::vector<std::string>& allowed);
 /// `map[key]` must be a mapping (or absent when !required).
@@ -55,10 +59,6 @@ std::optional<std::int64_t> get_tokens(Ctx& c, const YAML::Node& map, const std:
 /// A duration in seconds: a number, or a string with a unit ("40ms", "800us", "1.5s").
 std::optional<double> get_seconds(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
                                   bool required, double max = 1e9);
-/// Token text ("32K") to a count; nullopt when malformed.
-std::optional<std::int64_t> parse_token_text(const std::string& s);
-/// Duration text ("40ms") to seconds; nullopt when malformed.
-std::optional<double> parse_seconds_text(const std::string& s);
 /// A scalar read as text for custom parsing (null or absent: nullopt).
 bool present(const YAML::Node& map, const char* key);
 
