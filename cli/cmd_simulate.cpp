@@ -24,25 +24,6 @@ namespace kvcap::cli {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> r;
-  std::size_t start = 0;
-  while (true) {
-    const auto p = s.find(sep, start);
-    r.push_back(trim(s.substr(start, p == std::string::npos ? std::string::npos : p - start)));
-    if (p == std::string::npos) break;
-    start = p + 1;
-  }
-  return r;
-}
-
-double parse_number(const std::string& s, const std::string& flag, const char* what) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(v)) throw UsageError(flag + ": expected " + what + ", got '" + s + "'");
-  return v;
-}
-
 /// --prompt-tokens / --output-tokens:
 ///   N                                   fixed (N may be 1K, 2k, ...)
 ///   uniform:MIN-MAX                     integers in [MIN, MAX]
@@ -60,11 +41,11 @@ LengthDistribution parse_length(const std::string& spec, const std::string& flag
     d = LengthDistribution::uniform_tokens(parse_tokens(rest.substr(0, dash), flag), parse_tokens(rest.substr(dash + 1), flag));
   } else if (kind == "lognormal") {
     d = LengthDistribution::lognormal_tokens(0, -1);
-    for (const auto& kv : split(rest, ',')) {
+    for (const auto& kv : split_list(rest, ',', true)) {
       const auto eq = kv.find('=');
       const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
       if (k == "mean") d.lognormal_mean_tokens = static_cast<double>(parse_tokens(v, flag + " mean"));
-      else if (k == "sigma") d.sigma = parse_number(v, flag + " sigma", "a number such as 0.9");
+      else if (k == "sigma") d.sigma = parse_real(v, flag + " sigma", "a number such as 0.9");
       else if (k == "min") d.min_tokens = parse_tokens(v, flag + " min");
       else if (k == "max") d.max_tokens = parse_tokens(v, flag + " max");
       else throw UsageError(flag + ": unknown lognormal parameter '" + k + "' in '" + spec + "'" + help);
@@ -73,10 +54,10 @@ LengthDistribution parse_length(const std::string& spec, const std::string& flag
   } else if (kind == "empirical") {
     std::vector<i64> values;
     std::vector<double> weights;
-    for (const auto& item : split(rest, ',')) {
+    for (const auto& item : split_list(rest, ',', true)) {
       const auto at = item.find('@');
       values.push_back(parse_tokens(item.substr(0, at), flag));
-      if (at != std::string::npos) weights.push_back(parse_number(item.substr(at + 1), flag, "a weight such as 0.3"));
+      if (at != std::string::npos) weights.push_back(parse_real(item.substr(at + 1), flag, "a weight such as 0.3"));
     }
     if (!weights.empty() && weights.size() != values.size())
       throw UsageError(flag + ": give a weight for every value or for none, in '" + spec + "'" + help);
@@ -478,8 +459,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
         throw UsageError(e.what());
       }
     }
-    to.speedup = parse_number(str("trace-speedup"), "--trace-speedup", "a positive number such as 2");
-    if (!(to.speedup > 0)) throw UsageError("--trace-speedup: expected a positive number, got '" + str("trace-speedup") + "'");
+    to.speedup = parse_real(str("trace-speedup"), "--trace-speedup", "a positive number such as 2", kPositive);
     sim::Trace t;
     try {
       t = sim::read_trace_csv(str("trace"), to);
@@ -511,7 +491,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       w.name = "flags";
       if (!vm.count("prompt-tokens") || !vm.count("output-tokens"))
         throw UsageError("--rate needs --prompt-tokens and --output-tokens");
-      w.arrival.rate_per_s = parse_number(str("rate"), "--rate", "arrivals per second such as 4.5");
+      w.arrival.rate_per_s = parse_real(str("rate"), "--rate", "arrivals per second such as 4.5");
       if (!(w.arrival.rate_per_s > 0)) throw UsageError("--rate: expected a positive number of arrivals per second");
       const std::string a = str("arrival");
       if (a == "poisson") w.arrival.kind = ArrivalProcess::Kind::poisson;
@@ -520,7 +500,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
       else throw UsageError("--arrival: expected poisson, gamma or fixed, got '" + a + "'");
       if (vm.count("cv")) {
         if (w.arrival.kind != ArrivalProcess::Kind::gamma) throw UsageError("--cv applies to --arrival gamma only");
-        w.arrival.cv = parse_number(str("cv"), "--cv", "a coefficient of variation such as 2");
+        w.arrival.cv = parse_real(str("cv"), "--cv", "a coefficient of variation such as 2");
       } else if (w.arrival.kind == ArrivalProcess::Kind::gamma) {
         throw UsageError("--arrival gamma needs --cv (the gaps' coefficient of variation; 1 is Poisson)");
       }

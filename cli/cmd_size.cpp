@@ -15,29 +15,6 @@ namespace kvcap::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> r;
-  std::size_t start = 0;
-  while (true) {
-    const auto comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) r.push_back(item.substr(b, e - b + 1));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return r;
-}
-
-double parse_positive(const std::string& s, const std::string& flag, const char* expected) {
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || !(v > 0))
-    throw UsageError(flag + ": expected " + expected + ", got '" + s + "'");
-  return v;
-}
-
 /// "90", "p90", "99.9" -> 0.90, 0.90, 0.999.
 double parse_percentile(const std::string& in, const std::string& flag) {
   std::string s = in;
@@ -199,7 +176,7 @@ int cmd_size(const std::vector<std::string>& args) {
   if (vm.count("rate") && vm.count("concurrent-users"))
     throw UsageError("--rate and --concurrent-users: give one (open loop: a rate; closed loop: a number of users)");
   if (vm.count("rate")) {
-    w.arrival_rate_per_s = parse_positive(str("rate"), "--rate", "a positive number of requests per second such as 10 or 0.5");
+    w.arrival_rate_per_s = parse_real(str("rate"), "--rate", "a positive number of requests per second such as 10 or 0.5", kPositive);
     w.concurrent_users = 0;
     if (!spec) w.arrival_scv = 1;
   } else if (vm.count("concurrent-users")) {
@@ -231,12 +208,7 @@ int cmd_size(const std::vector<std::string>& args) {
       if (eq == std::string::npos || eq == 0)
         throw UsageError("--price: expected GPU=USD_PER_GPU_HOUR items such as h100-sxm=2.5, got '" + item + "'");
       const std::string g = item.substr(0, eq);
-      errno = 0;
-      char* end = nullptr;
-      const std::string v = item.substr(eq + 1);
-      const double usd = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(usd) || usd < 0)
-        throw UsageError("--price: expected a price >= 0 in USD per GPU-hour for '" + g + "', got '" + v + "'");
+      const double usd = parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
       bool found = false;
       for (auto& gs : s.gpus)
         if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
@@ -257,13 +229,7 @@ int cmd_size(const std::vector<std::string>& args) {
   s.max_pp = parse_int(str("max-pp"), "--max-pp", 1);
   s.max_gpus_per_replica = parse_int(str("max-gpus-per-replica"), "--max-gpus-per-replica", 1);
   s.max_gpus = parse_int(str("max-gpus"), "--max-gpus", 1);
-  {
-    const std::string u = str("gpu-memory-utilization");
-    char* end = nullptr;
-    s.base.gpu_memory_utilization = std::strtod(u.c_str(), &end);
-    if (u.empty() || *end != '\0' || !(s.base.gpu_memory_utilization > 0 && s.base.gpu_memory_utilization <= 1))
-      throw UsageError("--gpu-memory-utilization: expected a fraction in (0, 1], got '" + u + "'");
-  }
+  s.base.gpu_memory_utilization = parse_real(str("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
   s.base.dtype = parse_dtype_flag(str("dtype"), "--dtype", [](const DTypeInfo& i) { return i.activation_ok; });
   s.base.block_size = parse_int(str("block-size"), "--block-size", 1);
   if (vm.count("max-model-len")) s.base.max_model_len = parse_tokens(str("max-model-len"), "--max-model-len");

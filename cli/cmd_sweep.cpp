@@ -9,23 +9,6 @@
 
 namespace kvcap::cli {
 
-namespace {
-std::vector<std::string> split_names(const std::string& s, const std::string& flag) {
-  std::vector<std::string> r;
-  std::size_t start = 0;
-  while (true) {
-    const auto comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) r.push_back(item.substr(b, e - b + 1));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (r.empty()) throw UsageError(flag + ": expected a comma-separated list, got '" + s + "'");
-  return r;
-}
-}  // namespace
-
 int cmd_sweep(const std::vector<std::string>& args) {
   auto desc = deployment_options(false);
   po::options_description grid("Grid");
@@ -58,17 +41,17 @@ int cmd_sweep(const std::vector<std::string>& args) {
   const Deployment base = deployment_from(vm);
   const auto contexts = parse_token_list(vm["contexts"].as<std::string>(), "--contexts");
   std::vector<i64> batches;
-  for (const auto& b : split_names(vm["batches"].as<std::string>(), "--batches")) batches.push_back(parse_int(b, "--batches", 1));
+  for (const auto& b : parse_name_list(vm["batches"].as<std::string>(), "--batches")) batches.push_back(parse_int(b, "--batches", 1));
   std::vector<i64> tps{base.tensor_parallel_size};
   if (vm.count("tensor-parallel-sizes")) {
     tps.clear();
-    for (const auto& t : split_names(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes"))
+    for (const auto& t : parse_name_list(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes"))
       tps.push_back(parse_int(t, "--tensor-parallel-sizes", 1));
   }
   std::vector<ModelSpec> models;
-  for (const auto& m : split_names(vm["models"].as<std::string>(), "--models")) models.push_back(profiles::resolve_model(m));
+  for (const auto& m : parse_name_list(vm["models"].as<std::string>(), "--models")) models.push_back(profiles::resolve_model(m));
   std::vector<GpuSpec> gpus;
-  for (const auto& g : split_names(vm["gpus"].as<std::string>(), "--gpus")) gpus.push_back(profiles::resolve_gpu(g));
+  for (const auto& g : parse_name_list(vm["gpus"].as<std::string>(), "--gpus")) gpus.push_back(profiles::resolve_gpu(g));
   // A calibration measures one device: it applies only when the grid has exactly one GPU type.
   if (vm.count("calibration") && gpus.size() != 1)
     throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +

@@ -50,16 +50,28 @@ std::uint64_t parse_bytes(const std::string& in, const std::string& flag) {
   return static_cast<std::uint64_t>(b);
 }
 
+std::vector<std::string> split_list(const std::string& s, char sep, bool keep_empty) {
+  std::vector<std::string> r;
+  std::size_t start = 0;
+  while (true) {
+    const auto p = s.find(sep, start);
+    std::string item = trim(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (keep_empty || !item.empty()) r.push_back(std::move(item));
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return r;
+}
+
+std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag) {
+  auto r = split_list(s);
+  if (r.empty()) throw UsageError(flag + ": expected a comma-separated list, got '" + s + "'");
+  return r;
+}
+
 std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& flag) {
   std::vector<std::int64_t> r;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const auto comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!trim(item).empty()) r.push_back(parse_tokens(item, flag));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  for (const auto& item : split_list(s)) r.push_back(parse_tokens(item, flag));
   if (r.empty()) throw UsageError(flag + ": expected a comma-separated list of token counts, e.g. 1K,32K,128K");
   return r;
 }
@@ -120,6 +132,15 @@ SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m,
   return make_speed_context(m, g, plan, SpeedOptions{}, calibration_from(vm));
 }
 
+double parse_real(const std::string& s, const std::string& flag, const std::string& expected, double lo, double hi) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < lo || v > hi)
+    throw UsageError(flag + ": expected " + expected + ", got '" + s + "'");
+  return v;
+}
+
 std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min) {
   errno = 0;
   char* end = nullptr;
@@ -135,13 +156,7 @@ Deployment deployment_from(const po::variables_map& vm) {
   if (vm.count("num-gpus")) d.num_gpus = parse_int(str("num-gpus"), "--num-gpus", 1);
   d.tensor_parallel_size = parse_int(str("tensor-parallel-size"), "--tensor-parallel-size", 1);
   d.pipeline_parallel_size = parse_int(str("pipeline-parallel-size"), "--pipeline-parallel-size", 1);
-  {
-    const std::string u = str("gpu-memory-utilization");
-    char* end = nullptr;
-    d.gpu_memory_utilization = std::strtod(u.c_str(), &end);
-    if (u.empty() || *end != '\0' || !(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
-      throw UsageError("--gpu-memory-utilization: expected a fraction in (0, 1], got '" + u + "'");
-  }
+  d.gpu_memory_utilization = parse_real(str("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
   d.dtype = parse_dtype_flag(str("dtype"), "--dtype", [](const DTypeInfo& i) { return i.activation_ok; });
   d.quantization = parse_dtype_flag(str("quantization"), "--quantization", [](const DTypeInfo& i) { return i.weights_ok; });
   d.kv_cache_dtype = parse_dtype_flag(str("kv-cache-dtype"), "--kv-cache-dtype", [](const DTypeInfo& i) { return i.kv_ok; });
@@ -151,14 +166,8 @@ Deployment deployment_from(const po::variables_map& vm) {
     d.max_num_batched_tokens = parse_tokens(str("max-num-batched-tokens"), "--max-num-batched-tokens");
   if (vm.count("max-num-seqs")) d.max_num_seqs = parse_int(str("max-num-seqs"), "--max-num-seqs", 1);
   if (vm.count("kv-cache-memory")) {
-    const std::string s = str("kv-cache-memory");
-    std::size_t start = 0;
-    while (true) {
-      const auto comma = s.find(',', start);
-      d.kv_cache_memory_bytes.push_back(parse_bytes(s.substr(start, comma - start), "--kv-cache-memory"));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
+    for (const auto& item : split_list(str("kv-cache-memory"), ',', true))
+      d.kv_cache_memory_bytes.push_back(parse_bytes(item, "--kv-cache-memory"));
   }
   if (vm.count("activation-peak-memory")) d.activation_peak_bytes = parse_bytes(str("activation-peak-memory"), "--activation-peak-memory");
   if (vm.count("non-torch-memory")) d.non_torch_bytes = parse_bytes(str("non-torch-memory"), "--non-torch-memory");

@@ -25,6 +25,10 @@ class UsageError : public std::runtime_error {
 
 /// `s` without leading and trailing blanks and tabs.
 std::string trim(const std::string& s);
+/// "a, b,,c" -> {"a", "b", "c"}: items trimmed; empty items dropped unless keep_empty.
+std::vector<std::string> split_list(const std::string& s, char sep = ',', bool keep_empty = false);
+/// A comma-separated list of names (models, GPUs); UsageError naming `flag` when it has none.
+std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag);
 /// Token counts as vLLM reads them (--max-model-len): lowercase k/m/g are decimal (1k = 1000),
 /// uppercase K/M/G binary (1K = 1024).
 std::int64_t parse_tokens(const std::string& s, const std::string& flag);
@@ -32,6 +36,11 @@ std::int64_t parse_tokens(const std::string& s, const std::string& flag);
 std::uint64_t parse_bytes(const std::string& s, const std::string& flag);
 /// A comma-separated list of token counts, e.g. "1K,4K,32K,128K".
 std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& flag);
+/// A finite real number in [lo, hi]; otherwise UsageError "flag: expected <expected>, got 's'".
+double parse_real(const std::string& s, const std::string& flag, const std::string& expected,
+                  double lo = -1.7976931348623157e308, double hi = 1.7976931348623157e308);
+/// Smallest positive double, for "> 0" ranges of parse_real.
+inline constexpr double kPositive = 4.9406564584124654e-324;
 /// A plain integer >= min (counts of GPUs, requests).
 std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min);
 /// A duration: "2s", "50ms", "800us", or plain seconds.
