@@ -113,10 +113,7 @@ Calibration parse_calibration(const std::string& text, const std::string& file) 
 }
 
 Calibration load_calibration_file(const std::string& path) {
-  Ctx c{path, {}};
-  auto text = read_file(c, path);
-  c.throw_if_any();
-  return parse_calibration(*text, path);
+  return load_with(path, parse_calibration);
 }
 
 }  // namespace kvcap::profiles

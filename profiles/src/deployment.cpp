@@ -147,10 +147,7 @@ DeploymentProfile parse_deployment(const std::string& text, const std::string& f
 }
 
 DeploymentProfile load_deployment_file(const std::string& path) {
-  Ctx c{path, {}};
-  auto text = read_file(c, path);
-  c.throw_if_any();
-  return parse_deployment(*text, path);
+  return load_with(path, parse_deployment);
 }
 
 namespace {

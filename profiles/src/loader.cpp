@@ -236,26 +236,15 @@ ModelSpec parse_model(const std::string& text, const std::string& file) {
 }
 
 GpuSpec parse_gpu(const std::string& text, const std::string& file) {
-  Ctx c{file, {}};
-  const YAML::Node root = parse_text(c, text);
-  c.throw_if_any();
-  GpuSpec g = gpu_from_yaml(c, root);
-  c.throw_if_any();
-  return g;
+  return parse_with(text, file, gpu_from_yaml);
 }
 
 ModelSpec load_model_file(const std::string& path) {
-  Ctx c{path, {}};
-  auto text = read_file(c, path);
-  c.throw_if_any();
-  return parse_model(*text, path);
+  return load_with(path, parse_model);
 }
 
 GpuSpec load_gpu_file(const std::string& path) {
-  Ctx c{path, {}};
-  auto text = read_file(c, path);
-  c.throw_if_any();
-  return parse_gpu(*text, path);
+  return load_with(path, parse_gpu);
 }
 
 namespace {

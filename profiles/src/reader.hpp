@@ -59,6 +59,25 @@ std::optional<std::int64_t> get_tokens(Ctx& c, const YAML::Node& map, const std:
 /// A duration in seconds: a number, or a string with a unit ("40ms", "800us", "1.5s").
 std::optional<double> get_seconds(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
                                   bool required, double max = 1e9);
+/// Parses `text` and reads the tree with `read(ctx, root)`; throws ProfileError with every diagnostic.
+template <class Read>
+auto parse_with(const std::string& text, const std::string& file, Read read) {
+  Ctx c{file, {}};
+  const YAML::Node root = parse_text(c, text);
+  c.throw_if_any();
+  auto value = read(c, root);
+  c.throw_if_any();
+  return value;
+}
+/// Reads the file at `path` (missing, unreadable, binary or oversized files are located errors) and
+/// hands its text to `parse(text, path)`.
+template <class Parse>
+auto load_with(const std::string& path, Parse parse) {
+  Ctx c{path, {}};
+  auto text = read_file(c, path);
+  c.throw_if_any();
+  return parse(*text, path);
+}
 /// A scalar read as text for custom parsing (null or absent: nullopt).
 bool present(const YAML::Node& map, const char* key);
 

@@ -342,19 +342,11 @@ void measure(const Promise& p, const ResolvedProfile& rp, const DeploymentProfil
 }  // namespace
 
 Requirements parse_requirements(const std::string& text, const std::string& file) {
-  Ctx c{file, {}};
-  const YAML::Node root = parse_text(c, text);
-  c.throw_if_any();
-  Requirements r = requirements_from_yaml(c, root);
-  c.throw_if_any();
-  return r;
+  return parse_with(text, file, requirements_from_yaml);
 }
 
 Requirements load_requirements_file(const std::string& path) {
-  Ctx c{path, {}};
-  auto text = read_file(c, path);
-  c.throw_if_any();
-  return parse_requirements(*text, path);
+  return load_with(path, parse_requirements);
 }
 
 std::vector<PromiseResult> evaluate(const Requirements& r, const ProfileIndex* index) {

@@ -217,19 +217,11 @@ WorkloadSpec workload_from_yaml(Ctx& c, const YAML::Node& root) {
 }  // namespace
 
 WorkloadSpec parse_workload(const std::string& text, const std::string& file) {
-  Ctx c{file, {}};
-  const YAML::Node root = parse_text(c, text);
-  c.throw_if_any();
-  WorkloadSpec w = workload_from_yaml(c, root);
-  c.throw_if_any();
-  return w;
+  return parse_with(text, file, workload_from_yaml);
 }
 
 WorkloadSpec load_workload_file(const std::string& path) {
-  Ctx c{path, {}};
-  auto text = read_file(c, path);
-  c.throw_if_any();
-  return parse_workload(*text, path);
+  return load_with(path, parse_workload);
 }
 
 }  // namespace kvcap::profiles
