@@ -13,3 +13,6 @@ echo
 "$kvcap" plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --max-model-len 32K --contexts 4K,32K,128K
 echo
 echo "kvcap is at $kvcap  (try: $kvcap --help)"
+gui="${KVCAP_BUILD_DIR:-$root/build}/gui/kvcap-gui"
+[[ -x "$gui" ]] && echo "the dashboard is at $gui  (without a display: $gui --screenshot dashboard.png)"
+exit 0
