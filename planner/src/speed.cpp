@@ -373,6 +373,11 @@ PrefillResult prefill(const SpeedContext& c, i64 prompt_tokens) {
   PrefillResult r;
   r.prompt_tokens = prompt_tokens;
   r.chunk_tokens = c.plan.dep.max_num_batched_tokens;
+  // One breakdown is kept per chunk: bound the count so an absurd prompt / token budget is a clear error,
+  // not minutes of work and gigabytes of chunks.
+  if (prompt_tokens / r.chunk_tokens > kMaxPrefillChunks)
+    throw SpecError("prompt_tokens", "needs more than " + std::to_string(kMaxPrefillChunks) +
+                                         " prefill chunks of max_num_batched_tokens " + std::to_string(r.chunk_tokens));
   for (i64 a = 0; a < prompt_tokens; a += r.chunk_tokens) {
     const i64 n = std::min(r.chunk_tokens, prompt_tokens - a);
     const std::vector<Seq> chunk{Seq{a, n, 1, a + n == prompt_tokens}};

@@ -47,7 +47,6 @@ const MetricInfo& metric_info(Metric m) {
 }
 const std::vector<std::string> kParams = {"context_tokens", "batch", "prompt_tokens", "tpot_target_s"};
 constexpr std::int64_t kMaxBatch = 10'000'000;
-constexpr std::int64_t kMaxPrefillChunks = 100'000;  // prompt / max_num_batched_tokens: bounds the prefill loop
 }  // namespace
 
 std::string_view to_string(Metric m) { return metric_info(m).name; }
@@ -318,10 +317,6 @@ void measure(const Promise& p, const ResolvedProfile& rp, const DeploymentProfil
     case Metric::ttft_s: {
       const i64 prompt = *p.prompt_tokens;
       check_context_len(plan.dep, prompt, "prompt_tokens");
-      if (prompt / plan.dep.max_num_batched_tokens > kMaxPrefillChunks)
-        throw SpecError("prompt_tokens", "needs more than " + std::to_string(kMaxPrefillChunks) +
-                                             " prefill chunks of max_num_batched_tokens " +
-                                             std::to_string(plan.dep.max_num_batched_tokens));
       const SpeedContext ctx = make_speed_context(m, rp.gpu, plan);
       const PrefillResult pr = prefill(ctx, prompt);
       out.measured = pr.ttft_s;

@@ -345,3 +345,12 @@ TEST_CASE("predictions against vLLM serving measurements of Llama 3.1 and Mixtra
     CHECK(pred / r.e2e_ms - 1 == Approx(r.err).margin(0.01));
   }
 }
+
+TEST_CASE("prefill refuses a prompt needing more than kMaxPrefillChunks chunks", "[speed][prefill][errors]") {
+  Deployment d;
+  d.max_model_len = 1 << 20;
+  d.max_num_batched_tokens = 8;  // 2^20 / 8 = 131,072 chunks
+  const auto c = make_speed_context(builtin("llama-3.1-8b"), gpu("h100-sxm"), d);
+  CHECK_THROWS_AS(prefill(c, 1 << 20), SpecError);
+  CHECK(prefill(c, 8 * kMaxPrefillChunks).chunks.size() == static_cast<std::size_t>(kMaxPrefillChunks));
+}

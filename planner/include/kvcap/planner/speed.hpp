@@ -101,6 +101,9 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, const Depl
 SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan plan, SpeedOptions o = {},
                                 std::optional<Calibration> c = std::nullopt);
 
+/// prefill() refuses prompts needing more chunks of max_num_batched_tokens than this (SpecError "prompt_tokens").
+inline constexpr i64 kMaxPrefillChunks = 100'000;
+
 /// Expected distinct experts activated when `tokens` tokens each pick top-k of E experts uniformly:
 /// E x (1 - (1 - k/E)^tokens).
 double expected_active_experts(i64 num_experts, i64 top_k, double tokens);
