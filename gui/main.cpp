@@ -55,18 +55,36 @@ kvcap::DType dtype(const QString& flag, const QString& v, bool (*accept)(const k
   return *d;
 }
 
-bool wants_screenshot(int argc, char** argv) {
+bool has_flag(int argc, char** argv, const char* flag) {
+  const std::size_t n = std::strlen(flag);
   for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) return true;
+    if (std::strcmp(argv[i], flag) == 0 || (std::strncmp(argv[i], flag, n) == 0 && argv[i][n] == '=')) return true;
   return false;
+}
+
+// Whether this run needs no window: a screenshot, or only text (help, version).
+bool needs_no_window(int argc, char** argv) {
+  return has_flag(argc, argv, "--screenshot") || has_flag(argc, argv, "--help") || has_flag(argc, argv, "-h") ||
+         has_flag(argc, argv, "--help-all") || has_flag(argc, argv, "--version") || has_flag(argc, argv, "-v");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A screenshot needs no display: render offscreen unless the caller chose a platform.
-  if (wants_screenshot(argc, argv) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-    qputenv("QT_QPA_PLATFORM", "offscreen");
+  // A screenshot, --help and --version need no display: render offscreen unless the caller chose a platform.
+  // A window needs one: say so plainly instead of letting Qt abort.
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    if (needs_no_window(argc, argv)) {
+      qputenv("QT_QPA_PLATFORM", "offscreen");
+    } else if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+      std::fprintf(stderr,
+                   "kvcap-gui: error: no display (neither DISPLAY nor WAYLAND_DISPLAY is set).\n"
+                   "  Run it under a virtual display: xvfb-run %s ...   (scripts/install-deps.sh --xvfb)\n"
+                   "  or render it offscreen:         %s --screenshot dashboard.png\n",
+                   argv[0], argv[0]);
+      return 1;
+    }
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("kvcap-gui"));
   QApplication::setApplicationVersion(QStringLiteral(KVCAP_VERSION));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kvcap needs, only those missing; as root, or through sudo.
 # Usage: scripts/install-deps.sh [--gui] [--xvfb] [--fuzz]
-#   --gui: Qt 6 Widgets/Charts/Svg for kvcap-gui and `kvcap plot` (their tests run offscreen, no X server)
+#   --gui: Qt 6 Widgets/Charts/Svg for kvcap-gui and `kvcap plot` (their tests run offscreen, no X server).
+#          Qt6Charts' CMake package requires Qt6OpenGL (libqt6opengl6-dev), which qt6-charts-dev does not pull in.
 #   --xvfb: a virtual X server, to look at kvcap-gui on a machine without a display (xvfb-run build/gui/kvcap-gui)
 #   --fuzz: clang and libFuzzer for scripts/fuzz.sh
 set -euo pipefail
@@ -10,7 +11,7 @@ if [[ " $* " == *" --fuzz "* ]]; then
   pkgs+=(clang-14 libclang-rt-14-dev)
 fi
 if [[ " $* " == *" --gui "* ]]; then
-  pkgs+=(qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev)
+  pkgs+=(qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev)
 fi
 if [[ " $* " == *" --xvfb "* ]]; then
   pkgs+=(xvfb xauth)

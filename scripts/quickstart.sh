@@ -5,7 +5,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh" --gui
-"$root/scripts/build.sh" -DKVCAP_BUILD_TESTS=OFF -DKVCAP_BUILD_BENCH=OFF >/dev/null
+log=$(mktemp)
+if ! "$root/scripts/build.sh" -DKVCAP_WITH_GUI=ON -DKVCAP_BUILD_TESTS=OFF -DKVCAP_BUILD_BENCH=OFF >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "quickstart: the build failed (whole log: $log)" >&2
+  exit 1
+fi
+rm -f "$log"
 kvcap="${KVCAP_BUILD_DIR:-$root/build}/cli/kvcap"
 echo
 "$kvcap" compare
@@ -14,5 +20,5 @@ echo
 echo
 echo "kvcap is at $kvcap  (try: $kvcap --help)"
 gui="${KVCAP_BUILD_DIR:-$root/build}/gui/kvcap-gui"
-[[ -x "$gui" ]] && echo "the dashboard is at $gui  (without a display: $gui --screenshot dashboard.png)"
+echo "the dashboard is at $gui  (without a display: $gui --screenshot dashboard.png, or xvfb-run $gui)"
 exit 0
