@@ -12,6 +12,7 @@
 #include "common.hpp"
 #include "format.hpp"
 #include "junit.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/profiles/requirements.hpp"
 
 namespace kvcap::cli {
@@ -60,6 +61,62 @@ struct FileResult {
   std::vector<profiles::PromiseResult> results;
   std::string load_error;  ///< the file itself could not be read (diagnostics, one per line)
 };
+
+std::string summary_line(std::size_t passed, std::size_t failed, std::size_t errors, std::size_t invalid_files) {
+  const std::size_t n = passed + failed + errors;
+  std::string s = "kvcap check: " + std::to_string(n) + " promise" + (n == 1 ? "" : "s") + ", " + std::to_string(passed) +
+                  " passed, " + std::to_string(failed) + " failed";
+  if (errors) s += ", " + std::to_string(errors) + " could not be evaluated";
+  if (invalid_files)
+    s += "; " + std::to_string(invalid_files) + " requirements file" + (invalid_files == 1 ? " is" : "s are") + " invalid";
+  return s;
+}
+
+// People: every text that came from a file (names, paths, messages) goes through escape::terminal_*, so a
+// name cannot move the cursor, recolour the terminal or start a line with a CI workflow command.
+void report_table(std::ostream& o, const std::vector<FileResult>& files, const std::string& summary) {
+  using escape::terminal_lines;
+  using escape::terminal_text;
+  for (const auto& fr : files) {
+    o << "kvcap check " << terminal_text(fr.file) << (fr.name != fr.file ? " (" + terminal_text(fr.name) + ")" : "") << "\n";
+    if (!fr.load_error.empty()) {
+      o << terminal_lines(fr.load_error) << "\n";
+      continue;
+    }
+    for (const auto& r : fr.results) {
+      o << "  " << (r.passed ? "PASS " : r.error ? "ERROR" : "FAIL ") << "  " << terminal_text(r.name) << "\n"
+        << "         " << terminal_text(r.deployment) << "\n"
+        << "         " << terminal_text(r.metric) << ": " << terminal_text(verdict(r)) << "\n";
+      if (!r.error && !r.detail.empty()) o << "         (" << terminal_text(r.detail) << ")\n";
+    }
+  }
+  // Broken promises again in the compiler format, so CI annotators point at the line.
+  for (const auto& fr : files)
+    for (const auto& r : fr.results)
+      if (!r.passed)
+        o << terminal_text(location(r.at)) << ": error: promise '" << terminal_text(r.name) << "' "
+          << (r.error ? "" : "broken: ") << terminal_text(verdict(r)) << "\n";
+  o << summary << "\n";
+}
+
+// GitHub Actions annotations, as kvcap validate --format github: one ::error per broken promise or invalid file.
+void report_github(std::ostream& o, const std::vector<FileResult>& files, const std::string& summary) {
+  using escape::gh_data;
+  using escape::gh_property;
+  for (const auto& fr : files) {
+    if (!fr.load_error.empty())
+      o << "::error file=" << gh_property(fr.file) << ",title=" << gh_property("kvcap check") << "::"
+        << gh_data(fr.load_error) << "\n";
+    for (const auto& r : fr.results) {
+      if (r.passed) continue;
+      o << "::error file=" << gh_property(r.at.file);
+      if (r.at.line > 0) o << ",line=" << r.at.line << ",col=" << (r.at.column > 0 ? r.at.column : 1);
+      o << ",title=" << gh_property("kvcap check: promise '" + r.name + "'") << "::"
+        << gh_data(std::string(r.error ? "" : "broken: ") + verdict(r) + "; deployment: " + r.deployment) << "\n";
+    }
+  }
+  o << escape::terminal_text(summary) << "\n";
+}
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args) {
@@ -68,13 +125,13 @@ int cmd_check(const std::vector<std::string>& args) {
     ("requirements", po::value<std::vector<std::string>>(), "requirement files (kind: requirements)")
     ("junit", po::value<std::string>(), "also write JUnit XML here (one testcase per promise)")
     ("profiles", po::value<std::vector<std::string>>(), "folder of model/GPU/deployment profiles that promises may name (repeatable)")
-    ("format,f", po::value<std::string>()->default_value("table"), "table (people) or json (programs)")
+    ("format,f", po::value<std::string>()->default_value("table"), "table (people), json (programs) or github (Actions annotations)")
     ("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("requirements", -1);
   const auto vm = parse(args, desc, &pos);
   if (vm.count("help")) {
-    print_help("kvcap check REQUIREMENTS.yaml... [--junit out.xml] [--format table|json] [--profiles DIR]",
+    print_help("kvcap check REQUIREMENTS.yaml... [--junit out.xml] [--format table|json|github] [--profiles DIR]",
                "Evaluates each promise of the requirement files (concurrency_at, kv_capacity_tokens, fits, max_model_len,\n"
                "tpot_s, ttft_s, decode_tokens_per_s, max_batch_at_tpot) with kvcap's memory and speed models and prints\n"
                "pass/fail with the measured value, the target and the margin. Exit code 0: every promise holds; 1: a\n"
@@ -87,7 +144,8 @@ int cmd_check(const std::vector<std::string>& args) {
   }
   if (!vm.count("requirements")) throw UsageError("give a requirements file, e.g. kvcap check profiles/examples/requirements.yaml");
   const std::string fmt = vm["format"].as<std::string>();
-  if (fmt != "table" && fmt != "json") throw UsageError("--format: expected table or json, got '" + fmt + "'");
+  if (fmt != "table" && fmt != "json" && fmt != "github")
+    throw UsageError("--format: expected table, json or github, got '" + fmt + "'");
   profiles::ProfileIndex index;
   const bool use_index = vm.count("profiles") > 0;
   if (use_index) {
@@ -152,31 +210,10 @@ int cmd_check(const std::vector<std::string>& args) {
       j["files"].push_back(jf);
     }
     std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+  } else if (fmt == "github") {
+    report_github(std::cout, files, summary_line(passed, failed, errors, invalid_files));
   } else {
-    for (const auto& fr : files) {
-      std::cout << "kvcap check " << fr.file << (fr.name != fr.file ? " (" + fr.name + ")" : "") << "\n";
-      if (!fr.load_error.empty()) {
-        std::cout << fr.load_error << "\n";
-        continue;
-      }
-      for (const auto& r : fr.results) {
-        std::cout << "  " << (r.passed ? "PASS " : r.error ? "ERROR" : "FAIL ") << "  " << r.name << "\n"
-                  << "         " << r.deployment << "\n"
-                  << "         " << r.metric << ": " << verdict(r) << "\n";
-        if (!r.error && !r.detail.empty()) std::cout << "         (" << r.detail << ")\n";
-      }
-    }
-    // Broken promises again in the compiler format, so CI annotators point at the line.
-    for (const auto& fr : files)
-      for (const auto& r : fr.results)
-        if (!r.passed)
-          std::cout << location(r.at) << ": error: promise '" << r.name << "' " << (r.error ? "" : "broken: ")
-                    << verdict(r) << "\n";
-    std::cout << "kvcap check: " << passed + failed + errors << " promise" << (passed + failed + errors == 1 ? "" : "s")
-              << ", " << passed << " passed, " << failed << " failed";
-    if (errors) std::cout << ", " << errors << " could not be evaluated";
-    if (invalid_files) std::cout << "; " << invalid_files << " requirements file" << (invalid_files == 1 ? " is" : "s are") << " invalid";
-    std::cout << "\n";
+    report_table(std::cout, files, summary_line(passed, failed, errors, invalid_files));
   }
 
   if (junit.is_open()) {

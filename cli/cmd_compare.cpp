@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "format.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "report.hpp"
 
@@ -25,9 +26,9 @@ Target parse_target(const std::string& s) {
   std::string rest = s.substr(at + 1);
   const auto x = rest.find('x');
   if (x != std::string::npos && x > 0 && rest.find_first_not_of("0123456789") == x) {
-    t.tp = std::stoll(rest.substr(0, x));
+    t.tp = parse_int(rest.substr(0, x), "--deploy (GPU count in '" + s + "')", 1, kMaxGpuCount);
+    if (t.tp > kMaxGpuCount) throw UsageError("--deploy: at most " + std::to_string(kMaxGpuCount) + " GPUs, got '" + s + "'");
     rest = rest.substr(x + 1);
-    if (t.tp < 1) throw UsageError("--deploy: GPU count must be >= 1 in '" + s + "'");
   }
   t.gpu = rest;
   return t;
@@ -67,7 +68,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   const auto contexts = vm.count("contexts") ? parse_token_list(vm["contexts"].as<std::string>(), "--contexts") : default_contexts();
   const Deployment base = deployment_from(vm);
 
-  struct Row { Target t; ModelSpec m; GpuSpec g; MemoryPlan p; };
+  struct Row { Target t; ModelSpec m; GpuSpec g; MemoryPlan p; std::vector<Finding> findings; };
   std::vector<Row> rows;
   for (const auto& t : targets) {
     Deployment d = base;
@@ -75,26 +76,38 @@ int cmd_compare(const std::vector<std::string>& args) {
     ModelSpec m = profiles::resolve_model(t.model);
     GpuSpec g = profiles::resolve_gpu(t.gpu);
     MemoryPlan p = plan_memory(m, g, d, contexts);
-    rows.push_back({t, std::move(m), std::move(g), std::move(p)});
+    auto findings = check_memory_plan(g, p);
+    rows.push_back({t, std::move(m), std::move(g), std::move(p), std::move(findings)});
   }
+  // The plausibility policy, as in kvcap plan: findings on stderr after the report, exit 3 when a deployment
+  // would not start.
+  std::vector<Finding> all;
+  const auto finish = [&] {
+    std::cout.flush();
+    for (const auto& r : rows) {
+      print_findings("compare", r.findings, r.t.spec);
+      all.insert(all.end(), r.findings.begin(), r.findings.end());
+    }
+    return exit_code(all);
+  };
 
   if (fmt == Format::json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : rows) {
-      auto e = plan_json(r.m, r.g, r.p);
+      auto e = plan_json(r.m, r.g, r.p, r.findings);
       e["deploy"] = r.t.spec;
       j.push_back(e);
     }
-    std::cout << j.dump(2) << "\n";
-    return 0;
+    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    return finish();
   }
   if (fmt == Format::csv) {
     std::cout << "deploy,model,gpu,num_gpus,context_tokens,max_concurrency\n";
     for (const auto& r : rows)
       for (const auto& c : r.p.curve)
-        std::cout << r.t.spec << "," << r.m.name << "," << r.g.name << "," << r.p.dep.d.num_gpus << "," << c.context_tokens
+        std::cout << escape::csv_field(r.t.spec) << "," << escape::csv_field(r.m.name) << "," << escape::csv_field(r.g.name) << "," << r.p.dep.d.num_gpus << "," << c.context_tokens
                   << "," << c.max_concurrency << "\n";
-    return 0;
+    return finish();
   }
   std::cout << "Maximum concurrent requests per replica, by context length (vLLM V1 semantics; weights "
             << "and KV in each model's dtype unless set)\n\n";
@@ -105,7 +118,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::cout << "\n";
   int i = 0;
   for (const auto& r : rows) {
-    std::string name = r.t.spec;
+    std::string name = escape::terminal_text(r.t.spec);
     if (name.size() > 32) name = name.substr(0, 31) + "~";
     std::string kv = human_bytes(static_cast<double>(r.p.kv_bytes_per_token_per_rank));
     const std::string cap = grouped(r.p.kv_capacity_tokens);
@@ -120,8 +133,8 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::cout << "\nBelow 1.0 a single request of that length does not fit. Details: kvcap plan --model M --gpu G ...\n";
   for (const auto& r : rows)
     for (const auto& w : r.p.warnings)
-      if (w.find("no memory left") != std::string::npos) std::cout << "warning: " << r.t.spec << ": " << w << "\n";
-  return 0;
+      if (w.find("no memory left") != std::string::npos) std::cout << "warning: " << escape::terminal_text(r.t.spec) << ": " << escape::terminal_text(w) << "\n";
+  return finish();
 }
 
 }  // namespace kvcap::cli

@@ -43,12 +43,18 @@ int cmd_plan(const std::vector<std::string>& args) {
   const ModelSpec model = profiles::resolve_model(vm["model"].as<std::string>());
   const GpuSpec gpu = profiles::resolve_gpu(vm["gpu"].as<std::string>());
   const MemoryPlan plan = plan_memory(model, gpu, dep, contexts);
+  // The plausibility policy (planner/plausibility.hpp): would vLLM start, does the batch fit.
+  std::vector<Finding> findings = check_memory_plan(gpu, plan);
   std::optional<RequestEstimate> speed;
   if (vm.count("batch") || vm.count("prompt-tokens") || vm.count("output-tokens") || vm.count("calibration")) {
     const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
     const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
     const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
-    speed = estimate_request(speed_context_from(vm, model, gpu, plan), batch, prompt, output);
+    speed = estimate_request(speed_context_from(vm, model, gpu, plan, &findings), batch, prompt, output);
+    if (plan.fits()) {
+      const auto more = check_batch(model, plan, batch, prompt, output);
+      findings.insert(findings.end(), more.begin(), more.end());
+    }
   }
   switch (fmt) {
     case Format::table:
@@ -56,14 +62,16 @@ int cmd_plan(const std::vector<std::string>& args) {
       if (speed) report_speed_table(std::cout, *speed);
       break;
     case Format::json: {
-      auto j = plan_json(model, gpu, plan);
+      auto j = plan_json(model, gpu, plan, findings);
       if (speed) j["speed"] = speed_json(*speed);
-      std::cout << j.dump(2) << "\n";
+      std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
       break;
     }
     case Format::csv: report_plan_csv(std::cout, plan); break;
   }
-  return 0;
+  std::cout.flush();
+  print_findings("plan", findings);
+  return exit_code(findings);
 }
 
 }  // namespace kvcap::cli

@@ -1,69 +1,47 @@
-// kvcap plot: the dashboard's main chart (maximum concurrency vs context length, several models on one
-// deployment) rendered to PNG or SVG without a display, by the same code as kvcap-gui (kvcap::charts).
-#include <cctype>
+// kvcap plot: rendering needs Qt, which kvcap does not link (issue 12: front ends as thin shells). The chart is
+// drawn by kvcap-plot, built in gui/ with the dashboard; this subcommand runs it with the same arguments:
+// next to this executable (an install), in the build tree's gui/ folder, then on PATH.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "common.hpp"
-#include "kvcap/gui/plot.hpp"
 
 namespace kvcap::cli {
 
 namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  if (s.size() < suffix.size()) return false;
-  for (std::size_t i = 0; i < suffix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
-  return true;
+std::vector<std::string> plot_candidates() {
+  std::vector<std::string> r;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    r.push_back((self.parent_path() / "kvcap-plot").string());
+    r.push_back((self.parent_path().parent_path() / "gui" / "kvcap-plot").string());
+  }
+#ifdef KVCAP_PLOT_BUILD_PATH
+  r.push_back(KVCAP_PLOT_BUILD_PATH);
+#endif
+  return r;
 }
 }  // namespace
 
 int cmd_plot(const std::vector<std::string>& args) {
-  auto desc = deployment_options(false);
-  po::options_description own("Plot");
-  std::string defaults;
-  for (const auto& m : gui::default_plot_models()) defaults += (defaults.empty() ? "" : ",") + m;
-  own.add_options()
-    ("models", po::value<std::string>()->default_value(defaults), "comma-separated models: built-in names, YAML profiles or config.json files")
-    ("gpu,g", po::value<std::string>()->default_value("h100-sxm"), "GPU: built-in name or YAML profile")
-    ("out,o", po::value<std::string>(), "output file: .png or .svg (required)")
-    ("size", po::value<std::string>()->default_value("1200x750"), "image size in pixels, WIDTHxHEIGHT")
-    ("title", po::value<std::string>(), "chart title (default: names the deployment)")
-    ("help,h", "show this help");
-  desc.add(own);
-  const auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    print_help("kvcap plot --out chart.png|chart.svg [--models A,B,...] [--gpu G] [options]",
-               "Maximum concurrent requests (log scale) against context length (1K..1M, log scale) for several models\n"
-               "on one deployment: the main chart of kvcap-gui, rendered without a display. Solid up to each model's\n"
-               "max_model_len, dashed beyond; the dotted line is one request.",
-               desc,
-               "  kvcap plot --out concurrency.png\n"
-               "  kvcap plot --models llama-3.1-70b,mixtral-8x7b,deepseek-v3 --gpu h200 --num-gpus 8 \\\n"
-               "             --tensor-parallel-size 8 --kv-cache-dtype fp8 --out h200.svg --size 1600x900");
-    return 0;
-  }
-  if (!vm.count("out")) throw UsageError("--out is required (a .png or .svg file name)");
-  const std::string out = vm["out"].as<std::string>();
-  if (!ends_with(out, ".png") && !ends_with(out, ".svg"))
-    throw UsageError("--out: expected a file name ending in .png or .svg, got '" + out + "'");
-  const std::string size = vm["size"].as<std::string>();
-  const auto x = size.find('x');
-  if (x == std::string::npos) throw UsageError("--size: expected WIDTHxHEIGHT such as 1200x750, got '" + size + "'");
-  const auto w = parse_int(size.substr(0, x), "--size (width)", 100);
-  const auto h = parse_int(size.substr(x + 1), "--size (height)", 100);
-  if (w > 20000 || h > 20000) throw UsageError("--size: at most 20000x20000 pixels, got '" + size + "'");
-
-  gui::PlotRequest req;
-  req.models = split_list(vm["models"].as<std::string>());
-  if (req.models.empty()) throw UsageError("--models: expected a comma-separated list of models");
-  req.gpu = vm["gpu"].as<std::string>();
-  req.deployment = deployment_from(vm);
-  if (vm.count("title")) req.title = vm["title"].as<std::string>();
-  gui::render_main_chart(req, out, static_cast<int>(w), static_cast<int>(h));
-  std::cout << "wrote " << out << " (" << w << "x" << h << "): ";
-  for (std::size_t i = 0; i < req.models.size(); ++i) std::cout << (i ? ", " : "") << req.models[i];
-  std::cout << " on " << req.gpu << "\n";
-  return 0;
+  std::vector<std::string> argv_s = {"kvcap-plot"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  for (const auto& path : plot_candidates())
+    if (::access(path.c_str(), X_OK) == 0) ::execv(path.c_str(), argv.data());
+  ::execvp("kvcap-plot", argv.data());  // returns only when not found on PATH either
+  std::cerr << "kvcap plot: error: the chart renderer kvcap-plot was not found (" << std::strerror(errno) << ").\n"
+            << "kvcap links no Qt; kvcap-plot is built with the dashboard (cmake -DKVCAP_WITH_GUI=ON) as\n"
+            << "build/gui/kvcap-plot and installed next to kvcap. Run it directly: kvcap-plot --out chart.png\n";
+  return 1;
 }
 
 }  // namespace kvcap::cli

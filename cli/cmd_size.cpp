@@ -241,7 +241,7 @@ int cmd_size(const std::vector<std::string>& args) {
     if (s.gpus.size() != 1)
       throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
                        std::to_string(s.gpus.size()) + ")");
-    s.calibration = calibration_from(vm);
+    s.calibration = calibration_from(vm, s.gpus.front());
   }
   const i64 top = parse_int(str("top"), "--top", 0);
   const bool explain = vm.count("explain") > 0;

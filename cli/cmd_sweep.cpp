@@ -56,7 +56,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
   if (vm.count("calibration") && gpus.size() != 1)
     throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
                      std::to_string(gpus.size()) + ")");
-  const auto calibration = calibration_from(vm);
+  const auto calibration = calibration_from(vm, gpus.front());
 
   SweepWriter out(std::cout, fmt == Format::json);
   std::size_t skipped = 0, series = 0;

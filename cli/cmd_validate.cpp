@@ -4,32 +4,14 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/profiles/validate.hpp"
 
 namespace kvcap::cli {
 
 namespace {
-// GitHub Actions workflow commands: data escapes % CR LF; property values also : and ,
-// (actions/toolkit packages/core/src/command.ts escapeData / escapeProperty).
-std::string gh_data(const std::string& s) {
-  std::string r;
-  for (char ch : s) {
-    if (ch == '%') r += "%25";
-    else if (ch == '\r') r += "%0D";
-    else if (ch == '\n') r += "%0A";
-    else r += ch;
-  }
-  return r;
-}
-std::string gh_property(const std::string& s) {
-  std::string r;
-  for (char ch : gh_data(s)) {
-    if (ch == ':') r += "%3A";
-    else if (ch == ',') r += "%2C";
-    else r += ch;
-  }
-  return r;
-}
+using escape::gh_data;
+using escape::gh_property;
 
 std::string summary(const profiles::ValidationReport& r) {
   int bad_files = 0;
@@ -91,10 +73,10 @@ int cmd_validate(const std::vector<std::string>& args) {
       std::cout << ",title=" << gh_property("kvcap validate") << "::"
                 << gh_data((d.key_path.empty() ? "" : d.key_path + ": ") + d.message) << "\n";
     }
-    std::cout << summary(report) << "\n";
+    std::cout << escape::terminal_text(summary(report)) << "\n";
   } else {
-    for (const auto& d : report.diagnostics) std::cout << d.format() << "\n";
-    std::cout << summary(report) << "\n";
+    for (const auto& d : report.diagnostics) std::cout << escape::terminal_text(d.format()) << "\n";
+    std::cout << escape::terminal_text(summary(report)) << "\n";
   }
   return report.ok() ? 0 : 1;
 }

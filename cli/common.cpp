@@ -3,8 +3,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <new>
 #include <iostream>
 
+#include "kvcap/escape.hpp"
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/units.hpp"
@@ -77,11 +80,17 @@ std::vector<std::int64_t> parse_token_list(const std::string& s, const std::stri
 }
 
 double parse_seconds(const std::string& in, const std::string& flag) {
-  auto [v, unit] = number_and_unit(in, flag, "a duration such as 2s, 50ms or 0.05");
+  auto [v, unit] = number_and_unit(in, flag, "a duration with a unit such as 2s, 50ms or 800us");
+  // A bare number is ambiguous (is --tpot 40 forty seconds or forty milliseconds?): a unit is required.
+  if (unit.empty())
+    throw UsageError(flag + ": '" + in + "' has no unit; write " + trim(in) + "ms or " + trim(in) +
+                     "s (a bare number is ambiguous)");
   const auto mult = profiles::seconds_unit_multiplier(unit);
   if (!mult) throw UsageError(flag + ": unknown unit '" + unit + "'; " + profiles::kSecondsUnitsHelp);
   if (!(v > 0)) throw UsageError(flag + ": expected a positive duration, got '" + in + "'");
-  return v * *mult;
+  const double s = v * *mult;
+  if (!(s <= 3.2e9)) throw UsageError(flag + ": at most 100 years, got '" + in + "'");
+  return s;
 }
 
 DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&)) {
@@ -119,17 +128,38 @@ po::options_description deployment_options(bool with_model_gpu) {
 po::options_description speed_options() {
   po::options_description d("Speed model");
   d.add_options()
-    ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency");
+    ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency")
+    ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)");
   return d;
 }
 
-std::optional<Calibration> calibration_from(const po::variables_map& vm) {
+std::optional<Calibration> calibration_from(const po::variables_map& vm, const GpuSpec& g, std::vector<Finding>* findings) {
   if (!vm.count("calibration")) return std::nullopt;
-  return profiles::load_calibration_file(vm["calibration"].as<std::string>());
+  auto cal = profiles::load_calibration_file(vm["calibration"].as<std::string>());
+  auto found = check_calibration(cal, g, vm.count("calibration-force") > 0);
+  for (const auto& f : found)
+    if (f.level == Finding::Level::error) throw FindingError(f);
+  if (findings) findings->insert(findings->end(), found.begin(), found.end());
+  else print_findings("", found);
+  return cal;
 }
 
-SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan) {
-  return make_speed_context(m, g, plan, SpeedOptions{}, calibration_from(vm));
+SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan,
+                                std::vector<Finding>* findings) {
+  return make_speed_context(m, g, plan, SpeedOptions{}, calibration_from(vm, g, findings));
+}
+
+void print_findings(const std::string& cmd, const std::vector<Finding>& findings, const std::string& context) {
+  for (const auto& f : findings)
+    std::cerr << (cmd.empty() ? "kvcap" : "kvcap " + cmd) << ": "
+              << escape::terminal_text((context.empty() ? "" : context + ": ") + to_string(f)) << "\n";
+}
+
+nlohmann::ordered_json findings_json(const std::vector<Finding>& findings) {
+  auto j = nlohmann::ordered_json::array();
+  for (const auto& f : findings)
+    j.push_back({{"code", f.code}, {"level", f.level == Finding::Level::error ? "error" : "warning"}, {"message", f.message}});
+  return j;
 }
 
 double parse_real(const std::string& s, const std::string& flag, const std::string& expected, double lo, double hi) {
@@ -141,21 +171,24 @@ double parse_real(const std::string& s, const std::string& flag, const std::stri
   return v;
 }
 
-std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min) {
+std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min, std::int64_t max) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || errno == ERANGE || v < min)
-    throw UsageError(flag + ": expected an integer >= " + std::to_string(min) + ", got '" + s + "'");
+  const std::string range = max == std::numeric_limits<std::int64_t>::max()
+                                ? ">= " + std::to_string(min)
+                                : "between " + std::to_string(min) + " and " + std::to_string(max);
+  if (s.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+    throw UsageError(flag + ": expected an integer " + range + ", got '" + s + "'");
   return v;
 }
 
 Deployment deployment_from(const po::variables_map& vm) {
   Deployment d;
   auto str = [&](const char* k) { return vm[k].as<std::string>(); };
-  if (vm.count("num-gpus")) d.num_gpus = parse_int(str("num-gpus"), "--num-gpus", 1);
-  d.tensor_parallel_size = parse_int(str("tensor-parallel-size"), "--tensor-parallel-size", 1);
-  d.pipeline_parallel_size = parse_int(str("pipeline-parallel-size"), "--pipeline-parallel-size", 1);
+  if (vm.count("num-gpus")) d.num_gpus = parse_int(str("num-gpus"), "--num-gpus", 1, kMaxGpuCount);
+  d.tensor_parallel_size = parse_int(str("tensor-parallel-size"), "--tensor-parallel-size", 1, kMaxGpuCount);
+  d.pipeline_parallel_size = parse_int(str("pipeline-parallel-size"), "--pipeline-parallel-size", 1, kMaxGpuCount);
   d.gpu_memory_utilization = parse_real(str("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
   d.dtype = parse_dtype_flag(str("dtype"), "--dtype", [](const DTypeInfo& i) { return i.activation_ok; });
   d.quantization = parse_dtype_flag(str("quantization"), "--quantization", [](const DTypeInfo& i) { return i.weights_ok; });
@@ -164,7 +197,7 @@ Deployment deployment_from(const po::variables_map& vm) {
   if (vm.count("max-model-len")) d.max_model_len = parse_tokens(str("max-model-len"), "--max-model-len");
   if (vm.count("max-num-batched-tokens"))
     d.max_num_batched_tokens = parse_tokens(str("max-num-batched-tokens"), "--max-num-batched-tokens");
-  if (vm.count("max-num-seqs")) d.max_num_seqs = parse_int(str("max-num-seqs"), "--max-num-seqs", 1);
+  if (vm.count("max-num-seqs")) d.max_num_seqs = parse_int(str("max-num-seqs"), "--max-num-seqs", 1, 1'000'000'000);
   if (vm.count("kv-cache-memory")) {
     for (const auto& item : split_list(str("kv-cache-memory"), ',', true))
       d.kv_cache_memory_bytes.push_back(parse_bytes(item, "--kv-cache-memory"));
@@ -209,11 +242,36 @@ const std::vector<Subcommand>& subcommands() {
 #ifdef KVCAP_HAVE_KERNELS
       {"calibrate", "measure this GPU (or CPU) with the microkernels and write calibration.yaml", cmd_calibrate},
 #endif
-#ifdef KVCAP_HAVE_CHARTS
-      {"plot", "render concurrency vs context for several models to a PNG or SVG file", cmd_plot},
-#endif
+      {"plot", "render concurrency vs context for several models to a PNG or SVG file (runs kvcap-plot)", cmd_plot},
   };
   return s;
+}
+
+int run_guarded(const std::string& name, const std::function<int()>& run) {
+  try {
+    return run();
+  } catch (const UsageError& e) {
+    std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what()) << "\n(see: kvcap " << name << " --help)\n";
+    return kExitUsage;
+  } catch (const FindingError& e) {
+    print_findings(name, {e.finding});
+    return e.finding.exit_code;
+  } catch (const profiles::ProfileError& e) {
+    std::cerr << escape::terminal_lines(e.what()) << "\n";
+    return kExitFailed;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The OS's words, without the library's "filesystem error:" prefix, naming the path.
+    std::cerr << "kvcap " << name << ": error: " << escape::terminal_text(e.path1().string()) << ": "
+              << e.code().message() << "\n";
+    return kExitFailed;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kvcap " << name << ": error: out of memory (the input asks for more work or data than this "
+              << "machine can hold; reduce it)\n";
+    return kExitFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what()) << "\n";
+    return kExitFailed;
+  }
 }
 
 int run_main(int argc, char** argv) {
@@ -234,27 +292,8 @@ int run_main(int argc, char** argv) {
   }
   const std::string name = args[0];
   args.erase(args.begin());
-  for (const auto& c : subcommands()) {
-    if (c.name != name) continue;
-    try {
-      return c.run(args);
-    } catch (const UsageError& e) {
-      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n(see: kvcap " << name << " --help)\n";
-      return 2;
-    } catch (const profiles::ProfileError& e) {
-      std::cerr << e.what() << "\n";
-      return 1;
-    } catch (const SpecError& e) {
-      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n";
-      return 1;
-    } catch (const OverflowError& e) {
-      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n";
-      return 1;
-    } catch (const std::exception& e) {
-      std::cerr << "kvcap " << name << ": error: " << e.what() << "\n";
-      return 1;
-    }
-  }
+  for (const auto& c : subcommands())
+    if (c.name == name) return run_guarded(name, [&] { return c.run(args); });
   std::cerr << "kvcap: unknown command '" << name << "'\n";
   std::vector<std::string> names;
   for (const auto& c : subcommands()) names.push_back(c.name);

@@ -5,12 +5,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
 
 namespace kvcap::cli {
@@ -41,9 +45,12 @@ double parse_real(const std::string& s, const std::string& flag, const std::stri
                   double lo = -1.7976931348623157e308, double hi = 1.7976931348623157e308);
 /// Smallest positive double, for "> 0" ranges of parse_real.
 inline constexpr double kPositive = 4.9406564584124654e-324;
-/// A plain integer >= min (counts of GPUs, requests).
-std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min);
-/// A duration: "2s", "50ms", "800us", or plain seconds.
+/// A plain integer in [min, max] (counts of GPUs, requests); UsageError naming `flag` otherwise.
+std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min,
+                       std::int64_t max = std::numeric_limits<std::int64_t>::max());
+/// The most GPUs any flag may name (a bound on work, far above any real cluster).
+inline constexpr std::int64_t kMaxGpuCount = 100000;
+/// A duration with its unit: "2s", "50ms", "800us", "1.5min"; a bare number is a UsageError (ambiguous).
 double parse_seconds(const std::string& s, const std::string& flag);
 DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&));
 
@@ -51,12 +58,30 @@ DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*acc
 po::options_description deployment_options(bool with_model_gpu = true);
 Deployment deployment_from(const po::variables_map& vm);
 
-/// --calibration FILE: the speed-model options shared by plan, size, sweep and simulate.
+/// A plausibility error (planner/plausibility.hpp) that stops the command: printed as "kvcap CMD: error CODE: ...",
+/// exit code f.exit_code.
+class FindingError : public std::runtime_error {
+ public:
+  explicit FindingError(Finding f) : std::runtime_error(f.message), finding(std::move(f)) {}
+  Finding finding;
+};
+
+/// --calibration FILE and --calibration-force: the speed-model options shared by plan, size, sweep and simulate.
 po::options_description speed_options();
-/// The calibration named by --calibration (nullopt when absent); ProfileError when the file is bad.
-std::optional<Calibration> calibration_from(const po::variables_map& vm);
+/// The calibration named by --calibration (nullopt when absent), checked against `g` (check_calibration):
+/// a mismatch throws FindingError unless --calibration-force; warnings go to `findings`, or to stderr when
+/// `findings` is null. ProfileError when the file is bad.
+std::optional<Calibration> calibration_from(const po::variables_map& vm, const GpuSpec& g,
+                                            std::vector<Finding>* findings = nullptr);
 /// make_speed_context with the calibration from --calibration when given (datasheet x default efficiency otherwise).
-SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan);
+SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan,
+                                std::vector<Finding>* findings = nullptr);
+
+/// Prints findings to stderr, one per line: "kvcap CMD: error KVCAP-E101: ..." (terminal-escaped);
+/// `context` (e.g. a deployment) goes before the message when not empty.
+void print_findings(const std::string& cmd, const std::vector<Finding>& findings, const std::string& context = "");
+/// [{"code", "level", "message"}] for JSON reports.
+nlohmann::ordered_json findings_json(const std::vector<Finding>& findings);
 
 /// Parses `args` against `desc` (+ positional), turning Boost errors into UsageError.
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
@@ -84,6 +109,9 @@ int cmd_size(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_plot(const std::vector<std::string>& args);
+
+/// Runs `run` with the project's error policy (below), `name` naming the command in messages.
+int run_guarded(const std::string& name, const std::function<int()>& run);
 
 /// Runs a subcommand with the project's error policy: profile errors and spec errors print
 /// "error: ..." (located where possible) and return 1; usage errors return 2.

@@ -2,29 +2,11 @@
 
 #include <cstdio>
 
+#include "kvcap/escape.hpp"
+
 namespace kvcap::cli {
 
 namespace {
-// Length of the valid UTF-8 sequence starting at s[i], or 0 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF).
-std::size_t utf8_len(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  if (n == 2 && c < 0xC2) return 0;
-  if (n == 3) {
-    const unsigned cp = ((c & 0x0Fu) << 12) | ((b(i + 1) & 0x3Fu) << 6) | (b(i + 2) & 0x3Fu);
-    if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
-  }
-  if (n == 4) {
-    const unsigned cp = ((c & 0x07u) << 18) | ((b(i + 1) & 0x3Fu) << 12) | ((b(i + 2) & 0x3Fu) << 6) | (b(i + 3) & 0x3Fu);
-    if (cp < 0x10000 || cp > 0x10FFFF) return 0;
-  }
-  return n;
-}
-
 std::string seconds(double t) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6f", t < 0 ? 0.0 : t);
@@ -32,37 +14,7 @@ std::string seconds(double t) {
 }
 }  // namespace
 
-std::string xml_escape(std::string_view s) {
-  std::string r;
-  r.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = utf8_len(s, i);
-    if (n == 0) {
-      r += '?';
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      r.append(s.substr(i, n));
-      i += n;
-      continue;
-    }
-    switch (c) {
-      case '&': r += "&amp;"; break;
-      case '<': r += "&lt;"; break;
-      case '>': r += "&gt;"; break;
-      case '"': r += "&quot;"; break;
-      case '\'': r += "&apos;"; break;
-      case '\n': r += "&#10;"; break;  // kept in attributes (a raw newline would be normalised to a space)
-      case '\t': r += "&#9;"; break;
-      case '\r': r += "&#13;"; break;
-      default: r += c < 0x20 ? '?' : static_cast<char>(c);
-    }
-    ++i;
-  }
-  return r;
-}
+std::string xml_escape(std::string_view s) { return escape::xml_text(s); }
 
 void write_junit(std::ostream& o, const std::string& suites_name, const std::vector<JUnitSuite>& suites) {
   std::size_t tests = 0, failures = 0, errors = 0;

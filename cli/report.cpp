@@ -5,6 +5,7 @@
 
 #include "common.hpp"
 #include "format.hpp"
+#include "kvcap/escape.hpp"
 
 namespace kvcap::cli {
 
@@ -42,7 +43,9 @@ std::string padl(const std::string& s, std::size_t w) { return s.size() >= w ? s
 
 void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p) {
   const auto& d = p.dep;
-  o << m.display_name << " (" << m.name << ") on " << d.d.num_gpus << " x " << g.display_name << "\n";
+  using escape::terminal_text;
+  o << terminal_text(m.display_name) << " (" << terminal_text(m.name) << ") on " << d.d.num_gpus << " x "
+    << terminal_text(g.display_name) << "\n";
   o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
     << (d.replicas == 1 ? " replica" : " replicas") << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
     << ", block " << d.d.block_size << " tokens, max_model_len " << grouped(static_cast<u64>(d.max_model_len))
@@ -86,7 +89,7 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
   if (d.replicas > 1) o << " per replica, " << fixed(p.cluster_max_concurrency, 2) << "x in the cluster";
   o << "\n";
   if (d.d.shared_prefix_tokens > 0) o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
-  for (const auto& w : p.warnings) o << "warning: " << w << "\n";
+  for (const auto& w : p.warnings) o << "warning: " << terminal_text(w) << "\n";
 
   o << "\nConcurrency vs context length (per replica" << (d.replicas > 1 ? "; x" + std::to_string(d.replicas) + " for the cluster" : "") << ")\n";
   o << "  context   KV per request   max concurrent requests\n";
@@ -97,7 +100,8 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
   }
 }
 
-nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p) {
+nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p,
+                                 const std::vector<Finding>& findings) {
   using J = nlohmann::ordered_json;
   const auto& d = p.dep;
   const auto& bind = p.stages[p.binding_stage];
@@ -151,6 +155,8 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                      {"kv_bytes_per_request", c.kv_bytes_per_request}});
   j["concurrency_curve"] = curve;
   j["warnings"] = p.warnings;
+  for (const auto& f : findings) j["warnings"].push_back(f.code + ": " + f.message);
+  j["findings"] = findings_json(findings);
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
 
 namespace kvcap::cli {
@@ -13,7 +14,9 @@ enum class Format { table, json, csv };
 Format parse_format(const std::string& s, bool allow_csv = true);
 
 void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p);
-nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p);
+/// `findings` (the plausibility policy's) go into "findings" and, as "CODE: message", into "warnings".
+nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p,
+                                 const std::vector<Finding>& findings = {});
 void report_plan_csv(std::ostream& o, const MemoryPlan& p);
 
 /// The speed section of `kvcap plan --batch/--prompt-tokens/--output-tokens`.

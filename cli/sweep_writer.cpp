@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "kvcap/escape.hpp"
+
 namespace kvcap::cli {
 
 namespace {
@@ -20,24 +22,8 @@ void put(std::string& b, i64 v) {
   const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
   b.append(tmp, r.ptr);
 }
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      r += '\\', r += c;
-    else if (static_cast<unsigned char>(c) < 0x20)
-      r += ' ';
-    else
-      r += c;
-  }
-  return r + "\"";
-}
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string r = "\"";
-  for (char c : s) r += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return r + "\"";
-}
+using escape::csv_field;
+using escape::json_string;
 }  // namespace
 
 SweepWriter::SweepWriter(std::ostream& out, bool json) : out_(out), json_(json) {

@@ -8,6 +8,8 @@
 #include <QSvgGenerator>
 #include <stdexcept>
 
+#include "kvcap/escape.hpp"
+
 namespace kvcap::gui {
 
 namespace {
@@ -92,7 +94,10 @@ void save_chart(QChartView* view, const QString& path, QSize size) {
   svg.setFileName(path);
   svg.setSize(size);
   svg.setViewBox(QRect(QPoint(0, 0), size));
-  svg.setTitle(view->chart() ? view->chart()->title() : QString());
+  // QSvgGenerator writes the title into <title> as given (no escaping): a title such as "<script>" or "a & b"
+  // would make the file malformed XML, or active content. escape::xml_text makes it character data.
+  const QString title = view->chart() ? view->chart()->title() : QString();
+  svg.setTitle(QString::fromStdString(escape::xml_text(title.toStdString())));
   svg.setDescription(QStringLiteral("kvcap chart"));
   QPainter p(&svg);
   p.setRenderHint(QPainter::Antialiasing);

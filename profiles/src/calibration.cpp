@@ -41,9 +41,10 @@ Calibration read(Ctx& c, const YAML::Node& root) {
     if (k && *k != "cuda" && *k != "cpu") c.error(dev["kind"], "device.kind", "expected 'cuda' or 'cpu', got '" + *k + "'");
     if (k) kind = *k;
     if (auto n = get_string(c, dev, "device", "name", true)) name = *n;
-    get_int(c, dev, "device", "memory_bytes", false, 1);
+    if (auto mem = get_int(c, dev, "device", "memory_bytes", false, 1)) cal.device_memory_bytes = static_cast<u64>(*mem);
   }
   cal.device = name;
+  cal.device_kind = kind;
   const auto date = get_string(c, root, "", "date", false);
   const auto host = get_string(c, root, "", "host", false);
   const auto mode = get_string(c, root, "", "mode", false);

@@ -9,6 +9,7 @@
 
 #include "deployment_yaml.hpp"
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/requirements.hpp"
@@ -280,6 +281,12 @@ void check_batch_fits(const ModelSpec& m, const MemoryPlan& plan, i64 batch, i64
 void measure(const Promise& p, const ResolvedProfile& rp, const DeploymentProfile& dp, PromiseResult& out) {
   const ModelSpec& m = rp.model;
   const MemoryPlan plan = plan_memory(m, rp.gpu, dp.deployment, {});
+  // The plausibility policy (planner/plausibility.hpp): KV memory beyond the device (E103) makes every figure of
+  // this deployment meaningless, and no KV memory at all (E101) every figure but `fits`; the promise cannot be
+  // evaluated.
+  for (const auto& f : check_memory_plan(rp.gpu, plan))
+    if (f.code == "KVCAP-E103" || (f.code == "KVCAP-E101" && p.metric != Metric::fits))
+      throw SpecError("deployment", f.code + ": " + f.message);
   const double replicas = static_cast<double>(plan.dep.replicas);
   const double scale = p.cluster ? replicas : 1.0;
   const std::string scope = p.cluster ? "; cluster: x " + fmt_num(replicas) + " replicas" : "";

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "deployment_yaml.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/requirements.hpp"
@@ -34,6 +36,20 @@ struct Input {
 };
 
 // Runs a loader, moving its diagnostics (and planner errors) into `out`.
+template <class F>
+void collect(std::vector<Diagnostic>& out, const std::string& file, F&& f);
+
+// Resolves the deployment and applies the plausibility policy's impossible-input check: KV memory beyond the
+// device (KVCAP-E103), located at kv_cache_memory_bytes. A deployment that merely does not fit is valid
+// input (kvcap plan reports it, exit 3).
+void check_plausible(Ctx& c, const YAML::Node& root, const DeploymentProfile& d, const ProfileIndex& index) {
+  const ResolvedProfile rp = resolve_deployment(d, &index);
+  if (d.deployment.kv_cache_memory_bytes.empty()) return;
+  const MemoryPlan plan = plan_memory(rp.model, rp.gpu, d.deployment, {});
+  for (const auto& f : check_memory_plan(rp.gpu, plan))
+    if (f.code == "KVCAP-E103") error_at_field(c, root, "kv_cache_memory_bytes", f.code + ": " + f.message);
+}
+
 template <class F>
 void collect(std::vector<Diagnostic>& out, const std::string& file, F&& f) {
   try {
@@ -147,7 +163,9 @@ ValidationReport validate_paths(const std::vector<std::string>& paths) {
         Ctx c{f, {}};
         const DeploymentProfile d = deployment_from_yaml(c, in.root, "", true, dir_of(f));
         diags.insert(diags.end(), c.diags.begin(), c.diags.end());
-        if (!d.model.empty() && !d.gpu.empty()) collect(diags, f, [&] { (void)resolve_deployment(d, &index); });
+        const std::size_t before = c.diags.size();
+        if (!d.model.empty() && !d.gpu.empty()) collect(diags, f, [&] { check_plausible(c, in.root, d, index); });
+        diags.insert(diags.end(), c.diags.begin() + static_cast<std::ptrdiff_t>(before), c.diags.end());
       } else if (in.kind == "requirements") {
         Ctx c{f, {}};
         const Requirements r = requirements_from_yaml(c, in.root);

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/memory.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/requirements.hpp"
 #include "kvcap/profiles/validate.hpp"
@@ -233,12 +234,24 @@ TEST_CASE("byte and token products at extreme sizes are exact or a clear overflo
   REQUIRE(res.size() == 3);
   CHECK(res[0].error);
   CHECK(res[0].detail.find("overflow") != std::string::npos);
-  // Per replica it is exact: 2^62 bytes / 131,072 bytes per token (Llama 3.1 8B bf16) = 2^45 tokens.
-  CHECK_FALSE(res[1].error);
-  CHECK(res[1].measured == 35184372088832.0);
-  // 2^50-token contexts: 2^45 tokens of capacity hold 1/32 of one.
-  CHECK_FALSE(res[2].error);
-  CHECK(res[2].measured == Approx(1.0 / 32));
+  // 2^62 bytes of KV on one 80 GB H100 is not a deployment (issue 13): the promise cannot be evaluated, with
+  // the plausibility policy's code, rather than passing.
+  for (int i : {1, 2}) {
+    CHECK(res[static_cast<std::size_t>(i)].error);
+    CHECK(res[static_cast<std::size_t>(i)].detail.find("KVCAP-E103") != std::string::npos);
+  }
+  // The planner's arithmetic at that size stays exact: 2^62 bytes / 131,072 bytes per token (Llama 3.1 8B
+  // bf16) = 2^45 tokens, and 2^50-token contexts: 2^45 tokens of capacity hold 1/32 of one.
+  {
+    const auto m = profiles::resolve_model("llama-3.1-8b");
+    Deployment d;
+    d.kv_cache_memory_bytes = {4611686018427387904ull};
+    d.block_size = 1;
+    d.max_model_len = 1125899906842624;
+    const auto plan = plan_memory(m, profiles::resolve_gpu("h100-sxm"), d, {});
+    CHECK(plan.kv_capacity_tokens == 35184372088832ull);
+    CHECK(concurrency_at(m, plan, 1125899906842624) == Approx(1.0 / 32));
+  }
   // A deployment file at the same sizes: validate reports the overflow at the deployment, never a wrong number.
   const fs::path p = fs::temp_directory_path() / ("kvcap-extreme-" + std::to_string(::getpid()) + ".yaml");
   {

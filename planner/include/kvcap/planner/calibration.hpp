@@ -36,6 +36,8 @@ struct CalibrationPrefillAttention {
 struct Calibration {
   std::string source;  ///< what produced it, e.g. "kvcap calibrate 0.1 on host x, 2026-03-14, CUDA 12.4"
   std::string device;  ///< device name as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
+  std::string device_kind;     ///< "cuda" or "cpu" (device.kind)
+  u64 device_memory_bytes = 0;  ///< device.memory_bytes (0: not given)
   CalibrationDecode decode;
   CalibrationStream stream;
   std::vector<CalibrationGemmClass> gemm;  ///< non-overlapping classes, any order

@@ -1,0 +1,76 @@
+// kvcap-plot (also run as `kvcap plot`): the dashboard's main chart (maximum concurrency vs context length,
+// several models on one deployment) rendered to PNG or SVG without a display, by the same code as kvcap-gui
+// (kvcap::charts). A separate executable so that `kvcap` itself links no Qt (issue 12); it shares the CLI's
+// option parsing and error policy (kvcap_cli).
+#include <cctype>
+#include <iostream>
+
+#include "common.hpp"
+#include "kvcap/gui/plot.hpp"
+
+namespace kvcap::cli {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  if (s.size() < suffix.size()) return false;
+  for (std::size_t i = 0; i < suffix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
+  return true;
+}
+}  // namespace
+
+int plot_main(const std::vector<std::string>& args) {
+  auto desc = deployment_options(false);
+  po::options_description own("Plot");
+  std::string defaults;
+  for (const auto& m : gui::default_plot_models()) defaults += (defaults.empty() ? "" : ",") + m;
+  own.add_options()
+    ("models", po::value<std::string>()->default_value(defaults), "comma-separated models: built-in names, YAML profiles or config.json files")
+    ("gpu,g", po::value<std::string>()->default_value("h100-sxm"), "GPU: built-in name or YAML profile")
+    ("out,o", po::value<std::string>(), "output file: .png or .svg (required)")
+    ("size", po::value<std::string>()->default_value("1200x750"), "image size in pixels, WIDTHxHEIGHT")
+    ("title", po::value<std::string>(), "chart title (default: names the deployment)")
+    ("help,h", "show this help");
+  desc.add(own);
+  const auto vm = parse(args, desc);
+  if (vm.count("help")) {
+    print_help("kvcap-plot --out chart.png|chart.svg [--models A,B,...] [--gpu G] [options]",
+               "Maximum concurrent requests (log scale) against context length (1K..1M, log scale) for several models\n"
+               "on one deployment: the main chart of kvcap-gui, rendered without a display. Solid up to each model's\n"
+               "max_model_len, dashed beyond; the dotted line is one request.",
+               desc,
+               "  kvcap-plot --out concurrency.png        (or: kvcap plot --out concurrency.png)\n"
+               "  kvcap-plot --models llama-3.1-70b,mixtral-8x7b,deepseek-v3 --gpu h200 --num-gpus 8 \\\n"
+               "             --tensor-parallel-size 8 --kv-cache-dtype fp8 --out h200.svg --size 1600x900");
+    return 0;
+  }
+  if (!vm.count("out")) throw UsageError("--out is required (a .png or .svg file name)");
+  const std::string out = vm["out"].as<std::string>();
+  if (!ends_with(out, ".png") && !ends_with(out, ".svg"))
+    throw UsageError("--out: expected a file name ending in .png or .svg, got '" + out + "'");
+  const std::string size = vm["size"].as<std::string>();
+  const auto x = size.find('x');
+  if (x == std::string::npos) throw UsageError("--size: expected WIDTHxHEIGHT such as 1200x750, got '" + size + "'");
+  const auto w = parse_int(size.substr(0, x), "--size (width)", 100);
+  const auto h = parse_int(size.substr(x + 1), "--size (height)", 100);
+  if (w > 20000 || h > 20000) throw UsageError("--size: at most 20000x20000 pixels, got '" + size + "'");
+
+  gui::PlotRequest req;
+  req.models = split_list(vm["models"].as<std::string>());
+  if (req.models.empty()) throw UsageError("--models: expected a comma-separated list of models");
+  req.gpu = vm["gpu"].as<std::string>();
+  req.deployment = deployment_from(vm);
+  if (vm.count("title")) req.title = vm["title"].as<std::string>();
+  gui::render_main_chart(req, out, static_cast<int>(w), static_cast<int>(h));
+  std::cout << "wrote " << out << " (" << w << "x" << h << "): ";
+  for (std::size_t i = 0; i < req.models.size(); ++i) std::cout << (i ? ", " : "") << req.models[i];
+  std::cout << " on " << req.gpu << "\n";
+  return 0;
+}
+
+}  // namespace kvcap::cli
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  return kvcap::cli::run_guarded("plot", [&] { return kvcap::cli::plot_main(args); });
+}

@@ -1,0 +1,61 @@
+#pragma once
+// One plausibility policy for every front end (plan, compare, size, sweep, simulate, check, validate, the GUI):
+// inputs that would give a silent wrong answer - a deployment vLLM would refuse to start, a batch or a context
+// that does not fit, KV memory beyond the device, a calibration measured on another device, offered load beyond
+// capacity - become findings with a stable code. Pure: no I/O; front ends print them (stderr, JSON `findings`)
+// and map them to exit codes. Codes and exit codes: docs/exit-codes-and-warnings.md.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvcap/planner/calibration.hpp"
+#include "kvcap/planner/gpu.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/model.hpp"
+
+namespace kvcap {
+
+/// Documented process exit codes of the kvcap executables.
+enum ExitCode : int {
+  kExitOk = 0,          ///< fine (warnings allowed)
+  kExitFailed = 1,      ///< a promise or target failed; an input file is invalid
+  kExitUsage = 2,       ///< bad command line (including a calibration for another device without --calibration-force)
+  kExitWouldNotStart = 3,  ///< vLLM would refuse to start, or the requested work does not fit
+};
+
+struct Finding {
+  enum class Level { warning, error };
+  std::string code;     ///< stable, e.g. "KVCAP-E101"; the number never changes meaning, the letter is the level
+  Level level = Level::warning;
+  std::string message;  ///< one line, no trailing period
+  int exit_code = kExitOk;  ///< for errors: kExitWouldNotStart or kExitUsage
+};
+
+/// "error KVCAP-E101: ..." / "warning KVCAP-W201: ..." (the text front ends print after "kvcap <cmd>: ").
+std::string to_string(const Finding& f);
+/// The exit code for a set of findings: the largest of the errors' codes, kExitOk when there are only warnings.
+int exit_code(const std::vector<Finding>& findings);
+bool has_errors(const std::vector<Finding>& findings);
+
+/// Whether vLLM would start with this memory plan: KV memory left at all (E101), one request of max_model_len
+/// fits (E102), the KV cache plus what else a rank holds fits in the device (E103, for --kv-cache-memory).
+std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p);
+
+/// A batch of `batch` requests of prompt + output tokens on this plan: the context within max_model_len (E104),
+/// the batch's KV within the cache (E105), the batch within max_num_seqs (W201).
+std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 batch, i64 prompt_tokens,
+                                 i64 output_tokens);
+
+/// A calibration applied to a plan on `g`: measured on a CPU (E301) or on another GPU model (E302); with
+/// `force` the same findings are warnings (W301, W302). W303: the device cannot be identified from the names.
+std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, bool force);
+
+/// Offered load above what the deployment can serve (W202): queues grow without bound and latency
+/// percentiles depend on the run's length. For simulate and size.
+std::optional<Finding> check_offered_load(double offered_per_s, double capacity_per_s);
+
+/// The product identifier in a device name, upper-case: "NVIDIA H100 80GB HBM3" -> "H100",
+/// "AMD Instinct MI300X" -> "MI300X", "NVIDIA GeForce RTX 4090" -> "4090"; "" when there is none.
+std::string device_product(const std::string& device_name);
+
+}  // namespace kvcap

@@ -1,0 +1,165 @@
+#include "kvcap/planner/plausibility.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+namespace kvcap {
+
+namespace {
+Finding error(const std::string& code, std::string msg, int exit = kExitWouldNotStart) {
+  return {code, Finding::Level::error, std::move(msg), exit};
+}
+Finding warning(const std::string& code, std::string msg) { return {code, Finding::Level::warning, std::move(msg), kExitOk}; }
+
+std::string gib(double bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
+  return buf;
+}
+std::string num(double v, int decimals) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+std::string stage_name(const MemoryPlan& p, const StagePlan& st) {
+  return p.stages.size() > 1 ? "pipeline stage " + std::to_string(st.stage) + ": " : "";
+}
+}  // namespace
+
+std::string to_string(const Finding& f) {
+  return std::string(f.level == Finding::Level::error ? "error " : "warning ") + f.code + ": " + f.message;
+}
+
+bool has_errors(const std::vector<Finding>& findings) {
+  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.level == Finding::Level::error; });
+}
+
+int exit_code(const std::vector<Finding>& findings) {
+  int rc = kExitOk;
+  for (const auto& f : findings)
+    if (f.level == Finding::Level::error) rc = std::max(rc, f.exit_code);
+  return rc;
+}
+
+std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
+  std::vector<Finding> r;
+  const auto& d = p.dep;
+  for (const auto& st : p.stages) {
+    // vLLM v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "No available memory for the cache blocks".
+    if (st.available_kv_bytes <= 0) {
+      r.push_back(error("KVCAP-E101", stage_name(p, st) + "vLLM would not start: no memory left for the KV cache (" +
+                                          "weights, activation peak and non-torch memory exceed the " +
+                                          gib(static_cast<double>(st.requested_bytes)) + " requested)"));
+      continue;
+    }
+    // --kv-cache-memory is used as given by vLLM (it skips the profiling run), so it must fit in the device
+    // beside the weights, the activation peak and the non-torch memory, or the allocation fails (CUDA OOM).
+    const double held = static_cast<double>(st.available_kv_bytes) + static_cast<double>(st.weights_bytes) +
+                        static_cast<double>(st.activation_peak_bytes) + static_cast<double>(st.non_torch_bytes);
+    if (st.kv_memory_given && held > static_cast<double>(g.memory_bytes))
+      r.push_back(error("KVCAP-E103", stage_name(p, st) + "KV cache memory (--kv-cache-memory, kv_cache_memory_bytes) " + gib(static_cast<double>(st.available_kv_bytes)) +
+                                          " plus weights, activation peak and non-torch memory (" + gib(held) +
+                                          " in all) exceeds the " + gib(static_cast<double>(g.memory_bytes)) + " of one " +
+                                          g.display_name));
+  }
+  if (!has_errors(r) && !p.fits())
+    // vLLM kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with the models's max
+    // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".
+    r.push_back(error("KVCAP-E102", "vLLM would not start: one request of max_model_len " + std::to_string(d.max_model_len) +
+                                        " tokens does not fit in the KV cache (" + num(p.max_concurrency, 2) +
+                                        "x); the longest that fits is " + std::to_string(p.max_model_len_that_fits) +
+                                        " tokens: lower --max-model-len or add memory"));
+  return r;
+}
+
+std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 batch, i64 prompt_tokens, i64 output_tokens) {
+  std::vector<Finding> r;
+  const auto& d = p.dep;
+  const i64 context = prompt_tokens + output_tokens;
+  // vLLM rejects such a request: "This model's maximum context length is N tokens. However, you requested ..."
+  // (entrypoints/openai serving); the engine checks the prompt (v1/engine/processor.py _validate_model_input).
+  if (context > d.max_model_len)
+    r.push_back(error("KVCAP-E104", "prompt + output = " + std::to_string(context) + " tokens exceeds max_model_len " +
+                                        std::to_string(d.max_model_len) + ": vLLM rejects the request"));
+  const double fit = context > 0 ? concurrency_at(m, p, context) : 0;
+  if (static_cast<double>(batch) > fit)
+    r.push_back(error("KVCAP-E105", "a batch of " + std::to_string(batch) + " requests of " + std::to_string(context) +
+                                        " tokens does not fit in the KV cache (at most " + num(std::floor(fit), 0) +
+                                        " per replica); vLLM would queue or preempt the rest, so the speed shown is "
+                                        "not reachable"));
+  if (batch > d.max_num_seqs)
+    r.push_back(warning("KVCAP-W201", "a batch of " + std::to_string(batch) + " exceeds max_num_seqs " +
+                                          std::to_string(d.max_num_seqs) + ": vLLM schedules at most " +
+                                          std::to_string(d.max_num_seqs) + " sequences per step"));
+  return r;
+}
+
+std::string device_product(const std::string& device_name) {
+  std::vector<std::string> tokens;
+  std::string cur;
+  for (char ch : device_name + " ") {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      cur += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    } else if (!cur.empty()) {
+      tokens.push_back(cur);
+      cur.clear();
+    }
+  }
+  // A product id is letters then digits, optionally letters (H100, L40S, MI300X); memory sizes ("80GB") start
+  // with a digit and memory types (HBM3) are skipped by name.
+  for (const auto& t : tokens) {
+    std::size_t i = 0;
+    while (i < t.size() && std::isalpha(static_cast<unsigned char>(t[i]))) ++i;
+    if (i == 0 || i > 3 || i == t.size() || !std::isdigit(static_cast<unsigned char>(t[i]))) continue;
+    if (t.rfind("HBM", 0) == 0 || t.rfind("GDDR", 0) == 0 || t.rfind("SXM", 0) == 0 || t.rfind("PCIE", 0) == 0) continue;
+    return t;
+  }
+  for (const auto& t : tokens)  // "RTX 4090": the model number alone
+    if (t.size() >= 3 && t.size() <= 5 && std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      return t;
+  return "";
+}
+
+std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, bool force) {
+  std::vector<Finding> r;
+  const auto mismatch = [&](const char* number, std::string msg) {
+    if (force) r.push_back(warning(std::string("KVCAP-W") + number, msg + " (used anyway: --calibration-force)"));
+    else r.push_back(error(std::string("KVCAP-E") + number, msg + "; --calibration-force uses it anyway", kExitUsage));
+  };
+  const std::string want = device_product(g.display_name);
+  if (c.device_kind == "cpu") {
+    mismatch("301", "the calibration was measured on a CPU ('" + c.device + "'), the plan is for a " + g.display_name);
+    return r;
+  }
+  const std::string have = device_product(c.device);
+  if (have.empty() || want.empty()) {
+    r.push_back(warning("KVCAP-W303", "cannot tell whether the calibration's device '" + c.device + "' is a " +
+                                          g.display_name + "; its rates are used as measured"));
+    return r;
+  }
+  if (have != want) {
+    mismatch("302", "the calibration was measured on '" + c.device + "' (" + have + "), the plan is for a " +
+                        g.display_name + " (" + want + ")");
+    return r;
+  }
+  // Same product, different memory (H100 SXM 80 GB vs H100 NVL 94 GB): different bandwidth too.
+  if (c.device_memory_bytes > 0 && g.memory_bytes > 0) {
+    const double ratio = static_cast<double>(c.device_memory_bytes) / static_cast<double>(g.memory_bytes);
+    if (ratio < 0.95 || ratio > 1.05)
+      mismatch("302", "the calibration's device '" + c.device + "' has " + gib(static_cast<double>(c.device_memory_bytes)) +
+                          ", the " + g.display_name + " profile " + gib(static_cast<double>(g.memory_bytes)) +
+                          ": another variant of the " + want);
+  }
+  return r;
+}
+
+std::optional<Finding> check_offered_load(double offered_per_s, double capacity_per_s) {
+  if (!(offered_per_s > capacity_per_s) || !(capacity_per_s > 0)) return std::nullopt;
+  return warning("KVCAP-W202", "offered load " + num(offered_per_s, 2) + " req/s exceeds the capacity of about " +
+                                   num(capacity_per_s, 2) + " req/s (" + num(offered_per_s / capacity_per_s, 2) +
+                                   "x): queues grow without bound and latency percentiles depend on the run's length");
+}
+
+}  // namespace kvcap

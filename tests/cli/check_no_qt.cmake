@@ -1,0 +1,11 @@
+# Issue 12 (front ends as thin shells): the kvcap executable links no Qt library. Runs ldd on ${KVCAP}.
+cmake_minimum_required(VERSION 3.25)
+execute_process(COMMAND ldd ${KVCAP} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ldd ${KVCAP} failed (${rc}):\n${out}${err}")
+endif()
+string(REGEX MATCHALL "[^\n]*[Qq]t[0-9][^\n]*" qt "${out}")
+if(qt)
+  message(FATAL_ERROR "kvcap links Qt:\n${qt}")
+endif()
+message(STATUS "kvcap links no Qt")

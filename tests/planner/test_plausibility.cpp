@@ -1,0 +1,104 @@
+// The plausibility policy (planner/plausibility.hpp): each finding of issue 13 with its stable code.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "kvcap/planner/plausibility.hpp"
+#include "kvcap/profiles/profiles.hpp"
+
+using namespace kvcap;
+
+namespace {
+bool has(const std::vector<Finding>& f, const std::string& code) {
+  return std::any_of(f.begin(), f.end(), [&](const Finding& x) { return x.code == code; });
+}
+}  // namespace
+
+TEST_CASE("plausibility: a deployment that fits has no findings", "[planner][plausibility]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  const auto p = plan_memory(m, g, Deployment{}, {4096});
+  CHECK(check_memory_plan(g, p).empty());
+  CHECK(check_batch(m, p, 32, 2048, 512).empty());
+  CHECK(exit_code({}) == kExitOk);
+}
+
+TEST_CASE("plausibility: vLLM would not start", "[planner][plausibility]") {
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  const auto big = plan_memory(profiles::resolve_model("llama-3.1-70b"), g, Deployment{}, {4096});
+  auto f = check_memory_plan(g, big);
+  CHECK(has(f, "KVCAP-E101"));
+  CHECK(exit_code(f) == kExitWouldNotStart);
+
+  Deployment d;
+  d.max_model_len = 1'000'000;  // beyond what one H100 holds for 8B in bf16
+  d.kv_cache_memory_bytes = {1ull << 30};
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  f = check_memory_plan(g, plan_memory(m, g, d, {4096}));
+  CHECK(has(f, "KVCAP-E102"));
+}
+
+TEST_CASE("plausibility: KV memory beyond the device", "[planner][plausibility]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.kv_cache_memory_bytes = {500ull << 30};
+  auto f = check_memory_plan(g, plan_memory(m, g, d, {4096}));
+  CHECK(has(f, "KVCAP-E103"));
+  d.kv_cache_memory_bytes = {40ull << 30};  // fits beside 15 GiB of weights
+  CHECK(check_memory_plan(g, plan_memory(m, g, d, {4096})).empty());
+}
+
+TEST_CASE("plausibility: batches and contexts", "[planner][plausibility]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  const auto p = plan_memory(m, g, Deployment{}, {4096});
+  CHECK(has(check_batch(m, p, 1'000'000'000, 1024, 256), "KVCAP-E105"));
+  CHECK(has(check_batch(m, p, 2000, 102400, 256), "KVCAP-E105"));
+  CHECK(has(check_batch(m, p, 2000, 1024, 256), "KVCAP-W201"));
+  CHECK(has(check_batch(m, p, 1, 131072, 1), "KVCAP-E104"));
+  CHECK_FALSE(has(check_batch(m, p, 1, 131071, 1), "KVCAP-E104"));
+}
+
+TEST_CASE("plausibility: a calibration from another device", "[planner][plausibility]") {
+  const auto h100 = profiles::resolve_gpu("h100-sxm");
+  const auto h200 = profiles::resolve_gpu("h200");
+  Calibration c;
+  c.device_kind = "cuda";
+  c.device = "NVIDIA H200";
+  CHECK(check_calibration(c, h200, false).empty());
+  auto f = check_calibration(c, h100, false);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].code == "KVCAP-E302");
+  CHECK(exit_code(f) == kExitUsage);
+  f = check_calibration(c, h100, true);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].code == "KVCAP-W302");
+  CHECK(exit_code(f) == kExitOk);
+  c.device_kind = "cpu";
+  c.device = "AMD EPYC 7763 64-Core Processor";
+  CHECK(check_calibration(c, h100, false)[0].code == "KVCAP-E301");
+  c.device_kind = "cuda";
+  c.device = "NVIDIA H100 80GB HBM3";
+  c.device_memory_bytes = h100.memory_bytes;
+  CHECK(check_calibration(c, h100, false).empty());
+  CHECK(has(check_calibration(c, profiles::resolve_gpu("h100-nvl"), false), "KVCAP-E302"));  // 94 GB variant
+}
+
+TEST_CASE("device_product picks the model from driver and profile names", "[planner][plausibility]") {
+  CHECK(device_product("NVIDIA H100 80GB HBM3") == "H100");
+  CHECK(device_product("NVIDIA H100 SXM5 80GB") == "H100");
+  CHECK(device_product("NVIDIA A100-SXM4-80GB") == "A100");
+  CHECK(device_product("AMD Instinct MI300X") == "MI300X");
+  CHECK(device_product("NVIDIA GeForce RTX 4090") == "4090");
+  CHECK(device_product("NVIDIA L40S") == "L40S");
+  CHECK(device_product("NVIDIA L4") == "L4");
+  CHECK(device_product("mystery") == "");
+}
+
+TEST_CASE("plausibility: offered load beyond capacity", "[planner][plausibility]") {
+  CHECK_FALSE(check_offered_load(5, 10));
+  const auto f = check_offered_load(20, 10);
+  REQUIRE(f);
+  CHECK(f->code == "KVCAP-W202");
+}
