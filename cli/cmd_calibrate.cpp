@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <thread>
+#include <algorithm>
+#include <limits>
 
 #include "common.hpp"
 #include "format.hpp"
@@ -12,6 +15,21 @@
 
 namespace kvcap::cli {
 
+namespace {
+// --threads: 0 (all) or a count, capped by the machine's hardware threads (a larger count only oversubscribes
+// the cores, and thread creation fails long before 10^6); the cap is said, not silent.
+std::int64_t cpu_threads(const std::string& s) {
+  const std::int64_t hw = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+  const std::int64_t n = parse_int(s, "--threads", 0, std::numeric_limits<int>::max());
+  if (n > hw) {
+    std::cerr << "kvcap calibrate: --threads " << n << " is more than this machine's " << hw
+              << " hardware threads; using " << hw << "\n";
+    return hw;
+  }
+  return n;
+}
+}  // namespace
+
 int cmd_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("Options");
   desc.add_options()
@@ -19,7 +37,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     ("quick", "a short sweep (GPU: under 2 minutes)")
     ("out,o", po::value<std::string>(), "write calibration.yaml here (required)")
     ("gpu,g", po::value<std::string>(), "GPU profile to compare with (datasheet ratios in the file)")
-    ("threads", po::value<int>()->default_value(0), "CPU threads (cpu device; 0: all)")
+    ("threads", po::value<std::string>()->default_value("0"), "CPU threads (cpu device; 0: all; at most this machine's hardware threads)")
     ("help,h", "show this help");
   const auto vm = parse(args, desc);
   if (vm.count("help")) {
@@ -36,7 +54,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   kernels::CalibrationOptions opt;
   opt.device = vm["device"].as<std::string>();
   opt.mode = vm.count("quick") ? kernels::CalibrationMode::quick : kernels::CalibrationMode::full;
-  opt.cpu_threads = vm["threads"].as<int>();
+  opt.cpu_threads = static_cast<int>(cpu_threads(vm["threads"].as<std::string>()));
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto progress = [tty](const kernels::CalibrationProgress& p) {
     if (!tty) return;

@@ -7,6 +7,7 @@
 
 #include "common.hpp"
 #include "format.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/planner/sizing.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "report.hpp"
@@ -282,9 +283,9 @@ int cmd_size(const std::vector<std::string>& args) {
       std::string reason = c.reason;
       for (auto& ch : reason)
         if (ch == '"') ch = '\'';
-      std::cout << (ok ? std::to_string(i + 1) : "") << "," << c.gpu << "," << c.tp << "," << c.pp << ","
-                << name(c.weight_dtype) << "," << name(c.kv_dtype) << "," << to_string(c.status) << ",\"" << reason
-                << "\"," << c.gpus_per_replica << "," << c.replicas << "," << c.gpus << "," << c.kv_capacity_tokens << ","
+      std::cout << (ok ? std::to_string(i + 1) : "") << "," << escape::csv_field(c.gpu) << "," << c.tp << "," << c.pp << ","
+                << name(c.weight_dtype) << "," << name(c.kv_dtype) << "," << to_string(c.status) << "," << escape::csv_field(reason, true)
+                << "," << c.gpus_per_replica << "," << c.replicas << "," << c.gpus << "," << c.kv_capacity_tokens << ","
                 << c.max_batch_memory << "," << c.max_batch_targets << "," << (open ? csv_num(c.max_rate_per_replica_per_s) : "")
                 << "," << csv_num(c.rate_per_replica_per_s) << "," << c.batch << "," << csv_num(c.prefill_s) << ","
                 << csv_num(c.prefill_utilization) << "," << csv_num(c.decode_step_s) << "," << to_string(c.decode_bound)
@@ -297,7 +298,7 @@ int cmd_size(const std::vector<std::string>& args) {
     if (open) load << fixed(w.arrival_rate_per_s, w.arrival_rate_per_s < 10 ? 2 : 1) << " req/s (open loop"
                    << (w.arrival_scv == 1 ? ", Poisson" : ", gap SCV " + fixed(w.arrival_scv, 2)) << ")";
     else load << w.concurrent_users << " concurrent users (closed loop, no think time)";
-    std::cout << "Sizing " << model.display_name << " (" << model.name << ") for " << load.str() << ", prompt "
+    std::cout << "Sizing " << escape::terminal_text(model.display_name) << " (" << escape::terminal_text(model.name) << ") for " << load.str() << ", prompt "
               << grouped(static_cast<std::uint64_t>(std::llround(w.prompt_tokens))) << " / output "
               << grouped(static_cast<std::uint64_t>(std::llround(w.output_tokens))) << " tokens (means)";
     if (s.base.max_model_len) std::cout << ", max_model_len " << grouped(static_cast<std::uint64_t>(*s.base.max_model_len));
@@ -328,7 +329,7 @@ int cmd_size(const std::vector<std::string>& args) {
         const auto& c = r.candidates[i];
         const double cap = open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas)
                                 : static_cast<double>(c.max_batch_targets * c.replicas);
-        std::cout << pad_left(std::to_string(i + 1), 5) << "  " << pad_right(c.gpu, 10) << pad_left(std::to_string(c.tp), 3)
+        std::cout << pad_left(std::to_string(i + 1), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10) << pad_left(std::to_string(c.tp), 3)
                   << pad_left(std::to_string(c.pp), 4) << "  " << pad_right(std::string(name(c.weight_dtype)), 9)
                   << pad_right(std::string(name(c.kv_dtype)), 8) << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
                   << pad_left(grouped(static_cast<std::uint64_t>(c.replicas)), 10) << pad_left(std::to_string(c.batch), 7)
@@ -339,7 +340,7 @@ int cmd_size(const std::vector<std::string>& args) {
       }
       if (n < r.feasible) std::cout << "    ... " << r.feasible - n << " more (--top 0 shows all)\n";
       const auto& b = r.candidates.front();
-      std::cout << "\nCheapest: " << b.replicas << " x " << b.gpu << " TP" << b.tp << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "")
+      std::cout << "\nCheapest: " << b.replicas << " x " << escape::terminal_text(b.gpu) << " TP" << b.tp << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "")
                 << " (" << name(b.weight_dtype) << " weights, " << name(b.kv_dtype) << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus))
                 << " GPUs, $" << fixed(b.cost_per_hour_usd, 2) << "/hour, $" << fixed(b.cost_per_million_output_tokens_usd, 3)
                 << " per million output tokens at " << fixed(b.output_tokens_per_s, 0) << " output tok/s.\n"
@@ -354,9 +355,9 @@ int cmd_size(const std::vector<std::string>& args) {
       std::cout << "\nRejected:\n";
       for (std::size_t i = r.feasible; i < r.candidates.size(); ++i) {
         const auto& c = r.candidates[i];
-        std::cout << "  " << pad_right(c.gpu, 10) << " TP" << pad_right(std::to_string(c.tp), 2) << " PP"
+        std::cout << "  " << pad_right(escape::terminal_text(c.gpu), 10) << " TP" << pad_right(std::to_string(c.tp), 2) << " PP"
                   << pad_right(std::to_string(c.pp), 2) << " " << pad_right(std::string(name(c.weight_dtype)) + "/" + std::string(name(c.kv_dtype)), 10)
-                  << " " << to_string(c.status) << ": " << c.reason << "\n";
+                  << " " << to_string(c.status) << ": " << escape::terminal_text(c.reason) << "\n";
       }
     }
   }

@@ -1,6 +1,7 @@
 // calibration.yaml (docs/calibration-format.md, written by kernels/src/yaml_writer.cpp) -> the planner's
 // Calibration. Only the fitted blocks feed the speed model; device identity, raw points and ratios are
 // checked for shape (so a corrupt file is caught) but otherwise kept for people.
+#include <algorithm>
 #include <string>
 
 #include "kvcap/planner/error.hpp"
@@ -21,6 +22,44 @@ const std::vector<std::string> kTop = {"kvcap_calibration", "device", "date", "m
 const std::vector<std::string> kDevice = {"kind", "name", "compute_capability", "memory_bytes", "multiprocessors",
                                           "sm_clock_mhz", "memory_clock_mhz", "memory_bus_width_bits", "l2_bytes",
                                           "driver_version", "runtime_version"};
+
+// points: raw measurements (docs/calibration-format.md "points"): a kernel kvcap knows, a positive finite
+// time, non-negative sizes, and only the keys of that kernel. A corrupt list is an error, not ignored.
+const std::vector<std::string> kPointKernels = {"stream_read", "stream_copy", "decode_attention", "gemm",
+                                                "prefill_attention"};
+const std::vector<std::string> kPointKeys = {"kernel", "bytes", "flops", "time_s", "layout", "kv_dtype", "batch",
+                                             "kv_len", "kv_heads", "q_heads", "head_dim", "head_dim_v", "mla",
+                                             "block_size", "holdout", "impl", "m", "n", "k", "seq_len"};
+const std::vector<const char*> kPointCounts = {"batch", "kv_len", "kv_heads", "q_heads", "head_dim", "head_dim_v",
+                                               "block_size", "m", "n", "k", "seq_len"};
+
+void check_points(Ctx& c, const YAML::Node& root) {
+  const YAML::Node pts = root["points"];
+  if (!pts) return;
+  if (!pts.IsSequence()) {
+    c.error(pts, "points", "expected a list of measurements");
+    return;
+  }
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const std::string path = "points[" + std::to_string(i) + "]";
+    const YAML::Node p = pts[i];
+    if (!p.IsMap()) {
+      c.error(p, path, "expected a mapping {kernel, bytes, time_s, ...}");
+      continue;
+    }
+    check_keys(c, p, path, kPointKeys);
+    if (auto k = get_string(c, p, path, "kernel", true);
+        k && std::find(kPointKernels.begin(), kPointKernels.end(), *k) == kPointKernels.end())
+      c.error(p["kernel"], path + ".kernel",
+              "unknown kernel '" + *k + "'; expected stream_read, stream_copy, decode_attention, gemm or prefill_attention");
+    get_number(c, p, path, "time_s", true, 1e-12, 1e6);
+    get_number(c, p, path, "bytes", false, 0, 1e18);
+    get_number(c, p, path, "flops", false, 0, 1e21);
+    for (const char* key : kPointCounts) get_int(c, p, path, key, false, 0, std::int64_t{1} << 40);
+    get_bool(c, p, path, "mla", false);
+    get_bool(c, p, path, "holdout", false);
+  }
+}
 
 Calibration read(Ctx& c, const YAML::Node& root) {
   Calibration cal;
@@ -87,8 +126,7 @@ Calibration read(Ctx& c, const YAML::Node& root) {
     if (auto v = get_number(c, p, "prefill_attention", "flops_per_s", true, 0, kMaxFlops))
       cal.prefill_attention.flops_per_s = *v;
   }
-  if (root["points"] && !root["points"].IsSequence())
-    c.error(root["points"], "points", "expected a list of measurements");
+  check_points(c, root);
   if (cal.decode.bandwidth_bytes_per_s == 0 && cal.stream.read_bytes_per_s == 0 && cal.gemm.empty())
     c.error(root, "", "no fitted figures: expected at least one of stream, decode, gemm");
   return cal;

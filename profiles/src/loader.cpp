@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/params.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "reader.hpp"
 
@@ -174,6 +175,17 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.published_params_active, get_number(c, pub, "published_params", "active", false, 0, 1e15));
 
   if (c.diags.empty()) planner_check(c, root, [&] { validate(m); });
+  // Sizes whose products overflow 64 bits (hidden_size x intermediate_size x num_layers, ...) are an error of
+  // this file, located, not an unnamed overflow later in whichever command uses the model.
+  if (c.diags.empty()) {
+    try {
+      (void)param_counts(m);
+    } catch (const OverflowError& e) {
+      error_at_field(c, root, "hidden_size",
+                     "the parameter count of this architecture (hidden_size, intermediate_size, num_layers, "
+                     "vocab_size, experts) overflows 64-bit integers: " + std::string(e.what()));
+    }
+  }
   return m;
 }
 
