@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_model_yaml fuzz_hf_config fuzz_requirements)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_model_yaml fuzz_hf_config fuzz_requirements fuzz_calibration fuzz_trace fuzz_escape)
 build=${KVCAP_FUZZ_DIR:-$root/build-fuzz}
 cxx=${KVCAP_FUZZ_CXX:-$(command -v clang++-14 || command -v clang++ || true)}
 [[ -n "$cxx" ]] || { echo "fuzz: clang++ not found (scripts/install-deps.sh --fuzz)" >&2; exit 1; }

@@ -108,12 +108,16 @@ std::string xml_text(std::string_view s) {
 
 std::string gh_data(std::string_view s) {
   std::string r;
-  for (char ch : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char ch = s[i];
     const auto c = static_cast<unsigned char>(ch);
     if (ch == '%') r += "%25";
     else if (ch == '\r') r += "%0D";
     else if (ch == '\n') r += "%0A";
     else if (c < 0x20 || c == 0x7f) r += hex_byte(c);  // a log viewer renders ANSI escapes: show them instead
+    else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+             static_cast<unsigned char>(s[i + 1]) < 0xA0)
+      r += "\\u00" + hex_byte(static_cast<unsigned char>(s[++i])).substr(2);  // C1 control (8-bit CSI)
     else r += ch;
   }
   return r;

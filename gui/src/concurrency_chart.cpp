@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "axes.hpp"
+#include "kvcap/escape.hpp"
 #include "dashboard_model.hpp"
 #include "style.hpp"
 
@@ -216,7 +217,7 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
       c.replicas = r.plan->dep.replicas;
       for (const CurvePoint& p : r.plan->curve) {
         c.points.push_back({p.context_tokens, p.max_concurrency, p.kv_bytes_per_request});
-        csv << r.label << "," << model.settings().gpu << "," << r.plan->dep.d.num_gpus << ","
+        csv << escape::csv_field(r.label) << "," << escape::csv_field(model.settings().gpu) << "," << r.plan->dep.d.num_gpus << ","
             << r.plan->dep.d.tensor_parallel_size << "," << r.plan->dep.d.pipeline_parallel_size << "," << c.replicas
             << "," << p.context_tokens << "," << p.max_concurrency << "," << p.max_concurrency * double(c.replicas)
             << "," << (p.context_tokens > c.max_model_len ? 1 : 0) << "\n";
