@@ -1,5 +1,6 @@
 #include "report.hpp"
 
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -38,6 +39,8 @@ std::string row(const std::string& label, const std::string& value, int width = 
   if (static_cast<int>(l.size()) < width) l += std::string(static_cast<std::size_t>(width) - l.size(), ' ');
   return l + value + "\n";
 }
+// "12.50x"; "unbounded" (no "x") when the shared prefix covers the whole request and it holds no KV of its own.
+std::string times(double v) { return std::isinf(v) ? "unbounded" : fixed(v, 2) + "x"; }
 std::string padl(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 }  // namespace
 
@@ -85,8 +88,8 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << " tokens per replica";
   if (d.replicas > 1) o << ", " << grouped(p.cluster_kv_capacity_tokens) << " in the cluster";
   o << "\nMaximum concurrency for " << grouped(static_cast<u64>(d.max_model_len))
-    << " tokens per request: " << fixed(p.max_concurrency, 2) << "x";
-  if (d.replicas > 1) o << " per replica, " << fixed(p.cluster_max_concurrency, 2) << "x in the cluster";
+    << " tokens per request: " << times(p.max_concurrency);
+  if (d.replicas > 1) o << " per replica, " << times(p.cluster_max_concurrency) << " in the cluster";
   o << "\n";
   if (d.d.shared_prefix_tokens > 0) o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
   for (const auto& w : p.warnings) o << "warning: " << terminal_text(w) << "\n";

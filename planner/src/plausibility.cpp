@@ -64,6 +64,16 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                           " in all) exceeds the " + gib(static_cast<double>(g.memory_bytes)) + " of one " +
                                           g.display_name));
   }
+  // A shared prefix is part of every request's prompt: longer than max_model_len, no request can carry it
+  // (vLLM rejects the prompt); larger than the KV cache, it cannot be held even once.
+  if (d.d.shared_prefix_tokens > d.max_model_len)
+    r.push_back(error("KVCAP-E106", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
+                                        " tokens is longer than max_model_len " + std::to_string(d.max_model_len) +
+                                        ": no request can carry it (vLLM rejects the prompt)"));
+  else if (!has_errors(r) && static_cast<u64>(d.d.shared_prefix_tokens) > p.kv_capacity_tokens)
+    r.push_back(error("KVCAP-E107", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
+                                        " tokens does not fit in the KV cache (" + std::to_string(p.kv_capacity_tokens) +
+                                        " tokens per replica)"));
   if (!has_errors(r) && !p.fits())
     // vLLM kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with the models's max
     // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".

@@ -102,3 +102,16 @@ TEST_CASE("plausibility: offered load beyond capacity", "[planner][plausibility]
   REQUIRE(f);
   CHECK(f->code == "KVCAP-W202");
 }
+
+TEST_CASE("plausibility: a shared prefix no request can carry", "[planner][plausibility]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.shared_prefix_tokens = 1 << 20;  // 1M > max_model_len 128K
+  CHECK(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E106"));
+  d.shared_prefix_tokens = 100'000;  // within max_model_len, but more than 64K of KV
+  d.kv_cache_memory_bytes = {8ull << 30};  // 8 GiB / 128 KiB per token = 65,536 tokens
+  CHECK(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E107"));
+  d.shared_prefix_tokens = 1024;
+  CHECK_FALSE(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E107"));
+}
