@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <thread>
 #include <algorithm>
@@ -55,6 +56,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   opt.device = vm["device"].as<std::string>();
   opt.mode = vm.count("quick") ? kernels::CalibrationMode::quick : kernels::CalibrationMode::full;
   opt.cpu_threads = static_cast<int>(cpu_threads(vm["threads"].as<std::string>()));
+  {  // the output must be writable before minutes of measuring, not after
+    const std::string out = vm["out"].as<std::string>();
+    std::ofstream probe(out, std::ios::app);
+    if (!probe) throw UsageError("--out: cannot write '" + out + "'");
+  }
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto progress = [tty](const kernels::CalibrationProgress& p) {
     if (!tty) return;

@@ -274,7 +274,7 @@ int cmd_size(const std::vector<std::string>& args) {
       if (r.candidates[i].status == CandidateStatus::ok) c["rank"] = i + 1;
       arr.push_back(c);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   } else if (fmt == Format::csv) {
     std::cout << kCsvHeader;
     for (std::size_t i = 0; i < shown; ++i) {

@@ -81,6 +81,24 @@ def case_sweep_csv(kvcap, root, tmp, _plot):
         fail(f"formula not neutralised: {rows[1][0]!r}")
 
 
+def case_size_csv(kvcap, root, tmp, _plot):
+    gpu = open(os.path.join(root, "profiles/gpus/h100-sxm.yaml")).read()
+    gpu = gpu.replace("name: h100-sxm", f'name: "{yaml_dq(FORMULA + CSV_NAME)}"', 1)
+    gpath = os.path.join(tmp, "gpu.yaml")
+    open(gpath, "w").write(gpu)
+    _, out, _ = run([kvcap, "size", "--model", "llama-3.1-8b", "--prompt-tokens", "1K", "--output-tokens", "128",
+                     "--rate", "5", "--ttft-p", "1s", "--tpot", "50ms", "--gpus", gpath, "--max-pp", "1",
+                     "--format", "csv", "--top", "1"], 0)
+    rows = list(csv.reader(io.StringIO(out)))
+    if any(len(r) != len(rows[0]) for r in rows) or len(rows) < 2:
+        fail(f"size CSV columns shifted:\n{out}")
+    if rows[1][1] != "'" + FORMULA + CSV_NAME:
+        fail(f"gpu column {rows[1][1]!r}")
+    _, out, err = run([kvcap, "size", "--model", "llama-3.1-8b", "--prompt-tokens", "1K", "--output-tokens", "128",
+                       "--rate", "5", "--ttft-p", "1s", "--tpot", "50ms", "--gpus", gpath, "--max-pp", "1"], 0)
+    human_safe(out + err, "kvcap size")
+
+
 def case_plan_table(kvcap, root, tmp, _plot):
     m = model_yaml(root, tmp, "evil.yaml", "evil-model", EVIL_YAML)
     _, out, err = run([kvcap, "plan", "--model", m, "--gpu", "h100-sxm", "--contexts", "4K"], 0)
