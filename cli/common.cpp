@@ -1,8 +1,10 @@
 #include "common.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <new>
 #include <iostream>
@@ -249,7 +251,17 @@ const std::vector<Subcommand>& subcommands() {
 
 int run_guarded(const std::string& name, const std::function<int()>& run) {
   try {
-    return run();
+    const int rc = run();
+    // A report that could not be written (disk full, closed pipe) is not a result: say so, exit 1.
+    errno = 0;
+    std::cout.flush();
+    if (!std::cout) {
+      const int err = errno;
+      std::cerr << "kvcap " << name << ": error: writing the output failed"
+                << (err ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
+      return std::max(rc, static_cast<int>(kExitFailed));
+    }
+    return rc;
   } catch (const UsageError& e) {
     std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what()) << "\n(see: kvcap " << name << " --help)\n";
     return kExitUsage;
