@@ -26,17 +26,14 @@ long long tokens(const QString& flag, const QString& v) {
   const auto m = re.match(v.trimmed());
   if (!m.hasMatch())
     usage_error(QStringLiteral("--%1: expected a token count such as 8192 or 8K, got '%2'").arg(flag, v));
-  long long n = m.captured(1).toLongLong();
+  bool ok = false;
+  const long long n = m.captured(1).toLongLong(&ok);
   const QString u = m.captured(2);
-  if (u == "K")
-    n *= 1024;
-  else if (u == "M")
-    n *= 1024 * 1024;
-  else if (u == "k")
-    n *= 1000;
-  else if (u == "m")
-    n *= 1000000;
-  return n;
+  const long long mult = u == "K" ? 1024 : u == "M" ? 1024 * 1024 : u == "k" ? 1000 : u == "m" ? 1000000 : 1;
+  // Range-checked with the flag named: no silent 0 from an overflowing digit string, no wrapped product.
+  if (!ok || n > 9'000'000'000'000'000LL / mult)
+    usage_error(QStringLiteral("--%1: expected a token count of at most 9e15, got '%2'").arg(flag, v));
+  return n * mult;
 }
 
 long long integer(const QString& flag, const QString& v, long long min) {
