@@ -19,7 +19,8 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
     if (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF) return 0;
   }
   if (n == 4) {
-    const unsigned cp = ((c & 0x07u) << 18) | ((b(i + 1) & 0x3Fu) << 12) | ((b(i + 2) & 0x3Fu) << 6) | (b(i + 3) & 0x3Fu);
+    const unsigned cp =
+        ((c & 0x07u) << 18) | ((b(i + 1) & 0x3Fu) << 12) | ((b(i + 2) & 0x3Fu) << 6) | (b(i + 3) & 0x3Fu);
     if (cp < 0x10000 || cp > 0x10FFFF) return 0;
   }
   return n;
@@ -34,10 +35,14 @@ std::string hex_byte(unsigned char c) {
 // One control character (C0, DEL, or a C1 code point U+0080..U+009F encoded as C2 80..C2 9F) shown visibly.
 std::string visible_control(unsigned char c) {
   switch (c) {
-    case '\n': return "\\n";
-    case '\r': return "\\r";
-    case '\t': return "\\t";
-    default: return hex_byte(c);
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      return hex_byte(c);
   }
 }
 
@@ -50,13 +55,17 @@ void append_terminal(std::string& r, std::string_view s) {
       r += hex_byte(c);
       ++i;
     } else if (n == 1) {
-      if (c < 0x20 || c == 0x7f) r += visible_control(c);
-      else r += static_cast<char>(c);
+      if (c < 0x20 || c == 0x7f)
+        r += visible_control(c);
+      else
+        r += static_cast<char>(c);
       ++i;
     } else {
       const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
-      if (n == 2 && c == 0xC2 && c1 < 0xA0) r += "\\u00" + hex_byte(c1).substr(2);  // C1 control (CSI is U+009B)
-      else r.append(s.substr(i, n));
+      if (n == 2 && c == 0xC2 && c1 < 0xA0)
+        r += "\\u00" + hex_byte(c1).substr(2);  // C1 control (CSI is U+009B)
+      else
+        r.append(s.substr(i, n));
       i += n;
     }
   }
@@ -65,8 +74,7 @@ void append_terminal(std::string& r, std::string_view s) {
 
 std::string csv_field(std::string_view s, bool always_quote) {
   std::string v;
-  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r'))
-    v = "'";
+  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r')) v = "'";
   v.append(s);
   if (!always_quote && v.find_first_of(",\"\r\n") == std::string::npos) return v;
   std::string r = "\"";
@@ -91,15 +99,32 @@ std::string xml_text(std::string_view s) {
       continue;
     }
     switch (c) {
-      case '&': r += "&amp;"; break;
-      case '<': r += "&lt;"; break;
-      case '>': r += "&gt;"; break;
-      case '"': r += "&quot;"; break;
-      case '\'': r += "&apos;"; break;
-      case '\n': r += "&#10;"; break;  // kept in attributes (a raw newline would be normalised to a space)
-      case '\t': r += "&#9;"; break;
-      case '\r': r += "&#13;"; break;
-      default: r += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
+      case '&':
+        r += "&amp;";
+        break;
+      case '<':
+        r += "&lt;";
+        break;
+      case '>':
+        r += "&gt;";
+        break;
+      case '"':
+        r += "&quot;";
+        break;
+      case '\'':
+        r += "&apos;";
+        break;
+      case '\n':
+        r += "&#10;";
+        break;  // kept in attributes (a raw newline would be normalised to a space)
+      case '\t':
+        r += "&#9;";
+        break;
+      case '\r':
+        r += "&#13;";
+        break;
+      default:
+        r += c < 0x20 || c == 0x7f ? '?' : static_cast<char>(c);
     }
     ++i;
   }
@@ -111,14 +136,19 @@ std::string gh_data(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char ch = s[i];
     const auto c = static_cast<unsigned char>(ch);
-    if (ch == '%') r += "%25";
-    else if (ch == '\r') r += "%0D";
-    else if (ch == '\n') r += "%0A";
-    else if (c < 0x20 || c == 0x7f) r += hex_byte(c);  // a log viewer renders ANSI escapes: show them instead
+    if (ch == '%')
+      r += "%25";
+    else if (ch == '\r')
+      r += "%0D";
+    else if (ch == '\n')
+      r += "%0A";
+    else if (c < 0x20 || c == 0x7f)
+      r += hex_byte(c);  // a log viewer renders ANSI escapes: show them instead
     else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
              static_cast<unsigned char>(s[i + 1]) < 0xA0)
       r += "\\u00" + hex_byte(static_cast<unsigned char>(s[++i])).substr(2);  // C1 control (8-bit CSI)
-    else r += ch;
+    else
+      r += ch;
   }
   return r;
 }
@@ -126,9 +156,12 @@ std::string gh_data(std::string_view s) {
 std::string gh_property(std::string_view s) {
   std::string r;
   for (char ch : gh_data(s)) {
-    if (ch == ':') r += "%3A";
-    else if (ch == ',') r += "%2C";
-    else r += ch;
+    if (ch == ':')
+      r += "%3A";
+    else if (ch == ',')
+      r += "%2C";
+    else
+      r += ch;
   }
   return r;
 }
@@ -169,15 +202,20 @@ std::string json_string(std::string_view s) {
       i += n;
       continue;
     }
-    if (c == '"' || c == '\\') r += '\\', r += static_cast<char>(c);
-    else if (c == '\n') r += "\\n";
-    else if (c == '\t') r += "\\t";
-    else if (c == '\r') r += "\\r";
+    if (c == '"' || c == '\\')
+      r += '\\', r += static_cast<char>(c);
+    else if (c == '\n')
+      r += "\\n";
+    else if (c == '\t')
+      r += "\\t";
+    else if (c == '\r')
+      r += "\\r";
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       r += buf;
-    } else r += static_cast<char>(c);
+    } else
+      r += static_cast<char>(c);
     ++i;
   }
   return r + "\"";

@@ -11,7 +11,9 @@ namespace {
 Finding error(const std::string& code, std::string msg, int exit = kExitWouldNotStart) {
   return {code, Finding::Level::error, std::move(msg), exit};
 }
-Finding warning(const std::string& code, std::string msg) { return {code, Finding::Level::warning, std::move(msg), kExitOk}; }
+Finding warning(const std::string& code, std::string msg) {
+  return {code, Finding::Level::warning, std::move(msg), kExitOk};
+}
 
 std::string gib(double bytes) {
   char buf[48];
@@ -33,7 +35,8 @@ std::string to_string(const Finding& f) {
 }
 
 bool has_errors(const std::vector<Finding>& findings) {
-  return std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.level == Finding::Level::error; });
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const Finding& f) { return f.level == Finding::Level::error; });
 }
 
 int exit_code(const std::vector<Finding>& findings) {
@@ -59,10 +62,12 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
     const double held = static_cast<double>(st.available_kv_bytes) + static_cast<double>(st.weights_bytes) +
                         static_cast<double>(st.activation_peak_bytes) + static_cast<double>(st.non_torch_bytes);
     if (st.kv_memory_given && held > static_cast<double>(g.memory_bytes))
-      r.push_back(error("KVCAP-E103", stage_name(p, st) + "KV cache memory (--kv-cache-memory, kv_cache_memory_bytes) " + gib(static_cast<double>(st.available_kv_bytes)) +
+      r.push_back(error("KVCAP-E103", stage_name(p, st) +
+                                          "KV cache memory (--kv-cache-memory, kv_cache_memory_bytes) " +
+                                          gib(static_cast<double>(st.available_kv_bytes)) +
                                           " plus weights, activation peak and non-torch memory (" + gib(held) +
-                                          " in all) exceeds the " + gib(static_cast<double>(g.memory_bytes)) + " of one " +
-                                          g.display_name));
+                                          " in all) exceeds the " + gib(static_cast<double>(g.memory_bytes)) +
+                                          " of one " + g.display_name));
   }
   // A shared prefix is part of every request's prompt: longer than max_model_len, no request can carry it
   // (vLLM rejects the prompt); larger than the KV cache, it cannot be held even once.
@@ -72,19 +77,21 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                         ": no request can carry it (vLLM rejects the prompt)"));
   else if (!has_errors(r) && static_cast<u64>(d.d.shared_prefix_tokens) > p.kv_capacity_tokens)
     r.push_back(error("KVCAP-E107", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
-                                        " tokens does not fit in the KV cache (" + std::to_string(p.kv_capacity_tokens) +
-                                        " tokens per replica)"));
+                                        " tokens does not fit in the KV cache (" +
+                                        std::to_string(p.kv_capacity_tokens) + " tokens per replica)"));
   if (!has_errors(r) && !p.fits())
     // vLLM kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with the models's max
     // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".
-    r.push_back(error("KVCAP-E102", "vLLM would not start: one request of max_model_len " + std::to_string(d.max_model_len) +
-                                        " tokens does not fit in the KV cache (" + num(p.max_concurrency, 2) +
-                                        "x); the longest that fits is " + std::to_string(p.max_model_len_that_fits) +
+    r.push_back(error("KVCAP-E102", "vLLM would not start: one request of max_model_len " +
+                                        std::to_string(d.max_model_len) + " tokens does not fit in the KV cache (" +
+                                        num(p.max_concurrency, 2) + "x); the longest that fits is " +
+                                        std::to_string(p.max_model_len_that_fits) +
                                         " tokens: lower --max-model-len or add memory"));
   return r;
 }
 
-std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 batch, i64 prompt_tokens, i64 output_tokens) {
+std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 batch, i64 prompt_tokens,
+                                 i64 output_tokens) {
   std::vector<Finding> r;
   const auto& d = p.dep;
   const i64 context = prompt_tokens + output_tokens;
@@ -123,11 +130,13 @@ std::string device_product(const std::string& device_name) {
     std::size_t i = 0;
     while (i < t.size() && std::isalpha(static_cast<unsigned char>(t[i]))) ++i;
     if (i == 0 || i > 3 || i == t.size() || !std::isdigit(static_cast<unsigned char>(t[i]))) continue;
-    if (t.rfind("HBM", 0) == 0 || t.rfind("GDDR", 0) == 0 || t.rfind("SXM", 0) == 0 || t.rfind("PCIE", 0) == 0) continue;
+    if (t.rfind("HBM", 0) == 0 || t.rfind("GDDR", 0) == 0 || t.rfind("SXM", 0) == 0 || t.rfind("PCIE", 0) == 0)
+      continue;
     return t;
   }
   for (const auto& t : tokens)  // "RTX 4090": the model number alone
-    if (t.size() >= 3 && t.size() <= 5 && std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    if (t.size() >= 3 && t.size() <= 5 &&
+        std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       return t;
   return "";
 }
@@ -135,8 +144,10 @@ std::string device_product(const std::string& device_name) {
 std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, bool force) {
   std::vector<Finding> r;
   const auto mismatch = [&](const char* number, std::string msg) {
-    if (force) r.push_back(warning(std::string("KVCAP-W") + number, msg + " (used anyway: --calibration-force)"));
-    else r.push_back(error(std::string("KVCAP-E") + number, msg + "; --calibration-force uses it anyway", kExitUsage));
+    if (force)
+      r.push_back(warning(std::string("KVCAP-W") + number, msg + " (used anyway: --calibration-force)"));
+    else
+      r.push_back(error(std::string("KVCAP-E") + number, msg + "; --calibration-force uses it anyway", kExitUsage));
   };
   const std::string want = device_product(g.display_name);
   if (c.device_kind == "cpu") {
@@ -158,9 +169,9 @@ std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, b
   if (c.device_memory_bytes > 0 && g.memory_bytes > 0) {
     const double ratio = static_cast<double>(c.device_memory_bytes) / static_cast<double>(g.memory_bytes);
     if (ratio < 0.95 || ratio > 1.05)
-      mismatch("302", "the calibration's device '" + c.device + "' has " + gib(static_cast<double>(c.device_memory_bytes)) +
-                          ", the " + g.display_name + " profile " + gib(static_cast<double>(g.memory_bytes)) +
-                          ": another variant of the " + want);
+      mismatch("302", "the calibration's device '" + c.device + "' has " +
+                          gib(static_cast<double>(c.device_memory_bytes)) + ", the " + g.display_name + " profile " +
+                          gib(static_cast<double>(g.memory_bytes)) + ": another variant of the " + want);
   }
   return r;
 }

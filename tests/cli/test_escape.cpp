@@ -42,8 +42,9 @@ TEST_CASE("terminal_text: control characters visible, no workflow command at a l
   CHECK(terminal_text("\x1b[31mred\x1b[0m") == "\\x1b[31mred\\x1b[0m");
   CHECK(terminal_text("tab\there\r") == "tab\\there\\r");
   CHECK(terminal_text("\x7f") == "\\x7f");
-  CHECK(terminal_text("csi\xc2\x9b" "31m") == "csi\\u009b31m");  // C1 CSI
-  CHECK(terminal_text("\xff ok") == "\\xff ok");                   // invalid UTF-8 byte
+  CHECK(terminal_text("csi\xc2\x9b"
+                      "31m") == "csi\\u009b31m");  // C1 CSI
+  CHECK(terminal_text("\xff ok") == "\\xff ok");   // invalid UTF-8 byte
   CHECK(terminal_text("caf\xc3\xa9 \xe2\x89\xa5") == "caf\xc3\xa9 \xe2\x89\xa5");
 }
 

@@ -1,7 +1,6 @@
 // The plausibility policy (planner/plausibility.hpp): each finding of issue 13 with its stable code.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -109,7 +108,7 @@ TEST_CASE("plausibility: a shared prefix no request can carry", "[planner][plaus
   Deployment d;
   d.shared_prefix_tokens = 1 << 20;  // 1M > max_model_len 128K
   CHECK(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E106"));
-  d.shared_prefix_tokens = 100'000;  // within max_model_len, but more than 64K of KV
+  d.shared_prefix_tokens = 100'000;        // within max_model_len, but more than 64K of KV
   d.kv_cache_memory_bytes = {8ull << 30};  // 8 GiB / 128 KiB per token = 65,536 tokens
   CHECK(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E107"));
   d.shared_prefix_tokens = 1024;

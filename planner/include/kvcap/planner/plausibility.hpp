@@ -17,17 +17,17 @@ namespace kvcap {
 
 /// Documented process exit codes of the kvcap executables.
 enum ExitCode : int {
-  kExitOk = 0,          ///< fine (warnings allowed)
-  kExitFailed = 1,      ///< a promise or target failed; an input file is invalid
-  kExitUsage = 2,       ///< bad command line (including a calibration for another device without --calibration-force)
+  kExitOk = 0,      ///< fine (warnings allowed)
+  kExitFailed = 1,  ///< a promise or target failed; an input file is invalid
+  kExitUsage = 2,   ///< bad command line (including a calibration for another device without --calibration-force)
   kExitWouldNotStart = 3,  ///< vLLM would refuse to start, or the requested work does not fit
 };
 
 struct Finding {
   enum class Level { warning, error };
-  std::string code;     ///< stable, e.g. "KVCAP-E101"; the number never changes meaning, the letter is the level
+  std::string code;  ///< stable, e.g. "KVCAP-E101"; the number never changes meaning, the letter is the level
   Level level = Level::warning;
-  std::string message;  ///< one line, no trailing period
+  std::string message;      ///< one line, no trailing period
   int exit_code = kExitOk;  ///< for errors: kExitWouldNotStart or kExitUsage
 };
 
