@@ -46,9 +46,9 @@ int exit_code(const std::vector<Finding>& findings) {
   return rc;
 }
 
-std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
-  std::vector<Finding> r;
-  const auto& d = p.dep;
+namespace {
+// Per pipeline stage: no KV memory at all (E101), or KV memory given beyond the device (E103).
+void check_stages(const GpuSpec& g, const MemoryPlan& p, std::vector<Finding>& r) {
   for (const auto& st : p.stages) {
     // vLLM v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "No available memory for the cache blocks".
     if (st.available_kv_bytes <= 0) {
@@ -69,6 +69,11 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                           " in all) exceeds the " + gib(static_cast<double>(g.memory_bytes)) +
                                           " of one " + g.display_name));
   }
+}
+
+// A shared prefix longer than max_model_len (E106) or larger than the KV cache (E107).
+void check_shared_prefix(const MemoryPlan& p, std::vector<Finding>& r) {
+  const auto& d = p.dep;
   // A shared prefix is part of every request's prompt: longer than max_model_len, no request can carry it
   // (vLLM rejects the prompt); larger than the KV cache, it cannot be held even once.
   if (d.d.shared_prefix_tokens > d.max_model_len)
@@ -79,6 +84,14 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
     r.push_back(error("KVCAP-E107", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
                                         " tokens does not fit in the KV cache (" +
                                         std::to_string(p.kv_capacity_tokens) + " tokens per replica)"));
+}
+}  // namespace
+
+std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
+  std::vector<Finding> r;
+  const auto& d = p.dep;
+  check_stages(g, p, r);
+  check_shared_prefix(p, r);
   if (!has_errors(r) && !p.fits())
     // vLLM kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with the models's max
     // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".
