@@ -79,3 +79,4 @@ kvcap_golden(err_compare_deploy_overflow 2 compare --deploy llama-3.1-8b@9999999
 kvcap_golden(validate_calibration_bad_points 1 validate %DATA%/plausibility/calibration-bad-points.yaml)
 kvcap_golden(err_model_param_overflow 1 plan --model %DATA%/plausibility/model-param-overflow.yaml --gpu h100-sxm)
 kvcap_golden(plan_shared_prefix_beyond_max_model_len 3 plan --model llama-3.1-8b --gpu h100-sxm --shared-prefix-tokens 1M --contexts 4K)
+kvcap_golden(err_simulate_calibration_other_gpu 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1 --prompt-tokens 1K --output-tokens 16 --num-requests 10 --calibration %DATA%/calibration-example.yaml)
