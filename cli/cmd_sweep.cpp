@@ -67,7 +67,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
         d.tensor_parallel_size = tp;
         std::optional<SpeedContext> c;
         try {
-          c = make_speed_context(m, g, plan_memory(m, g, d, {}), SpeedOptions{}, calibration);
+          const MemoryPlan plan = plan_memory(m, g, d, {});
+          // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device is an
+          // impossible input (the plausibility policy's E103), not a point.
+          for (const auto& f : check_memory_plan(g, plan))
+            if (f.code == "KVCAP-E103") throw FindingError(f);
+          c = make_speed_context(m, g, plan, SpeedOptions{}, calibration);
         } catch (const SpecError& e) {
           std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << tp << ": " << e.what() << "\n";
           ++skipped;
