@@ -33,6 +33,7 @@ TEST_CASE("gh_data / gh_property: GitHub workflow command escaping", "[cli][esca
   CHECK(gh_data("100%\r") == "100%25%0D");
   CHECK(gh_property("a:b,c\n") == "a%3Ab%2Cc%0A");
   CHECK(gh_data("\x1b[31mred") == "\\x1b[31mred");
+  CHECK(gh_data("<\xc2\x9b" "31m") == "<\\u009b31m");  // C1 CSI: fuzz_escape's finding (docs/fuzzing.md)
 }
 
 TEST_CASE("terminal_text: control characters visible, no workflow command at a line start", "[cli][escape]") {
