@@ -65,6 +65,13 @@ void DashboardModel::recompute() {
       r.plan.reset();
     }
     if (r.plan) {
+      // The same policy as kvcap plan: a deployment vLLM would not start, a calibration from another device
+      // (the user picked the file, so it is used, with the warning).
+      r.findings = check_memory_plan(*gpu_, *r.plan);
+      if (calibration_) {
+        const auto cal = check_calibration(*calibration_, *gpu_, true);
+        r.findings.insert(r.findings.end(), cal.begin(), cal.end());
+      }
       try {
         const auto ctx = make_speed_context(*r.model, *gpu_, *r.plan, SpeedOptions{}, calibration_);
         r.decode = throughput_latency_curve(ctx, settings_.speed_context_tokens);
@@ -148,6 +155,7 @@ QStringList DashboardModel::errors() const {
     if (!m.error.empty() && !r.contains(QString::fromStdString(m.error)))
       r << QString::fromStdString(m.label + ": " + m.error);
     if (!m.speed_error.empty()) r << QString::fromStdString(m.label + ": speed model: " + m.speed_error);
+    for (const auto& f : m.findings) r << QString::fromStdString(m.label + ": " + to_string(f));
   }
   if (!calibration_error_.empty()) r << QString::fromStdString(calibration_error_);
   if (!timeline_error_.empty()) r << QString::fromStdString(timeline_error_);

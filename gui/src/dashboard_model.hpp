@@ -11,6 +11,7 @@
 
 #include "kvcap/gui/timeline.hpp"
 #include "kvcap/planner/calibration.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "settings.hpp"
@@ -30,6 +31,7 @@ struct ModelResult {
   std::exception_ptr exception;
   std::vector<DecodeStep> decode;  ///< throughput_latency_curve at the speed context
   std::string speed_error;
+  std::vector<Finding> findings;   ///< the plausibility policy's (planner/plausibility.hpp), as kvcap plan's
 };
 
 class DashboardModel : public QObject {

@@ -22,7 +22,9 @@
 #include <sstream>
 
 #include "common.hpp"  // cli: deployment_options / deployment_from, to check the copied command line
+#include "dashboard_model.hpp"
 #include "dashboard_window.hpp"
+#include "profile_library.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -460,4 +462,17 @@ TEST_CASE("recomputing the dashboard takes milliseconds", "[gui][timing]") {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
   WARN("recompute + redraw of 3 models: " << ms << " ms (planner alone: " << w.model().last_recompute_ms() << " ms)");
   CHECK(ms < 500);  // generous: shared CI cores; measured a few ms
+}
+
+TEST_CASE("the dashboard applies the plausibility policy as kvcap plan does", "[gui][dashboard][plausibility]") {
+  ProfileLibrary library;
+  DashboardModel model(library);
+  DashboardSettings s;
+  s.models = {"llama-3.1-8b", "llama-3.1-70b"};
+  s.gpu = "h100-sxm";
+  model.set_settings(s);
+  const auto errors = model.errors().join("\n").toStdString();
+  // 70B in bf16 on one 80 GB H100: vLLM would not start; 8B fits and says nothing.
+  CHECK_THAT(errors, Catch::Contains("llama-3.1-70b: error KVCAP-E101"));
+  CHECK_THAT(errors, !Catch::Contains("llama-3.1-8b:"));
 }
