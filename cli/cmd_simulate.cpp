@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -257,6 +258,10 @@ nlohmann::ordered_json result_json(const RunInfo& in, const sim::SimResult& r) {
                      {"max_num_batched_tokens", rc.max_num_batched_tokens},
                      {"max_model_len", rc.max_model_len}};
   j["workload"] = {{"source", in.workload_source}, {"name", in.workload_name}, {"description", in.workload_desc}};
+  if (in.cfg.max_concurrency > 0) {
+    j["workload"]["max_concurrency"] = in.cfg.max_concurrency;
+    j["workload"]["think_time_s"] = in.cfg.think_time_s;
+  }
   j["step_time"] = in.step_time_source;
   j["requests_arrived"] = r.requests_arrived;
   j["requests_completed"] = r.requests_completed;
@@ -339,7 +344,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
     ("trace", po::value<std::string>(), "CSV trace: arrival time, prompt tokens, output tokens per row (Azure LLM traces auto-detected)")
     ("trace-columns", po::value<std::string>(), "TIME,PROMPT,OUTPUT column names of the trace (default: auto-detect)")
     ("trace-speedup", po::value<std::string>()->default_value("1"), "replay the trace this many times faster")
-    ("rate", po::value<std::string>(), "arrivals per second (with --prompt-tokens and --output-tokens)")
+    ("rate", po::value<std::string>(), "arrivals per second (with --prompt-tokens and --output-tokens); inf: all at once (offline)")
+    ("max-concurrency", po::value<std::string>(), "closed loop: at most N requests in flight, each client sending its next when its last "
+                                                   "finishes (vllm bench serve --max-concurrency); without --rate, --rate inf")
+    ("think-time", po::value<std::string>(), "closed loop: a client's pause between an answer and its next request (e.g. 2s; default 0s)")
     ("arrival", po::value<std::string>()->default_value("poisson"), "arrival process with --rate: poisson, gamma or fixed")
     ("cv", po::value<std::string>(), "gamma arrivals: coefficient of variation of the gaps (> 1: bursty)")
     ("prompt-tokens", po::value<std::string>(), "prompt lengths: 512 | uniform:128-2K | lognormal:mean=1K,sigma=0.9[,min=16,max=8K] | empirical:128@0.5,1K@0.5")
@@ -389,7 +397,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
   }
   if (!vm.count("model")) throw UsageError("--model is required (a built-in name such as llama-3.1-8b, a YAML profile, or a config.json)");
   if (!vm.count("gpu")) throw UsageError("--gpu is required (a built-in name such as h100-sxm, or a YAML profile)");
-  const int sources = static_cast<int>(vm.count("workload") + vm.count("trace") + vm.count("rate"));
+  // --max-concurrency alone is vllm bench serve's default load: --request-rate inf behind a semaphore of N.
+  const bool closed_default_rate = vm.count("max-concurrency") && !vm.count("workload") && !vm.count("trace") && !vm.count("rate");
+  const int sources = static_cast<int>(vm.count("workload") + vm.count("trace") + vm.count("rate") + (closed_default_rate ? 1 : 0));
   if (sources != 1)
     throw UsageError(sources == 0 ? "give a workload: --workload FILE.yaml, --trace FILE.csv, or --rate R with --prompt-tokens and --output-tokens"
                                   : "give only one of --workload, --trace and --rate");
@@ -404,6 +414,11 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (!vm.count("trace") && !limits.duration_s && !limits.num_requests)
     throw UsageError("give --duration SECONDS or --num-requests N (a synthetic workload has no end of its own)");
   const auto seed = static_cast<std::uint64_t>(parse_int(str("seed"), "--seed", 0));
+  const std::string rate_text = vm.count("rate") ? str("rate") : closed_default_rate ? "inf" : "";
+  if (rate_text == "inf" && !limits.num_requests)
+    throw UsageError("--rate inf sends every request at once: give --num-requests N (a duration would never end it)");
+  if (vm.count("think-time") && !vm.count("max-concurrency"))
+    throw UsageError("--think-time applies to a closed loop: give --max-concurrency N too");
 
   const Deployment dep = deployment_from(vm);
   const ModelSpec model = profiles::resolve_model(str("model"));
@@ -445,6 +460,15 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (str("prefix-caching") == "on") cfg.replica.prefix_caching = true;
   else if (str("prefix-caching") == "off") cfg.replica.prefix_caching = false;
   else throw UsageError("--prefix-caching: expected on or off, got '" + str("prefix-caching") + "'");
+  if (vm.count("max-concurrency")) {
+    const i64 n = parse_int(str("max-concurrency"), "--max-concurrency", 1);
+    if (n > 10'000'000) throw UsageError("--max-concurrency: at most 10,000,000 clients, got '" + str("max-concurrency") + "'");
+    cfg.max_concurrency = static_cast<std::uint32_t>(n);
+    if (vm.count("think-time")) {
+      const std::string t = trim(str("think-time"));
+      cfg.think_time_s = (t == "0" || t == "0s" || t == "0ms") ? 0.0 : parse_seconds(t, "--think-time");
+    }
+  }
 
   // The workload.
   // A fresh source per run (--allocator compare runs the same workload twice).
@@ -490,9 +514,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
       info.workload_source = "flags";
       w.name = "flags";
       if (!vm.count("prompt-tokens") || !vm.count("output-tokens"))
-        throw UsageError("--rate needs --prompt-tokens and --output-tokens");
-      w.arrival.rate_per_s = parse_real(str("rate"), "--rate", "arrivals per second such as 4.5");
-      if (!(w.arrival.rate_per_s > 0)) throw UsageError("--rate: expected a positive number of arrivals per second");
+        throw UsageError(std::string(vm.count("rate") ? "--rate" : "--max-concurrency") + " needs --prompt-tokens and --output-tokens");
+      w.arrival.rate_per_s = rate_text == "inf" ? std::numeric_limits<double>::infinity()
+                                                : parse_real(rate_text, "--rate", "arrivals per second such as 4.5, or inf");
+      if (!(w.arrival.rate_per_s > 0)) throw UsageError("--rate: expected a positive number of arrivals per second, or inf");
       const std::string a = str("arrival");
       if (a == "poisson") w.arrival.kind = ArrivalProcess::Kind::poisson;
       else if (a == "gamma") w.arrival.kind = ArrivalProcess::Kind::gamma;
@@ -507,7 +532,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
       w.prompt = parse_length(str("prompt-tokens"), "--prompt-tokens");
       w.output = parse_length(str("output-tokens"), "--output-tokens");
       try {
-        validate(w);
+        WorkloadSpec checked = w;
+        if (std::isinf(w.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;  // offline: check the rest
+        validate(checked);
       } catch (const SpecError& e) {
         throw UsageError(e.what());
       }
@@ -518,8 +545,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
     slo = w.slo;
     std::ostringstream o;
     if (vm.count("workload")) o << "'" << w.name << "' (" << str("workload") << "): ";
-    o << to_string(w.arrival.kind) << " arrivals at " << w.arrival.rate_per_s << " req/s";
-    if (w.arrival.kind == ArrivalProcess::Kind::gamma) o << " (cv " << w.arrival.cv << ")";
+    if (std::isinf(w.arrival.rate_per_s)) {
+      o << "every request at t = 0";
+    } else {
+      o << to_string(w.arrival.kind) << " arrivals at " << w.arrival.rate_per_s << " req/s";
+      if (w.arrival.kind == ArrivalProcess::Kind::gamma) o << " (cv " << w.arrival.cv << ")";
+    }
     o << "; prompt " << length_desc(w.prompt) << ", output " << length_desc(w.output);
     if (w.shared_prefix.enabled())
       o << "; " << w.shared_prefix.num_groups << " shared prefixes of " << w.shared_prefix.tokens << " tokens (" << fixed(100 * w.shared_prefix.fraction, 0) << "% of requests)";
@@ -528,6 +559,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
     o << "; seed " << seed;
     info.workload_desc = o.str();
     make_source = [w, seed, limits] { return sim::synthetic_source(w, seed, limits); };
+  }
+  if (cfg.max_concurrency > 0) {
+    info.workload_desc += "; closed loop: at most " + grouped(cfg.max_concurrency) + " in flight";
+    if (cfg.think_time_s > 0) info.workload_desc += ", think time " + fixed(cfg.think_time_s, 3) + " s";
   }
   if (vm.count("ttft-target")) slo.ttft_s = parse_seconds(str("ttft-target"), "--ttft-target");
   if (vm.count("tpot-target")) slo.tpot_s = parse_seconds(str("tpot-target"), "--tpot-target");

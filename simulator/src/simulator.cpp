@@ -463,11 +463,37 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
   EventQueue q;
   SimResult res;
 
+  if (!(std::isfinite(cfg.think_time_s) && cfg.think_time_s >= 0))
+    throw SpecError("think_time_s", "must be a finite number of seconds >= 0");
   std::optional<RequestSpec> pending = source.next();
   if (!pending) return res;
   const double start = pending->arrival_s;
   for (auto& r : replicas) r.start_clock(start);
-  q.push(start, EventKind::arrival);
+  // Closed loop: the times at which clients are free to send (non-decreasing: releases come in time order and
+  // the think time is fixed). Empty while all N are busy: the pending request then waits (`stalled`).
+  const bool closed = cfg.max_concurrency > 0;
+  std::deque<double> free_at(closed ? cfg.max_concurrency : 0, start);
+  bool stalled = false;
+  auto send_pending = [&](double t) {
+    if (!closed) {
+      if (!(pending->arrival_s >= t)) throw std::logic_error("request source went back in time");
+      q.push(pending->arrival_s, EventKind::arrival);
+    } else if (free_at.empty()) {
+      stalled = true;
+    } else {
+      q.push(std::max({pending->arrival_s, free_at.front(), t}), EventKind::arrival);
+      free_at.pop_front();
+    }
+  };
+  auto release = [&](std::uint64_t n, double t) {
+    if (!closed) return;
+    for (std::uint64_t i = 0; i < n; ++i) free_at.push_back(t + cfg.think_time_s);
+    if (stalled && pending) {
+      stalled = false;
+      send_pending(t);
+    }
+  };
+  send_pending(start);
   if (cfg.timeline_interval_s > 0 && cfg.observer) q.push(start, EventKind::sample);
   auto wake = [&](std::uint32_t r, double now) {
     Replica& rep = replicas[r];
@@ -486,15 +512,21 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
     now = e.time_s;
     ++res.events;
     switch (e.kind) {
-      case EventKind::step_end:
+      case EventKind::step_end: {
+        const std::uint64_t done_before = col.completed;
         replicas[e.target].finish_step(now);
+        release(col.completed - done_before, now);
         wake(e.target, now);
         break;
+      }
       case EventKind::arrival: {
-        const RequestSpec spec = *pending;
+        RequestSpec spec = *pending;
+        spec.arrival_s = now;  // the send time (later than the source's arrival time when a closed loop waited)
         const std::uint64_t id = arrived++;
+        pending = source.next();
         if (spec.prompt_tokens >= max_len) {
           ++res.requests_rejected;  // vLLM rejects a prompt that leaves no room for one output token
+          release(1, now);
         } else {
           i64 out = spec.output_tokens;
           const bool truncated = spec.prompt_tokens + out > max_len;  // generation stops at max_model_len
@@ -506,11 +538,7 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
           replicas[r].enqueue(spec, id, out, truncated, now);
           wake(r, now);
         }
-        pending = source.next();
-        if (pending) {
-          if (!(pending->arrival_s >= now)) throw std::logic_error("request source went back in time");
-          q.push(pending->arrival_s, EventKind::arrival);
-        }
+        if (pending && !stalled) send_pending(now);
         break;
       }
       case EventKind::schedule: {

@@ -40,7 +40,8 @@ i64 LengthSampler::sample(Rng& rng) const {
 }
 
 ArrivalSampler::ArrivalSampler(const ArrivalProcess& a) : a_(a) {
-  if (!(std::isfinite(a.rate_per_s) && a.rate_per_s > 0)) throw SpecError("arrival.rate_per_s", "must be > 0");
+  // +inf: every request at once (offline, as `vllm bench throughput` and `vllm bench serve --request-rate inf`).
+  if (!(a.rate_per_s > 0)) throw SpecError("arrival.rate_per_s", "must be > 0 (inf: all at once)");
   if (a.kind == ArrivalProcess::Kind::gamma) {
     // Gaps with mean 1/rate and coefficient of variation cv: shape k = 1/cv^2, scale = 1/(rate k).
     shape_ = 1.0 / (a.cv * a.cv);
@@ -49,6 +50,7 @@ ArrivalSampler::ArrivalSampler(const ArrivalProcess& a) : a_(a) {
 }
 
 double ArrivalSampler::gap_s(Rng& rng) const {
+  if (std::isinf(a_.rate_per_s)) return 0;
   switch (a_.kind) {
     case ArrivalProcess::Kind::poisson: return rng.exponential(a_.rate_per_s);
     case ArrivalProcess::Kind::gamma: return rng.gamma(shape_, scale_);
@@ -66,9 +68,13 @@ class SyntheticSource final : public RequestSource {
       : w_(w), limits_(l), arrivals_(w.arrival), prompt_(w.prompt), output_(w.output),
         rng_arrival_(stream_seed(seed, kArrivals)), rng_prompt_(stream_seed(seed, kPrompt)),
         rng_output_(stream_seed(seed, kOutput)), rng_prefix_(stream_seed(seed, kPrefix)) {
-    validate(w);
+    WorkloadSpec checked = w;
+    if (std::isinf(w.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;  // offline: the rest must still be valid
+    validate(checked);
     if (!l.num_requests && !l.duration_s)
       throw std::invalid_argument("a synthetic workload needs a limit: a number of requests or a duration");
+    if (std::isinf(w.arrival.rate_per_s) && !l.num_requests)
+      throw std::invalid_argument("requests all at once (rate inf) need a number of requests: a duration never ends them");
   }
   std::optional<RequestSpec> next() override {
     if (limits_.num_requests && produced_ >= *limits_.num_requests) return std::nullopt;

@@ -57,6 +57,13 @@ struct SimConfig {
   Observer* observer = nullptr;
   std::function<void(const Progress&)> progress;  ///< called every 2^16 events and at the end
   bool check_invariants = false;       ///< verify the block manager after every step (O(blocks): tests)
+  /// Closed loop, as `vllm bench serve --max-concurrency N` and AIPerf's concurrency mode run it (vllm/benchmarks/
+  /// serve.py: a semaphore of N around each request): > 0 keeps at most this many requests in flight. A request is
+  /// sent at the later of its own arrival time and the time a client is free: the first N at once, then one each
+  /// time an earlier request finishes (completed, or rejected by the engine) plus `think_time_s`. Its TTFT and
+  /// queueing count from the moment it is sent. 0: open loop (the source's arrival times).
+  std::uint32_t max_concurrency = 0;
+  double think_time_s = 0;             ///< closed loop: a client's pause between an answer and its next request
 };
 
 /// Time-weighted over [first arrival, end] unless said otherwise.
