@@ -72,5 +72,5 @@ int plot_main(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  return kvcap::cli::run_guarded("plot", [&] { return kvcap::cli::plot_main(args); });
+  return kvcap::cli::run_guarded("plot", [&] { return kvcap::cli::plot_main(args); }, args);
 }
