@@ -82,3 +82,4 @@ kvcap_golden(plan_shared_prefix_beyond_max_model_len 3 plan --model llama-3.1-8b
 kvcap_golden(err_simulate_calibration_other_gpu 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1 --prompt-tokens 1K --output-tokens 16 --num-requests 10 --calibration %DATA%/calibration-example.yaml)
 kvcap_golden(err_sweep_kv_beyond_device 3 sweep --models llama-3.1-8b --gpus h100-sxm --contexts 4K --batches 1 --kv-cache-memory 500GiB)
 kvcap_golden(err_plan_overflow_names_flags 1 plan --model llama-3.1-8b --gpu h100-sxm --max-num-batched-tokens 9000000000000000)
+kvcap_golden(validate_requirements_kv_1tib 1 validate %DATA%/plausibility/requirements-kv-1tib.yaml)
