@@ -2,12 +2,17 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "format.hpp"
 #include "kvcap/planner/sweep.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "report.hpp"
 #include "sweep_writer.hpp"
 
 namespace kvcap::cli {
+
+namespace {
+constexpr double kMaxSweepRows = 1e8;  ///< ~16 GB of CSV at ~160 bytes a row
+}  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args) {
   auto desc = deployment_options(false);
@@ -57,6 +62,14 @@ int cmd_sweep(const std::vector<std::string>& args) {
     throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
                      std::to_string(gpus.size()) + ")");
   const auto calibration = calibration_from(vm, gpus.front());
+  // Bounded work: the grid is a product; refuse one whose output no one could read, with the estimate.
+  const double rows = static_cast<double>(models.size()) * static_cast<double>(gpus.size()) *
+                      static_cast<double>(tps.size()) * static_cast<double>(contexts.size()) *
+                      static_cast<double>(batches.size());
+  if (rows > kMaxSweepRows)
+    throw UsageError("the grid has " + fixed(rows, 0) + " points (models x GPUs x TP sizes x contexts x batches), about " +
+                     fixed(rows * 160 / 1e9, 1) + " GB of output; at most " + grouped(static_cast<std::uint64_t>(kMaxSweepRows)) +
+                     ": split it into several runs");
 
   SweepWriter out(std::cout, fmt == Format::json);
   std::size_t skipped = 0, series = 0;

@@ -249,7 +249,27 @@ const std::vector<Subcommand>& subcommands() {
   return s;
 }
 
-int run_guarded(const std::string& name, const std::function<int()>& run) {
+namespace {
+// The size flags of a command line, "--max-model-len 9e15, --contexts 1M", for an overflow message: the
+// arithmetic fails deep in the planner, but the user typed these.
+std::string size_flags_given(const std::vector<std::string>& args) {
+  static const std::vector<std::string> kSizes = {
+      "--max-model-len", "--contexts", "--max-num-batched-tokens", "--max-num-seqs", "--prompt-tokens",
+      "--output-tokens", "--batch", "--batches", "--kv-cache-memory", "--num-gpus", "--block-size",
+      "--shared-prefix-tokens", "--tensor-parallel-size", "--pipeline-parallel-size"};
+  std::string r;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto eq = args[i].find('=');
+    const std::string flag = args[i].substr(0, eq);
+    if (std::find(kSizes.begin(), kSizes.end(), flag) == kSizes.end()) continue;
+    const std::string value = eq != std::string::npos ? args[i].substr(eq + 1) : i + 1 < args.size() ? args[i + 1] : "";
+    r += (r.empty() ? "" : ", ") + flag + " " + value;
+  }
+  return r;
+}
+}  // namespace
+
+int run_guarded(const std::string& name, const std::function<int()>& run, const std::vector<std::string>& args) {
   try {
     const int rc = run();
     // A report that could not be written (disk full, closed pipe) is not a result: say so, exit 1.
@@ -270,6 +290,13 @@ int run_guarded(const std::string& name, const std::function<int()>& run) {
     return e.finding.exit_code;
   } catch (const profiles::ProfileError& e) {
     std::cerr << escape::terminal_lines(e.what()) << "\n";
+    return kExitFailed;
+  } catch (const OverflowError& e) {
+    const std::string flags = size_flags_given(args);
+    std::cerr << "kvcap " << name << ": error: " << e.what()
+              << (flags.empty() ? std::string("; the profiles' sizes are too large for 64-bit arithmetic")
+                                : "; from the sizes given (" + escape::terminal_text(flags) + "): reduce them")
+              << "\n";
     return kExitFailed;
   } catch (const std::filesystem::filesystem_error& e) {
     // The OS's words, without the library's "filesystem error:" prefix, naming the path.
@@ -305,7 +332,7 @@ int run_main(int argc, char** argv) {
   const std::string name = args[0];
   args.erase(args.begin());
   for (const auto& c : subcommands())
-    if (c.name == name) return run_guarded(name, [&] { return c.run(args); });
+    if (c.name == name) return run_guarded(name, [&] { return c.run(args); }, args);
   std::cerr << "kvcap: unknown command '" << name << "'\n";
   std::vector<std::string> names;
   for (const auto& c : subcommands()) names.push_back(c.name);

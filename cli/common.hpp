@@ -110,8 +110,9 @@ int cmd_sweep(const std::vector<std::string>& args);
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_plot(const std::vector<std::string>& args);
 
-/// Runs `run` with the project's error policy (below), `name` naming the command in messages.
-int run_guarded(const std::string& name, const std::function<int()>& run);
+/// Runs `run` with the project's error policy (below), `name` naming the command in messages; `args` (the
+/// command line) lets an arithmetic overflow name the size flags that caused it.
+int run_guarded(const std::string& name, const std::function<int()>& run, const std::vector<std::string>& args = {});
 
 /// Runs a subcommand with the project's error policy: profile errors and spec errors print
 /// "error: ..." (located where possible) and return 1; usage errors return 2.

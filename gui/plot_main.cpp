@@ -54,6 +54,10 @@ int plot_main(const std::vector<std::string>& args) {
   const auto w = parse_int(size.substr(0, x), "--size (width)", 100);
   const auto h = parse_int(size.substr(x + 1), "--size (height)", 100);
   if (w > 20000 || h > 20000) throw UsageError("--size: at most 20000x20000 pixels, got '" + size + "'");
+  // Bounded work: a PNG is rendered into one 4-byte-per-pixel image in memory (50 Mpx = 200 MB).
+  if (w * h > 50'000'000)
+    throw UsageError("--size: at most 50 million pixels (e.g. 8000x6000; a " + size + " image needs " +
+                     std::to_string(w * h * 4 / 1'000'000) + " MB of memory to render), got '" + size + "'");
 
   gui::PlotRequest req;
   req.models = split_list(vm["models"].as<std::string>());
@@ -72,5 +76,5 @@ int plot_main(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  return kvcap::cli::run_guarded("plot", [&] { return kvcap::cli::plot_main(args); });
+  return kvcap::cli::run_guarded("plot", [&] { return kvcap::cli::plot_main(args); }, args);
 }

@@ -40,14 +40,26 @@ template <class F>
 void collect(std::vector<Diagnostic>& out, const std::string& file, F&& f);
 
 // Resolves the deployment and applies the plausibility policy's impossible-input check: KV memory beyond the
-// device (KVCAP-E103), located at kv_cache_memory_bytes. A deployment that merely does not fit is valid
-// input (kvcap plan reports it, exit 3).
-void check_plausible(Ctx& c, const YAML::Node& root, const DeploymentProfile& d, const ProfileIndex& index) {
+// device (KVCAP-E103), located at the deployment's kv_cache_memory_bytes (`at`: the deployment's mapping, `path`
+// its key path with a trailing dot, "" at the top level). A deployment that merely does not fit is valid input
+// (kvcap plan reports it, exit 3).
+void check_plausible(Ctx& c, const YAML::Node& at, const std::string& path, const DeploymentProfile& d,
+                     const ProfileIndex& index) {
   const ResolvedProfile rp = resolve_deployment(d, &index);
   if (d.deployment.kv_cache_memory_bytes.empty()) return;
   const MemoryPlan plan = plan_memory(rp.model, rp.gpu, d.deployment, {});
+  const std::string field = path + "kv_cache_memory_bytes";
   for (const auto& f : check_memory_plan(rp.gpu, plan))
-    if (f.code == "KVCAP-E103") error_at_field(c, root, "kv_cache_memory_bytes", f.code + ": " + f.message);
+    if (f.code == "KVCAP-E103")
+      c.error(at.IsMap() && at["kv_cache_memory_bytes"] ? at["kv_cache_memory_bytes"] : at, field, f.code + ": " + f.message);
+}
+
+// The YAML mapping of promise i's inline deployment, or the file's root when the promise list does not line up.
+YAML::Node inline_deployment_node(const YAML::Node& root, std::size_t i, std::size_t promises) {
+  const YAML::Node list = root["promises"];
+  if (!list.IsSequence() || list.size() != promises || !list[i].IsMap()) return root;
+  const YAML::Node d = list[i]["deployment"];
+  return d.IsMap() ? d : root;
 }
 
 template <class F>
@@ -164,14 +176,29 @@ ValidationReport validate_paths(const std::vector<std::string>& paths) {
         const DeploymentProfile d = deployment_from_yaml(c, in.root, "", true, dir_of(f));
         diags.insert(diags.end(), c.diags.begin(), c.diags.end());
         const std::size_t before = c.diags.size();
-        if (!d.model.empty() && !d.gpu.empty()) collect(diags, f, [&] { check_plausible(c, in.root, d, index); });
+        if (!d.model.empty() && !d.gpu.empty()) collect(diags, f, [&] { check_plausible(c, in.root, "", d, index); });
         diags.insert(diags.end(), c.diags.begin() + static_cast<std::ptrdiff_t>(before), c.diags.end());
       } else if (in.kind == "requirements") {
         Ctx c{f, {}};
         const Requirements r = requirements_from_yaml(c, in.root);
         diags.insert(diags.end(), c.diags.begin(), c.diags.end());
+        Ctx pc{f, {}};  // plausibility findings, located in this file
+        const YAML::Node named = in.root["deployments"];
         for (const auto& d : r.deployments)
-          if (!d.model.empty() && !d.gpu.empty()) collect(diags, f, [&] { (void)resolve_deployment(d, &index); });
+          if (!d.model.empty() && !d.gpu.empty())
+            collect(diags, f, [&] {
+              const YAML::Node at = named.IsMap() && named[d.name].IsMap() ? named[d.name] : in.root;
+              check_plausible(pc, at, "deployments." + d.name + ".", d, index);
+            });
+        for (std::size_t i = 0; i < r.promises.size(); ++i) {
+          const auto& p = r.promises[i];
+          if (p.inline_deployment && !p.inline_deployment->model.empty() && !p.inline_deployment->gpu.empty())
+            collect(diags, f, [&] {
+              check_plausible(pc, inline_deployment_node(in.root, i, r.promises.size()),
+                              "promises[" + std::to_string(i) + "].deployment.", *p.inline_deployment, index);
+            });
+        }
+        diags.insert(diags.end(), pc.diags.begin(), pc.diags.end());
         std::set<std::string> refs_checked;  // a deployment named by several promises is checked once
         for (const auto& p : r.promises) {
           if (!p.inline_deployment && !refs_checked.insert(p.deployment_ref).second) continue;

@@ -8,14 +8,31 @@
 namespace kvcap::profiles {
 
 namespace {
+// A YAML double-quoted scalar (YAML 1.2 section 5.7 escapes): quotes, backslashes, line breaks and every other
+// control character escaped, so a name from a config.json cannot end the scalar or start a key.
 std::string quote(const std::string& s) {
   std::string r = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') r += '\\';
-    if (ch == '\n') { r += "\\n"; continue; }
-    r += ch;
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') r += '\\', r += ch;
+    else if (ch == '\n') r += "\\n";
+    else if (ch == '\r') r += "\\r";
+    else if (ch == '\t') r += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      r += buf;
+    } else r += ch;
   }
   return r + "\"";
+}
+// A comment line: a carriage return (a YAML line break) or another control character would end the comment
+// and let the rest be read as YAML; shown as '?'.
+std::string comment_text(const std::string& line) {
+  std::string r = line;
+  for (auto& ch : r)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return r;
 }
 const char* b(bool v) { return v ? "true" : "false"; }
 std::string num(double v) {
@@ -30,7 +47,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   o << "# yaml-language-server: $schema=../schema/model.schema.json\n";
   if (!header_comment.empty()) {
     std::istringstream in(header_comment);
-    for (std::string line; std::getline(in, line);) o << "# " << line << "\n";
+    for (std::string line; std::getline(in, line);) o << "# " << comment_text(line) << "\n";
   }
   o << "kind: model\n";
   o << "name: " << quote(m.name) << "\n";

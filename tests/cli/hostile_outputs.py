@@ -81,6 +81,14 @@ def case_sweep_csv(kvcap, root, tmp, _plot):
         fail(f"formula not neutralised: {rows[1][0]!r}")
 
 
+def case_sweep_grid_cap(kvcap, _root, _tmp, _plot):
+    many = ",".join(str(i) for i in range(1, 10002))  # 2 x 1 x 10001 x 10001 > 10^8 points
+    rc, out, err = run([kvcap, "sweep", "--models", "llama-3.1-8b,llama-3.1-70b", "--gpus", "h100-sxm",
+                        "--contexts", many, "--batches", many], 2)
+    if "the grid has 200040002 points" not in err or out:
+        fail(f"expected a refusal with the estimate and no output:\n{out[:500]}{err}")
+
+
 def case_size_csv(kvcap, root, tmp, _plot):
     gpu = open(os.path.join(root, "profiles/gpus/h100-sxm.yaml")).read()
     gpu = gpu.replace("name: h100-sxm", f'name: "{yaml_dq(FORMULA + CSV_NAME)}"', 1)

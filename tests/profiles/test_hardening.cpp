@@ -286,3 +286,13 @@ TEST_CASE("the fuzzers' seeds and regression inputs end in a value or a located 
   }
   CHECK(n >= 40);
 }
+
+TEST_CASE("import-hf's YAML writer escapes hostile names and comments (round trip)", "[hardening][escape]") {
+  auto m = profiles::resolve_model("llama-3.1-8b");
+  m.name = "x\r\nkind: gpu\x1b[31m\"q\"\\";
+  m.display_name = "tab\there\x01";
+  const std::string text = profiles::to_yaml(m, "imported from /tmp/a\rkind: gpu\nsecond line\x1b");
+  const auto back = profiles::parse_model(text, "round-trip.yaml");
+  CHECK(back.name == m.name);
+  CHECK(back.display_name == m.display_name);
+}
