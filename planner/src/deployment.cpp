@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "kvcap/planner/deployment.hpp"
@@ -60,8 +61,11 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (!(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
     throw SpecError("gpu_memory_utilization",
                     "must be in (0, 1] (got " + std::to_string(d.gpu_memory_utilization) + ")");
-  if (d.block_size < 1 || d.block_size > 1024)
-    throw SpecError("block_size", "must be between 1 and 1024 tokens (got " + str(d.block_size) + ")");
+  // vLLM's --block-size choices (vllm/config/cache.py, BlockSize = Literal[1, 8, 16, 32, 64, 128]).
+  constexpr i64 kVllmBlockSizes[] = {1, 8, 16, 32, 64, 128};
+  if (std::find(std::begin(kVllmBlockSizes), std::end(kVllmBlockSizes), d.block_size) == std::end(kVllmBlockSizes))
+    throw SpecError("block_size", "must be one of vLLM's block sizes 1, 8, 16, 32, 64 or 128 tokens (got " +
+                                      str(d.block_size) + ")");
 
   r.dtype = d.dtype == DType::auto_ ? m.dtype : d.dtype;
   if (!info(r.dtype).activation_ok)
