@@ -238,6 +238,7 @@ const std::vector<Subcommand>& subcommands() {
       {"size", "the cheapest deployments that serve a workload within TTFT and TPOT targets", cmd_size},
       {"sweep", "speed and memory over a grid of models x GPUs x contexts x batches, as CSV or JSON", cmd_sweep},
       {"simulate", "discrete-event serving simulation: latency percentiles, preemptions, KV use over time", cmd_simulate},
+      {"accuracy", "the scorecard: published serving measurements vs kvcap's predictions, MAPE per engine", cmd_accuracy},
       {"list", "list the built-in model and GPU profiles", cmd_list},
       {"validate", "check YAML profiles (schema, ranges, references) with file:line errors", cmd_validate},
       {"check", "evaluate the capacity promises of a requirements file (pass/fail, JUnit XML)", cmd_check},

@@ -109,6 +109,7 @@ int cmd_size(const std::vector<std::string>& args);
 int cmd_sweep(const std::vector<std::string>& args);
 int cmd_simulate(const std::vector<std::string>& args);
 int cmd_plot(const std::vector<std::string>& args);
+int cmd_accuracy(const std::vector<std::string>& args);
 
 /// Runs `run` with the project's error policy (below), `name` naming the command in messages; `args` (the
 /// command line) lets an arithmetic overflow name the size flags that caused it.
