@@ -162,8 +162,9 @@ void report_table(std::ostream& o, const RunInfo& in, const sim::SimResult& r) {
     if (in.cfg.slo.ttft_s) o << " TTFT <= " << secs(*in.cfg.slo.ttft_s);
     if (in.cfg.slo.ttft_s && in.cfg.slo.tpot_s) o << " and";
     if (in.cfg.slo.tpot_s) o << " TPOT <= " << secs(*in.cfg.slo.tpot_s);
-    o << " (" << fixed(r.requests_completed ? 100.0 * static_cast<double>(r.slo_met) / static_cast<double>(r.requests_completed) : 0, 1)
-      << "% of requests)\n";
+    // Over every request that arrived: a rejected request (longer than max_model_len) met no target.
+    o << " (" << fixed(r.requests_arrived ? 100.0 * static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0, 1)
+      << "% of requests" << (r.requests_rejected ? ", rejected ones counted as failed" : "") << ")\n";
   }
   o << "Preemptions  " << grouped(r.preemptions) << " (recompute; " << grouped(r.recomputed_tokens) << " tokens computed again)\n";
   o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max " << fixed(100 * r.kv_utilization_max, 1)
@@ -278,7 +279,7 @@ nlohmann::ordered_json result_json(const RunInfo& in, const sim::SimResult& r) {
   g["ttft_target_s"] = in.cfg.slo.ttft_s ? nlohmann::ordered_json(*in.cfg.slo.ttft_s) : nlohmann::ordered_json(nullptr);
   g["tpot_target_s"] = in.cfg.slo.tpot_s ? nlohmann::ordered_json(*in.cfg.slo.tpot_s) : nlohmann::ordered_json(nullptr);
   g["requests_per_s"] = r.goodput_requests_per_s;
-  g["slo_attainment"] = r.requests_completed ? static_cast<double>(r.slo_met) / static_cast<double>(r.requests_completed) : 0.0;
+  g["slo_attainment"] = r.requests_arrived ? static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0.0;
   j["goodput"] = g;
   j["preemptions"] = r.preemptions;
   j["recomputed_tokens"] = r.recomputed_tokens;
@@ -334,6 +335,19 @@ void report_csv(std::ostream& o, const RunInfo& in, const sim::SimResult& r) {
   o << buf << (in.wall_s ? fixed(*in.wall_s, 3) : "") << "\n";
 }
 
+/// Refuses a timeline that would write more than 2,000,000 rows (~120 MB): arrivals' span / interval x replicas
+/// (the drain after the last arrival adds to it). A two-row trace 10^9 s long is not a gigabyte file.
+void check_timeline_rows(double span_s, double interval_s, std::uint32_t replicas, bool force) {
+  constexpr double kMaxRows = 2e6;
+  const double rows = (span_s / interval_s + 1) * replicas;
+  if (rows <= kMaxRows || force) return;
+  const double need_s = span_s * replicas / kMaxRows;
+  throw UsageError("--timeline: about " + grouped(static_cast<std::uint64_t>(std::min(rows, 9e18))) + " rows (" +
+                   fixed(span_s, 0) + " s of arrivals / " + fixed(interval_s, 3) + " s x " + std::to_string(replicas) +
+                   " replicas); at most 2,000,000: use --timeline-interval " + fixed(std::ceil(need_s), 0) +
+                   "s or longer, or --force");
+}
+
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& args) {
@@ -371,6 +385,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     ("requests-out", po::value<std::string>(), "write one CSV row per completed request (arrival, first token, finish, ...)")
     ("no-wall-time", "leave wall-clock timing out of the output (reproducible output, e.g. for golden tests)")
     ("no-progress", "no progress indicator (it is shown on stderr only when stderr is a terminal)")
+    ("force", "run even when --num-requests or the timeline exceed the limits that keep a run to minutes and megabytes")
     ("help,h", "show this help");
   desc.add(speed_options());
   desc.add(wl);
@@ -414,6 +429,12 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (!vm.count("trace") && !limits.duration_s && !limits.num_requests)
     throw UsageError("give --duration SECONDS or --num-requests N (a synthetic workload has no end of its own)");
   const auto seed = static_cast<std::uint64_t>(parse_int(str("seed"), "--seed", 0));
+  // Bounded work: 10^7 requests take about 40 s of CPU (bench/bench_simulate: ~250,000 requests per CPU-second).
+  constexpr std::uint64_t kMaxRequests = 10'000'000;
+  if (limits.num_requests && *limits.num_requests > kMaxRequests && !vm.count("force"))
+    throw UsageError("--num-requests " + grouped(*limits.num_requests) + ": about " +
+                     grouped(*limits.num_requests / 250'000 + 1) + " s of CPU at ~250,000 requests/s; at most " +
+                     grouped(kMaxRequests) + " without --force");
   const std::string rate_text = vm.count("rate") ? str("rate") : closed_default_rate ? "inf" : "";
   if (rate_text == "inf" && !limits.num_requests)
     throw UsageError("--rate inf sends every request at once: give --num-requests N (a duration would never end it)");
@@ -473,6 +494,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   // The workload.
   // A fresh source per run (--allocator compare runs the same workload twice).
   std::function<std::unique_ptr<sim::RequestSource>()> make_source;
+  double timeline_span_s = 0;  ///< arrivals span, for the timeline's row estimate
   LatencyTargets slo;
   if (vm.count("trace")) {
     sim::TraceOptions to;
@@ -504,6 +526,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (limits.num_requests) o << ", first " << grouped(*limits.num_requests);
     if (limits.duration_s) o << ", arrivals before " << fixed(*limits.duration_s, 1) << " s";
     info.workload_desc = o.str();
+    timeline_span_s = limits.duration_s ? std::min(*limits.duration_s, t.span_s) : t.span_s;
     make_source = [requests = std::move(t.requests), limits] { return sim::list_source(requests, limits); };
   } else {
     WorkloadSpec w;
@@ -558,6 +581,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (limits.duration_s) o << "; arrivals for " << fixed(*limits.duration_s, 1) << " s";
     o << "; seed " << seed;
     info.workload_desc = o.str();
+    if (limits.duration_s) timeline_span_s = *limits.duration_s;
+    else if (limits.num_requests && std::isfinite(w.arrival.rate_per_s))
+      timeline_span_s = static_cast<double>(*limits.num_requests) / w.arrival.rate_per_s;
     make_source = [w, seed, limits] { return sim::synthetic_source(w, seed, limits); };
   }
   if (cfg.max_concurrency > 0) {
@@ -583,9 +609,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
     requests_obs = std::make_unique<RequestCsv>(*requests_file);
   }
   if (vm.count("timeline")) {
+    cfg.timeline_interval_s = parse_seconds(str("timeline-interval"), "--timeline-interval");
+    check_timeline_rows(timeline_span_s, cfg.timeline_interval_s, cfg.num_replicas, vm.count("force") > 0);
     timeline_file = open_out(str("timeline"), "--timeline");
     timeline_obs = std::make_unique<sim::TimelineCsvWriter>(*timeline_file, requests_obs.get());
-    cfg.timeline_interval_s = parse_seconds(str("timeline-interval"), "--timeline-interval");
     cfg.observer = timeline_obs.get();
   } else {
     cfg.observer = requests_obs.get();
