@@ -15,6 +15,7 @@
 
 #include "common.hpp"
 #include "format.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/simulator.hpp"
 #include "kvcap/simulator/timeline.hpp"
@@ -323,11 +324,12 @@ void report_csv(std::ostream& o, const RunInfo& in, const sim::SimResult& r) {
   o << "model,gpu,replicas,router,allocator,requests_completed,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_mean_s,tpot_p50_s,"
        "tpot_p90_s,tpot_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,requests_per_s,output_tokens_per_s,goodput_requests_per_s,"
        "preemptions,kv_utilization_mean,kv_utilization_max,kv_waste_fraction,wall_time_s\n";
+  // Names come from profiles and config files: RFC 4180 quoting and formula neutralisation (cli/escape).
+  o << escape::csv_field(in.model) << ',' << escape::csv_field(in.gpu) << ',' << in.cfg.num_replicas << ','
+    << sim::to_string(in.cfg.router) << ',' << (in.cfg.replica.allocator == sim::Allocator::paged ? "paged" : "contiguous")
+    << ',';
   char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "%s,%s,%u,%s,%s,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,",
-                in.model.c_str(), in.gpu.c_str(), in.cfg.num_replicas, std::string(sim::to_string(in.cfg.router)).c_str(),
-                in.cfg.replica.allocator == sim::Allocator::paged ? "paged" : "contiguous",
+  std::snprintf(buf, sizeof buf, "%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,",
                 static_cast<unsigned long long>(r.requests_completed), r.ttft_s.mean, r.ttft_s.p50, r.ttft_s.p90, r.ttft_s.p99,
                 r.tpot_s.mean, r.tpot_s.p50, r.tpot_s.p90, r.tpot_s.p99, r.e2e_s.mean, r.e2e_s.p50, r.e2e_s.p90, r.e2e_s.p99,
                 r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s, static_cast<unsigned long long>(r.preemptions),
