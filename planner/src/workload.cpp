@@ -179,6 +179,12 @@ void validate(const WorkloadSpec& w) {
   if (sp.num_groups < 0) throw SpecError("shared_prefix.groups", "must be >= 0");
   if (sp.num_groups > 1'000'000) throw SpecError("shared_prefix.groups", "must be at most 1,000,000");
   if (sp.num_groups > 0) length_in_range(sp.tokens, "shared_prefix.tokens");
+  // The prefix counts inside the prompt: one longer than every prompt would be clipped without a word.
+  const i64 longest_prompt = w.prompt.max_possible_tokens();
+  if (sp.enabled() && longest_prompt > 0 && sp.tokens > longest_prompt)
+    throw SpecError("shared_prefix.tokens", "is " + std::to_string(sp.tokens) + " tokens, longer than the longest prompt (" +
+                                                std::to_string(longest_prompt) +
+                                                " tokens); the shared prefix counts inside the prompt length");
   if (!(std::isfinite(sp.fraction) && sp.fraction >= 0 && sp.fraction <= 1))
     throw SpecError("shared_prefix.fraction", "must be between 0 and 1");
   if (w.slo.ttft_s) finite_positive(*w.slo.ttft_s, "slo.ttft_s", "seconds");

@@ -94,3 +94,4 @@ kvcap_golden(err_simulate_timeline_rows 2 simulate --model llama-3.1-8b --gpu h1
 kvcap_golden(err_simulate_too_many_requests 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1 --prompt-tokens 1K --output-tokens 16 --num-requests 1000000000)
 kvcap_golden(simulate_goodput_rejected 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 2K --rate 4 --prompt-tokens uniform:1K-3K --output-tokens 64 --num-requests 100 --ttft-target 1s --no-wall-time)
 kvcap_golden(simulate_csv_hostile_name 0 simulate --model %DATA%/hostile-name-model.yaml --gpu h100-sxm --rate 2 --prompt-tokens 1K --output-tokens 16 --num-requests 20 --format csv --no-wall-time)
+kvcap_golden(err_workload_prefix_longer_than_prompts 1 simulate --model llama-3.1-8b --gpu h100-sxm --workload %DATA%/workload_prefix_too_long.yaml --num-requests 10)
