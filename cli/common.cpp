@@ -123,7 +123,10 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("kv-cache-memory", po::value<std::string>(), "KV bytes per rank, skipping the estimate (e.g. 32.06GiB); comma-separated for one per pipeline stage")
     ("activation-peak-memory", po::value<std::string>(), "override the activation-peak estimate per rank (bytes or 4.7GiB)")
     ("non-torch-memory", po::value<std::string>(), "override the non-torch memory default per rank")
-    ("shared-prefix-tokens", po::value<std::string>()->default_value("0"), "a common prefix held once (prefix caching)");
+    ("shared-prefix-tokens", po::value<std::string>()->default_value("0"), "a common prefix held once (prefix caching)")
+    ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
+    ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")
+    ("vllm-version", po::value<std::string>()->default_value("current"), "vLLM release whose logged \"GPU KV cache size\" to reproduce: current, or 0.10 ... 0.19 (num_blocks // groups x block size)");
   return d;
 }
 
@@ -207,6 +210,16 @@ Deployment deployment_from(const po::variables_map& vm) {
   if (vm.count("activation-peak-memory")) d.activation_peak_bytes = parse_bytes(str("activation-peak-memory"), "--activation-peak-memory");
   if (vm.count("non-torch-memory")) d.non_torch_bytes = parse_bytes(str("non-torch-memory"), "--non-torch-memory");
   d.shared_prefix_tokens = str("shared-prefix-tokens") == "0" ? 0 : parse_tokens(str("shared-prefix-tokens"), "--shared-prefix-tokens");
+  const bool off = vm["disable-hybrid-kv-cache-manager"].as<bool>(), on = vm["hybrid-chunked-local"].as<bool>();
+  if (off && on) throw UsageError("--disable-hybrid-kv-cache-manager and --hybrid-chunked-local contradict each other; give one");
+  if (off) d.hybrid_kv_cache_manager = Deployment::Hybrid::off;
+  if (on) d.hybrid_kv_cache_manager = Deployment::Hybrid::on;
+  d.vllm_version = str("vllm-version");
+  try {
+    legacy_kv_size_log(d.vllm_version);
+  } catch (const SpecError& e) {
+    throw UsageError("--vllm-version: " + e.reason());
+  }
   return d;
 }
 

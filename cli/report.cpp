@@ -84,8 +84,18 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
                                                " layers)");
     o << "\n";
   }
-  o << "KV cache: " << grouped(p.num_blocks) << " blocks x " << d.d.block_size << " = " << grouped(p.kv_capacity_tokens)
-    << " tokens per replica";
+  if (p.kv_groups.size() > 1) {
+    // vLLM's hybrid KV cache manager: one block pool shared by the groups (docs/memory-model.md).
+    std::string kinds;
+    for (const auto& grp : p.kv_groups)
+      if (kinds.find(describe(grp.spec)) == std::string::npos) kinds += (kinds.empty() ? "" : ", ") + describe(grp.spec);
+    o << "KV cache groups: " << p.kv_groups.size() << " (" << kinds << "; " << p.stages[p.binding_stage].layout.group_size
+      << " layers per group) share one pool of " << grouped(p.num_blocks) << " blocks\n";
+    o << "GPU KV cache size (as vLLM logs it): " << grouped(p.kv_capacity_tokens) << " tokens per replica";
+  } else {
+    o << "KV cache: " << grouped(p.num_blocks) << " blocks x " << p.kv_groups.front().spec.block_size << " = "
+      << grouped(p.kv_capacity_tokens) << " tokens per replica";
+  }
   if (d.replicas > 1) o << ", " << grouped(p.cluster_kv_capacity_tokens) << " in the cluster";
   o << "\nMaximum concurrency for " << grouped(static_cast<u64>(d.max_model_len))
     << " tokens per request: " << times(p.max_concurrency);

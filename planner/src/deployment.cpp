@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 
 #include "kvcap/planner/deployment.hpp"
@@ -32,6 +33,27 @@ bool large_gpu(const GpuSpec& g) {
   return g.memory_bytes >= 70ull * (1ull << 30) && n.find("a100") == std::string::npos;
 }
 }  // namespace
+
+bool legacy_kv_size_log(const std::string& v) {
+  if (v == "current" || v == "latest") return false;
+  // "0.N" or "0.N.x": vLLM 0.19.0 still logged num_blocks // groups x block size (vllm-project/vllm#40691);
+  // the fix (#40694) logs int(max_concurrency x max_model_len) from the next release on.
+  int minor = -1;
+  std::size_t pos = 0;
+  if (v.rfind("0.", 0) == 0) {
+    try {
+      minor = std::stoi(v.substr(2), &pos);
+    } catch (const std::exception&) {
+      minor = -1;
+    }
+  }
+  const std::string rest = minor >= 0 ? v.substr(2 + pos) : "";
+  const bool rest_ok = rest.empty() || (rest[0] == '.' && rest.size() > 1 &&
+                                        rest.find_first_not_of("0123456789", 1) == std::string::npos);
+  if (minor < 10 || minor > 99 || !rest_ok)
+    throw SpecError("vllm_version", "expected current, or a vLLM V1 release 0.10 or later such as 0.11 or 0.19.1 (got '" + v + "')");
+  return minor < 20;
+}
 
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
@@ -68,6 +90,9 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
                                       str(d.block_size) + ")");
 
   r.dtype = d.dtype == DType::auto_ ? m.dtype : d.dtype;
+  // --dtype auto serves float32 checkpoints in the platform's preferred half type: bf16 on CUDA GPUs of
+  // compute capability >= 8.0 (vllm/config/model.py _resolve_auto_dtype; Gemma 2/3 float32 checkpoints).
+  if (d.dtype == DType::auto_ && r.dtype == DType::fp32) r.dtype = DType::bf16;
   if (!info(r.dtype).activation_ok)
     throw SpecError("dtype", "must be auto, bf16, fp16 or fp32 (got " + std::string(name(r.dtype)) +
                                  "); weight formats go in quantization");

@@ -25,18 +25,45 @@ std::vector<i64> default_contexts() {
   return r;
 }
 
-u64 blocks_per_request(const KvLayerGroup& g, i64 context_tokens, i64 block_size, i64 max_num_batched_tokens) {
-  const u64 s = u(context_tokens), bs = u(block_size);
-  if (g.attention == LayerAttention::full || g.window_tokens <= 0) return ceil_div(s, bs);
-  // vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: a request holds the last
-  // window - 1 tokens plus the tokens scheduled this step (up to max_num_batched_tokens), and one
-  // extra block "because the sliding window may not start from the beginning of the block". vLLM adds
-  // that block even when nothing has been dropped yet; kvcap adds it only once tokens have been
-  // dropped (S > window - 1 + max_num_batched_tokens), since below that the request holds exactly
-  // ceil(S / block_size) blocks.
-  const u64 limit = add(u(g.window_tokens) - 1, u(max_num_batched_tokens), "sliding-window tokens");
-  if (s <= limit) return ceil_div(s, bs);
-  return ceil_div(limit, bs) + 1;
+bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d) {
+  if (d.hybrid_kv_cache_manager != Deployment::Hybrid::auto_) return d.hybrid_kv_cache_manager == Deployment::Hybrid::on;
+  // vllm/config/vllm.py: "There is a latency regression when using chunked local attention with the
+  // hybrid KV cache manager. Disabling it, by default."
+  for (i64 l = 0; l < m.num_layers; ++l)
+    if (layer_attention(m, l) == LayerAttention::chunked) return false;
+  return true;
+}
+
+std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeployment& d, std::vector<i64>* decoder_layer) {
+  const i64 tp = d.d.tensor_parallel_size, bs = d.d.block_size;
+  // AttentionSpec.page_size_bytes = block_size x (K + V) per token per rank; MLAAttentionSpec keeps one
+  // latent + rope key, replicated on every TP rank; DeepSeek-V3.2 with an fp8 KV cache uses
+  // fp8_ds_mla: 656 bytes per token (vllm/v1/attention/backends/mla/flashmla_sparse.py).
+  u64 attn_page = kv_bytes(d.kv_dtype, mul(u(bs), u(kv_elements_per_token_per_layer(m, tp)), "KV elements per block"));
+  if (m.attention == AttentionType::mla && m.index_head_dim > 0 && info(d.kv_dtype).payload_bits == 8) attn_page = mul(u(bs), 656);
+  // DeepseekV32IndexerCache: MLAAttentionSpec(num_kv_heads=1, head_size=index_head_dim + index_head_dim // 128 x 4, uint8).
+  const u64 index_page = m.index_head_dim > 0 ? mul(u(bs), u(m.index_head_dim + m.index_head_dim / 128 * 4)) : 0;
+  std::vector<KvLayerSpec> out;
+  if (decoder_layer) decoder_layer->clear();
+  for (i64 l = 0; l < m.num_layers; ++l) {
+    KvLayerSpec s;
+    s.block_size = bs;
+    s.page_size_bytes = attn_page;
+    switch (layer_attention(m, l)) {
+      case LayerAttention::full: break;
+      case LayerAttention::sliding: s.kind = KvSpecKind::sliding, s.window_tokens = m.sliding_window; break;
+      case LayerAttention::chunked: s.kind = KvSpecKind::chunked, s.window_tokens = m.attention_chunk_size; break;
+    }
+    out.push_back(s);
+    if (decoder_layer) decoder_layer->push_back(l);
+    if (index_page > 0) {
+      KvLayerSpec ix = s;
+      ix.page_size_bytes = index_page;
+      out.push_back(ix);
+      if (decoder_layer) decoder_layer->push_back(l);
+    }
+  }
+  return out;
 }
 
 u64 estimate_activation_peak_bytes(const ModelSpec& m, const ResolvedDeployment& d) {
@@ -102,34 +129,34 @@ u64 weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 
 }
 
 namespace {
-// Capacity and per-request demand of one stage, in bytes of whole blocks (u128: no overflow).
-long double stage_concurrency(const StagePlan& st, u64 num_blocks, i64 s, const ResolvedDeployment& d,
-                              u64* request_bytes) {
-  const i64 bs = d.d.block_size;
-  const u64 prefix_blocks = u(std::min(d.d.shared_prefix_tokens, s)) / u(bs);  // only whole blocks are shared
-  u128 capacity = static_cast<u128>(num_blocks) * u(bs) * st.kv_bytes_per_token;
-  u128 shared = 0, per_request = 0;
-  for (const auto& g : st.groups) {
-    const u128 block_bytes = static_cast<u128>(u(bs)) * g.bytes_per_token_per_layer * u(g.num_layers);
-    u64 blocks = blocks_per_request(g, s, bs, d.max_num_batched_tokens);
-    if (g.attention == LayerAttention::full && prefix_blocks > 0) {
-      shared += block_bytes * prefix_blocks;
-      blocks -= std::min(blocks, prefix_blocks);
+// Blocks per request at context S in every group, and the blocks of a shared prefix held once (full
+// attention groups only; only whole blocks are shared).
+struct Demand {
+  u64 per_request = 0;
+  u64 shared = 0;
+};
+Demand demand_at(const MemoryPlan& p, i64 s) {
+  Demand r;
+  for (const auto& g : p.kv_groups) {
+    u64 blocks = spec_blocks_per_request(g.spec, s, p.dep.max_num_batched_tokens);
+    if (g.spec.kind == KvSpecKind::full && p.dep.d.shared_prefix_tokens > 0) {
+      const u64 prefix = u(std::min(p.dep.d.shared_prefix_tokens, s)) / u(g.spec.block_size);
+      r.shared += prefix;
+      blocks -= std::min(blocks, prefix);
     }
-    per_request += block_bytes * blocks;
+    r.per_request += blocks;
   }
-  if (request_bytes) *request_bytes = narrow(per_request + shared, "KV bytes per request");
-  if (capacity <= shared) return 0;
-  if (per_request == 0) return static_cast<long double>(INFINITY);
-  return static_cast<long double>(capacity - shared) / static_cast<long double>(per_request);
+  return r;
 }
 }  // namespace
 
 double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s) {
   if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
-  long double best = INFINITY;
-  for (const auto& st : p.stages) best = std::min(best, stage_concurrency(st, p.num_blocks, s, p.dep, nullptr));
-  return static_cast<double>(best);
+  // get_max_concurrency_for_kv_cache_config with max_model_len = S (the curve).
+  const Demand dm = demand_at(p, s);
+  if (p.num_blocks <= dm.shared) return 0;
+  if (dm.per_request == 0) return static_cast<double>(INFINITY);
+  return static_cast<double>(p.num_blocks - dm.shared) / static_cast<double>(dm.per_request);
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& dep, const std::vector<i64>& contexts) {
@@ -139,9 +166,12 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   p.dep = resolve(m, g, dep);
   const auto& d = p.dep;
   p.params = param_counts(m);
-  const i64 tp = d.d.tensor_parallel_size, pp = d.d.pipeline_parallel_size, bs = d.d.block_size;
+  const i64 pp = d.d.pipeline_parallel_size, bs = d.d.block_size;
   const auto layers = layers_per_stage(m.num_layers, pp);
-  const u64 per_layer_token = kv_bytes(d.kv_dtype, u(kv_elements_per_token_per_layer(m, tp)));
+  std::vector<i64> kv_decoder_layer;
+  p.kv_layers = kv_layer_specs(m, d, &kv_decoder_layer);
+  p.hybrid_manager = hybrid_manager_enabled(m, d.d);
+  p.kv_groups = kv_cache_groups(p.kv_layers, p.hybrid_manager);
   // requested = total x gpu_memory_utilization (vllm/v1/worker/gpu_worker.py init_device).
   const u64 requested = static_cast<u64>(
       std::floor(static_cast<long double>(g.memory_bytes) * static_cast<long double>(d.d.gpu_memory_utilization)));
@@ -168,19 +198,36 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       a = sub(a, to_signed(act, "activation peak"));
       st.available_kv_bytes = sub(a, to_signed(non_torch, "non-torch memory"));
     }
-    for (i64 l = first; l < first + st.num_layers; ++l) {
+    std::vector<bool> on_stage(p.kv_layers.size(), false);
+    for (std::size_t k = 0; k < p.kv_layers.size(); ++k) {
+      const i64 l = kv_decoder_layer[k];
+      if (l < first || l >= first + st.num_layers) continue;
+      on_stage[k] = true;
+      const auto& spec = p.kv_layers[k];
+      const u64 per_token = spec.page_size_bytes / u(spec.block_size);
+      st.kv_bytes_per_token = add(st.kv_bytes_per_token, per_token, "KV bytes per token per rank");
       const LayerAttention kind = layer_attention(m, l);
       auto it = std::find_if(st.groups.begin(), st.groups.end(), [&](const KvLayerGroup& x) { return x.attention == kind; });
       if (it == st.groups.end()) {
-        st.groups.push_back({kind, 0, per_layer_token, kind == LayerAttention::sliding ? m.sliding_window : 0});
+        st.groups.push_back({kind, 0, 0, spec.window_tokens});
         it = st.groups.end() - 1;
       }
-      it->num_layers += 1;
+      // A decoder layer counts once; its indexer cache (same decoder layer, next KV layer) adds bytes.
+      if (k == 0 || kv_decoder_layer[k - 1] != l) it->num_layers += 1;
     }
-    st.kv_bytes_per_token = mul(per_layer_token, u(st.num_layers), "KV bytes per token per rank");
-    // vllm/v1/core/kv_cache_utils.py: num_blocks = available // page_size // num_layers.
-    if (st.available_kv_bytes > 0)
-      st.num_blocks = u(st.available_kv_bytes) / mul(u(bs), st.kv_bytes_per_token, "bytes per block");
+    for (auto& grp : st.groups) grp.bytes_per_token_per_layer = 0;
+    for (std::size_t k = 0; k < p.kv_layers.size(); ++k) {
+      if (!on_stage[k]) continue;
+      const LayerAttention kind = layer_attention(m, kv_decoder_layer[k]);
+      for (auto& grp : st.groups)
+        if (grp.attention == kind) grp.bytes_per_token_per_layer += p.kv_layers[k].page_size_bytes / u(bs);
+    }
+    for (auto& grp : st.groups) grp.bytes_per_token_per_layer /= u(std::max<i64>(1, grp.num_layers));
+    // vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: num_blocks = available // page // group_size.
+    st.layout = worker_layout(p.kv_groups, p.kv_layers, on_stage);
+    st.num_blocks = worker_num_blocks(st.layout, st.available_kv_bytes);
+    st.estimated_max_model_len = worker_estimate_max_model_len(st.layout, p.kv_groups, st.available_kv_bytes,
+                                                               d.max_model_len, d.max_num_batched_tokens);
     p.stages.push_back(std::move(st));
     first += layers[static_cast<std::size_t>(s)];
   }
@@ -190,7 +237,9 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   const auto& bind = p.stages[p.binding_stage];
   p.num_blocks = bind.num_blocks;
   p.kv_bytes_per_token_per_rank = bind.kv_bytes_per_token;
-  p.kv_capacity_tokens = mul(p.num_blocks, u(bs), "KV capacity tokens");
+  p.blocks_per_max_len_request = blocks_per_request(p.kv_groups, d.max_model_len, d.max_num_batched_tokens);
+  p.kv_capacity_tokens = logged_kv_cache_tokens(p.num_blocks, p.kv_groups, d.max_model_len, d.max_num_batched_tokens,
+                                                legacy_kv_size_log(d.d.vllm_version));
   p.cluster_kv_capacity_tokens = mul(p.kv_capacity_tokens, u(d.replicas), "cluster KV capacity tokens");
 
   for (i64 s : contexts) {
@@ -198,23 +247,17 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     CurvePoint c;
     c.context_tokens = s;
     c.max_concurrency = concurrency_at(m, p, s);
-    stage_concurrency(bind, p.num_blocks, s, d, &c.kv_bytes_per_request);
+    const Demand dm = demand_at(p, s);
+    c.kv_bytes_per_request = narrow(static_cast<u128>(bind.layout.block_bytes) * (dm.per_request + dm.shared), "KV bytes per request");
     p.curve.push_back(c);
   }
   p.max_concurrency = concurrency_at(m, p, d.max_model_len);
   p.cluster_max_concurrency = p.max_concurrency * static_cast<double>(d.replicas);
 
-  // vLLM estimate_max_model_len: the longest context one request can hold (binary search).
-  if (p.max_concurrency >= 1.0) {
-    p.max_model_len_that_fits = d.max_model_len;
-  } else {
-    i64 lo = 0, hi = d.max_model_len;
-    while (lo < hi) {
-      const i64 mid = lo + (hi - lo + 1) / 2;
-      if (concurrency_at(m, p, mid) >= 1.0) lo = mid; else hi = mid - 1;
-    }
-    p.max_model_len_that_fits = lo;
-  }
+  // vLLM _estimate_max_model_len_from_groups, the minimum over workers.
+  p.max_model_len_that_fits = d.max_model_len;
+  for (const auto& st : p.stages) p.max_model_len_that_fits = std::min(p.max_model_len_that_fits, st.estimated_max_model_len);
+  if (p.max_concurrency >= 1.0) p.max_model_len_that_fits = d.max_model_len;
   for (const auto& st : p.stages) {
     if (st.available_kv_bytes <= 0) {
       const long double need = static_cast<long double>(st.weights_bytes) + st.activation_peak_bytes + st.non_torch_bytes;

@@ -18,7 +18,7 @@ bool layer_is_moe(const ModelSpec& m, i64 layer) {
   // (vllm/model_executor/models/deepseek_v2.py). Qwen-MoE's decoder_sparse_step is imported as
   // layer_frequency with first_dense_layers = 0 and the same test on (layer + 1) - handled at import
   // by a frequency of 1 in every released Qwen MoE, so one rule serves both.
-  return m.moe.layer_frequency <= 1 || layer % m.moe.layer_frequency == 0;
+  return m.moe.layer_frequency <= 1 || (layer + m.moe.layer_offset) % m.moe.layer_frequency == 0;
 }
 
 i64 kv_heads_per_rank(const ModelSpec& m, i64 tp) {
@@ -69,9 +69,14 @@ void validate(const ModelSpec& m) {
     positive(m.mla.v_head_dim, "mla.v_head_dim");
     non_negative(m.mla.q_lora_rank, "mla.q_lora_rank");
   }
-  for (auto a : m.layer_pattern)
+  non_negative(m.attention_chunk_size, "attention.chunk_size");
+  non_negative(m.index_head_dim, "attention.index_head_dim");
+  for (auto a : m.layer_pattern) {
     if (a == LayerAttention::sliding && m.sliding_window <= 0)
       throw SpecError("attention.layer_pattern", "has sliding layers but attention.sliding_window is not set");
+    if (a == LayerAttention::chunked && m.attention_chunk_size <= 0)
+      throw SpecError("attention.layer_pattern", "has chunked layers but attention.chunk_size is not set");
+  }
   if (m.moe.enabled()) {
     positive(m.moe.experts_per_token, "moe.experts_per_token");
     positive(m.moe.expert_intermediate_size, "moe.expert_intermediate_size");

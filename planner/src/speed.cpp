@@ -170,7 +170,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   const double heads = dbl(m.num_heads / tp);
   for (const auto& g : st.groups) {
     attn_layers += g.num_layers;
-    const i64 w = g.attention == LayerAttention::sliding ? g.window_tokens : 0;
+    const i64 w = g.attention != LayerAttention::full ? g.window_tokens : 0;  // chunked: at most one chunk
     for (const auto& q : seqs) {
       const i64 held = q.past + q.fresh;
       const double read = dbl(w > 0 ? std::min(held, w) : held);
@@ -558,7 +558,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     if (g.last)
       for (const auto& w : head_tensors(m, true)) account(w, w.name == "lm_head");
     for (const auto& grp : st.groups) {
-      const int k = grp.attention == LayerAttention::sliding && grp.window_tokens > 0 ? 1 : 0;
+      const int k = grp.attention != LayerAttention::full && grp.window_tokens > 0 ? 1 : 0;
       if (k == 1) window_[1] = grp.window_tokens;
       g.kv_bytes_per_token[k] += dbl(grp.bytes_per_token_per_layer) * dbl(grp.num_layers);
       g.attn_layers[k] += dbl(grp.num_layers);

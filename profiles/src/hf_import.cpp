@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 
@@ -15,8 +16,9 @@ namespace kvcap::profiles {
 using namespace detail;
 
 std::vector<std::string> supported_hf_model_types() {
-  return {"llama",     "mistral",     "mixtral",     "qwen2", "qwen2_moe",   "qwen3",       "qwen3_moe",
-          "gemma2",    "gemma3",      "gemma3_text", "phi3",  "deepseek_v2", "deepseek_v3", "gpt_oss"};
+  return {"llama",  "llama4",    "llama4_text", "mistral",     "mixtral",     "qwen2",        "qwen2_moe",
+          "qwen3",  "qwen3_moe", "gemma2",      "gemma3",      "gemma3_text", "phi3",         "deepseek_v2",
+          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss"};
 }
 
 namespace {
@@ -66,6 +68,32 @@ template <class T, class U>
 void set(T& field, const std::optional<U>& v) {
   if (v) field = static_cast<T>(*v);
 }
+
+// vLLM resolves a model by its `architectures` entry (vllm/model_executor/models/registry.py); a
+// model_type kvcap does not know is read with the rules of the family its architecture names.
+std::string family_of_architecture(const std::string& arch) {
+  static const std::pair<const char*, const char*> kMap[] = {
+      {"LlamaForCausalLM", "llama"},          {"Llama4ForConditionalGeneration", "llama4"},
+      {"Llama4ForCausalLM", "llama4_text"},   {"MistralForCausalLM", "mistral"},
+      {"MixtralForCausalLM", "mixtral"},      {"Qwen2ForCausalLM", "qwen2"},
+      {"Qwen2MoeForCausalLM", "qwen2_moe"},   {"Qwen3ForCausalLM", "qwen3"},
+      {"Qwen3MoeForCausalLM", "qwen3_moe"},   {"Gemma2ForCausalLM", "gemma2"},
+      {"Gemma3ForCausalLM", "gemma3_text"},   {"Gemma3ForConditionalGeneration", "gemma3"},
+      {"Phi3ForCausalLM", "phi3"},            {"DeepseekV2ForCausalLM", "deepseek_v2"},
+      {"DeepseekV3ForCausalLM", "deepseek_v3"}, {"DeepseekV32ForCausalLM", "deepseek_v32"},
+      {"GptOssForCausalLM", "gpt_oss"}};
+  for (const auto& [a, f] : kMap)
+    if (arch == a) return f;
+  return {};
+}
+
+std::string file_stem(const std::string& file) {
+  std::string s = file.substr(file.find_last_of("/\\") == std::string::npos ? 0 : file.find_last_of("/\\") + 1);
+  if (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0) s.resize(s.size() - 5);
+  std::string out;
+  for (char ch : s) out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_') ? ch : '-';
+  return out;
+}
 }  // namespace
 
 ModelSpec import_hf(const std::string& text, const std::string& file) {
@@ -78,33 +106,59 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   }
   ModelSpec m;
   auto type = get_string(c, root, "", "model_type", true);
+  auto arch = get_string_list(c, root, "", "architectures", false);
   c.throw_if_any();
-  m.family = *type;
   const auto types = supported_hf_model_types();
-  if (std::find(types.begin(), types.end(), *type) == types.end()) {
-    std::string msg = "unsupported model_type '" + *type + "'; supported: ";
+  const auto known = [&](const std::string& x) { return std::find(types.begin(), types.end(), x) != types.end(); };
+  std::string t = *type;
+  if (!known(t) && arch && !arch->empty()) t = family_of_architecture((*arch)[0]);
+  if (!known(t)) {
+    std::string msg = "unsupported model_type '" + *type + "'";
+    if (arch && !arch->empty()) msg += " (architecture " + (*arch)[0] + ")";
+    msg += "; supported: ";
     for (std::size_t i = 0; i < types.size(); ++i) msg += (i ? ", " : "") + types[i];
     c.error(root["model_type"], "model_type", msg);
     c.throw_if_any();
   }
-  // Multimodal Gemma 3 nests the language model under text_config.
+  if (t == "kimi_k2") t = "deepseek_v3";  // Kimi-K2 is a DeepseekV3ForCausalLM (vLLM registry)
+  m.family = *type;
+  // Multimodal configs (Gemma 3, Llama 4) nest the language model under text_config, as vLLM's
+  // get_hf_text_config reads it.
   YAML::Node cfg = root;
   std::string p;  // key path prefix for diagnostics
-  if (present(root, "text_config") && root["text_config"].IsMap() && (*type == "gemma3")) {
+  if (present(root, "text_config") && root["text_config"].IsMap()) {
     cfg = root["text_config"];
     p = "text_config";
+    if (auto tt = get_string(c, cfg, p, "model_type", false); tt && known(*tt)) t = *tt;
   }
-  const std::string& t = *type;
-  m.name = "imported-" + t;
+  if (t == "gemma3") t = "gemma3_text";
+  if (t == "llama4") t = "llama4_text";
+  const std::string stem = file_stem(file);
+  m.name = stem.empty() ? "imported-" + t : stem;
   m.source = "Hugging Face config.json: " + file;
-  if (auto arch = get_string_list(c, root, "", "architectures", false); arch && !arch->empty())
-    m.display_name = (*arch)[0];
+  if (arch && !arch->empty()) m.display_name = (*arch)[0];
+  // transformers' defaults for keys a published config leaves out, per config class:
+  // Gemma3TextConfig (transformers/models/gemma3/configuration_gemma3.py): vocab_size 262208,
+  // max_position_embeddings 131072, sliding_window 4096, head_dim 256, tie_word_embeddings true.
+  // Llama4TextConfig (transformers/models/llama4/configuration_llama4.py): vocab_size 202048,
+  // max_position_embeddings 4096 x 32, head_dim 128, attention_chunk_size 8192.
+  const auto dflt = [&](const char* key, std::int64_t v) {
+    if (!present(cfg, key)) cfg[key] = v;
+  };
+  if (t == "gemma3_text") {
+    dflt("vocab_size", 262208), dflt("max_position_embeddings", 131072), dflt("sliding_window", 4096), dflt("head_dim", 256);
+  } else if (t == "llama4_text") {
+    dflt("vocab_size", 202048), dflt("max_position_embeddings", 4096 * 32), dflt("head_dim", 128), dflt("attention_chunk_size", 8192);
+  }
   // dtype: torch_dtype (transformers < 4.56) or dtype.
-  const char* dkey = present(cfg, "torch_dtype") ? "torch_dtype" : "dtype";
-  if (auto d = get_string(c, cfg, p, dkey, false)) {
+  // (A nested text_config without a dtype takes the top level's.)
+  const YAML::Node dnode = present(cfg, "torch_dtype") || present(cfg, "dtype") ? cfg : root;
+  const std::string dp = present(cfg, "torch_dtype") || present(cfg, "dtype") ? p : "";
+  const char* dkey = present(dnode, "torch_dtype") ? "torch_dtype" : "dtype";
+  if (auto d = get_string(c, dnode, dp, dkey, false)) {
     auto dt = parse_dtype(*d);
     if (!dt || !info(*dt).activation_ok || *dt == DType::auto_)
-      c.error(cfg[dkey], join(p, dkey), "expected bfloat16, float16 or float32, got '" + *d + "'");
+      c.error(dnode[dkey], join(dp, dkey), "expected bfloat16, float16 or float32, got '" + *d + "'");
     else
       m.dtype = *dt;
   }
@@ -117,6 +171,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   set(m.intermediate_size, get_int(c, cfg, p, "intermediate_size", false, 0, kMaxDim));
   set(m.max_position_embeddings, get_int(c, cfg, p, "max_position_embeddings", true, 1, kMaxDim));
   const bool gemma = t.rfind("gemma", 0) == 0;
+  if (t == "deepseek_v32") set(m.index_head_dim, get_int(c, cfg, p, "index_head_dim", true, 1, kMaxDim));
   m.tie_word_embeddings = gemma;  // transformers' per-family default
   set(m.tie_word_embeddings, get_bool(c, cfg, p, "tie_word_embeddings", false));
   // An explicit head_dim wins over hidden_size / num_attention_heads.
@@ -145,6 +200,27 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     m.norms_per_layer = 4;
     // vllm gemma2.py: even layers use the sliding window, odd layers are global.
     if (m.layer_pattern.empty() && m.sliding_window > 0) m.layer_pattern = {LayerAttention::sliding, LayerAttention::full};
+  }
+  if (t == "llama4_text") {
+    // Chunked local attention on the RoPE layers, global NoPE attention on the others
+    // (vllm/model_executor/models/llama4.py: use_chunked_local_attn = not nope and attention_chunk_size).
+    // no_rope_layers[i] == 0 marks a NoPE layer; empty or absent: every 4th layer (transformers default).
+    set(m.attention_chunk_size, get_int(c, cfg, p, "attention_chunk_size", false, 1, kMaxDim));
+    std::vector<std::int64_t> rope;
+    if (present(cfg, "no_rope_layers") && cfg["no_rope_layers"].IsSequence())
+      for (const auto& e : cfg["no_rope_layers"]) rope.push_back(e.as<std::int64_t>(1));
+    if (rope.empty())
+      for (std::int64_t i = 0; i < m.num_layers; ++i) rope.push_back((i + 1) % 4 != 0 ? 1 : 0);
+    if (m.attention_chunk_size > 0)
+      for (auto r : rope) m.layer_pattern.push_back(r ? LayerAttention::chunked : LayerAttention::full);
+    set(m.moe.num_experts, get_int(c, cfg, p, "num_local_experts", true, 1, 1'000'000));
+    set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
+    m.moe.expert_intermediate_size = m.intermediate_size;
+    m.moe.shared_intermediate_size = m.intermediate_size;  // one shared expert of the expert width
+    set(m.moe.layer_frequency, get_int(c, cfg, p, "interleave_moe_layer_step", false, 1, 1'000'000));
+    // transformers Llama4: moe_layers = range(step - 1, num_hidden_layers, step).
+    m.moe.layer_offset = m.moe.layer_frequency - 1;
+    set(m.intermediate_size, get_int(c, cfg, p, "intermediate_size_mlp", false, 0, kMaxDim));
   }
   if (t == "gemma3" || t == "gemma3_text") {
     m.norms_per_layer = 4;
@@ -175,7 +251,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     }
     if (auto mo = get_string_list(c, cfg, p, "mlp_only_layers", false); mo && !mo->empty())
       c.error(cfg["mlp_only_layers"], join(p, "mlp_only_layers"), "dense-only layers inside a MoE stack are not supported");
-  } else if (t == "deepseek_v2" || t == "deepseek_v3") {
+  } else if (t == "deepseek_v2" || t == "deepseek_v3" || t == "deepseek_v32") {
     m.attention = AttentionType::mla;
     set(m.mla.kv_lora_rank, get_int(c, cfg, p, "kv_lora_rank", true, 1, kMaxDim));
     if (present(cfg, "q_lora_rank")) set(m.mla.q_lora_rank, get_int(c, cfg, p, "q_lora_rank", false, 0, kMaxDim));
@@ -204,7 +280,9 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     m.moe.router_bias = m.moe.expert_bias = true;
     m.qkv_bias = m.o_bias = m.attention_sinks = true;
   }
-  if (m.moe.enabled() && t != "deepseek_v2" && t != "deepseek_v3") m.intermediate_size = 0;
+  const bool dense_layers_too = t == "deepseek_v2" || t == "deepseek_v3" || t == "deepseek_v32" ||
+                                (t == "llama4_text" && m.moe.layer_frequency > 1);
+  if (m.moe.enabled() && !dense_layers_too) m.intermediate_size = 0;
 
   // Checkpoint weight format (vLLM reads quantization_config).
   if (present(root, "quantization_config") && root["quantization_config"].IsMap()) {
@@ -217,7 +295,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
 
   // vLLM's derived max_model_len: rope scaling other than su/longrope/llama3 multiplies it (yarn from
   // original_max_position_embeddings).
-  if (present(cfg, "rope_scaling") && cfg["rope_scaling"].IsMap()) {
+  // Gemma 3's max_position_embeddings is already scaled (vllm/config/model.py skips the factor for it).
+  if (t != "gemma3_text" && present(cfg, "rope_scaling") && cfg["rope_scaling"].IsMap()) {
     const YAML::Node rs = cfg["rope_scaling"];
     std::string rt;
     if (present(rs, "rope_type")) rt = rs["rope_type"].Scalar();

@@ -86,14 +86,16 @@ TEST_CASE("sliding window: Mistral 7B v0.1's concurrency stops falling past its 
   Deployment d;
   d.max_num_batched_tokens = 2048;
   const auto p = plan_memory(m, h100(), d, {1024, 4096, 8192, 65536, 1 << 20});
-  // Held tokens: min(S, 4096 - 1 + 2048) = 6143 -> ceil(6143/16) + 1 = 385 blocks once tokens are dropped.
-  CHECK(p.curve[0].max_concurrency == Approx(static_cast<double>(p.num_blocks) / 64));
-  CHECK(p.curve[1].max_concurrency == Approx(static_cast<double>(p.num_blocks) / 256));
+  // vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: min(S, 4096 - 1 + 2048)
+  // tokens, + 1 block for a window that does not start at a block boundary (always added by vLLM).
+  CHECK(p.curve[0].max_concurrency == Approx(static_cast<double>(p.num_blocks) / 65));
+  CHECK(p.curve[1].max_concurrency == Approx(static_cast<double>(p.num_blocks) / 257));
   CHECK(p.curve[2].max_concurrency == Approx(static_cast<double>(p.num_blocks) / 385));
   CHECK(p.curve[3].max_concurrency == p.curve[4].max_concurrency);
-  KvLayerGroup g{LayerAttention::sliding, 32, 4096, 4096};
-  CHECK(blocks_per_request(g, 6143, 16, 2048) == 384);  // nothing dropped yet: exact
-  CHECK(blocks_per_request(g, 6144, 16, 2048) == 385);  // dropped: + 1 misalignment block (vLLM)
+  const KvLayerSpec g{KvSpecKind::sliding, 16, 16 * 2 * 8 * 128 * 2, 4096};
+  CHECK(spec_blocks_per_request(g, 6143, 2048) == 385);
+  CHECK(spec_blocks_per_request(g, 6144, 2048) == 385);
+  CHECK(spec_blocks_per_request(g, 1024, 2048) == 65);
 }
 
 TEST_CASE("hybrid layers: gpt-oss-20b alternates sliding (128) and full layers", "[memory][sliding]") {

@@ -76,8 +76,7 @@ TEST_CASE("seed 002: 70B MHA at 32K is 80 GiB; 40 GiB holds 16,384 tokens; 16-to
   const u64 layer_block = 16 * kv_bytes(DType::bf16, static_cast<u64>(kv_elements_per_token_per_layer(gqa, 1)));
   CHECK(layer_block == 64 * 1024);
   CHECK(layer_block * 80 == 5ull << 20);
-  KvLayerGroup g{LayerAttention::full, 80, 2048, 0};
-  CHECK(blocks_per_request(g, 900, 16, 8192) == 57);
+  CHECK(spec_blocks_per_request(KvLayerSpec{KvSpecKind::full, 16, layer_block, 0}, 900, 8192) == 57);
   // The int8 scale overhead the seed quotes: 2 bytes per 128-value head, 1.5625%.
   CHECK(kv_bytes(DType::int8, 128) == 130);
 }

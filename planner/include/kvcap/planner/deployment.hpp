@@ -2,6 +2,7 @@
 // Deployment: how a model is served, in vLLM's vocabulary (vllm/engine/arg_utils.py). Optional
 // fields left empty take vLLM's defaults, resolved by resolve() against the model and GPU.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kvcap/planner/dtype.hpp"
@@ -28,7 +29,18 @@ struct Deployment {
   std::optional<u64> activation_peak_bytes;  ///< override of the activation-peak estimate (per rank)
   std::optional<u64> non_torch_bytes;        ///< override of the non-torch default (per rank)
   i64 shared_prefix_tokens = 0;              ///< a common prefix (system prompt) held once, as with prefix caching
+  /// vLLM's hybrid KV cache manager. auto: on, except for chunked local attention (vLLM disables it
+  /// there unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1; vllm/config/vllm.py); off is
+  /// --disable-hybrid-kv-cache-manager (every layer then holds the whole context).
+  enum class Hybrid : std::uint8_t { auto_, on, off } hybrid_kv_cache_manager = Hybrid::auto_;
+  /// The vLLM release whose logged quantities are reproduced: "current" or "0.N[.x]" (docs/memory-model.md).
+  std::string vllm_version = "current";
 };
+
+/// Whether `version` ("current", "0.10", "0.19.1", ...) logs "GPU KV cache size" as
+/// num_blocks // groups x block size (vLLM <= 0.19) rather than int(concurrency x max_model_len).
+/// Throws SpecError("vllm_version") for anything else.
+bool legacy_kv_size_log(const std::string& version);
 
 /// A deployment with every default filled in and checked against the model and GPU.
 struct ResolvedDeployment {

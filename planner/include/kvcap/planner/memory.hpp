@@ -8,16 +8,17 @@
 #include <vector>
 
 #include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/kv_cache.hpp"
 #include "kvcap/planner/params.hpp"
 
 namespace kvcap {
 
-/// Layers of one attention kind on one pipeline stage.
+/// Decoder layers of one attention kind on one pipeline stage (what the speed model reads per token).
 struct KvLayerGroup {
   LayerAttention attention = LayerAttention::full;
   i64 num_layers = 0;
-  u64 bytes_per_token_per_layer = 0;  ///< on one rank, in the resolved KV dtype
-  i64 window_tokens = 0;              ///< sliding window (0: full)
+  u64 bytes_per_token_per_layer = 0;  ///< on one rank, in the resolved KV format (indexer keys included)
+  i64 window_tokens = 0;              ///< sliding window or attention chunk (0: full)
 };
 
 /// One pipeline stage; its TP ranks are identical, so a stage stands for each of its ranks.
@@ -33,7 +34,9 @@ struct StagePlan {
   bool kv_memory_given = false;   ///< available_kv_bytes came from --kv-cache-memory
   u64 kv_bytes_per_token = 0;     ///< one token in every layer of the stage
   std::vector<KvLayerGroup> groups;
-  u64 num_blocks = 0;             ///< floor(available / (block_size x kv_bytes_per_token))
+  KvWorkerLayout layout;          ///< bytes one block id costs on this stage's ranks (vLLM KV cache tensors)
+  u64 num_blocks = 0;             ///< available // layout.block_bytes
+  i64 estimated_max_model_len = 0;  ///< vLLM _estimate_max_model_len_from_groups on this stage
 };
 
 struct CurvePoint {
@@ -48,8 +51,13 @@ struct MemoryPlan {
   std::vector<StagePlan> stages;
   std::size_t binding_stage = 0;   ///< the stage with the fewest blocks
   u64 kv_bytes_per_token_per_rank = 0;  ///< of the binding stage
-  u64 num_blocks = 0;              ///< minimum over stages (vLLM takes the minimum over workers)
-  u64 kv_capacity_tokens = 0;      ///< num_blocks x block_size, per replica
+  std::vector<KvLayerSpec> kv_layers;   ///< every KV layer of the model (vLLM KVCacheSpec per layer)
+  std::vector<KvCacheGroup> kv_groups;  ///< vLLM's KV cache groups (hybrid models: more than one)
+  bool hybrid_manager = true;      ///< whether the hybrid KV cache manager is on
+  u64 num_blocks = 0;              ///< minimum over stages (vLLM takes the minimum over workers); includes the null block
+  u64 blocks_per_max_len_request = 0;  ///< blocks one request of max_model_len holds, summed over the groups
+  /// What vLLM logs as "GPU KV cache size: N tokens" per replica (Deployment::vllm_version decides the formula).
+  u64 kv_capacity_tokens = 0;
   double max_concurrency = 0;      ///< at max_model_len, per replica
   i64 max_model_len_that_fits = 0; ///< longest context one request can hold (vLLM estimate_max_model_len)
   std::vector<CurvePoint> curve;
@@ -62,8 +70,11 @@ struct MemoryPlan {
 /// Contexts 1K, 2K, ... 1M (doubling), the default curve.
 std::vector<i64> default_contexts();
 
-/// KV blocks one request holds in one layer group at context S (vLLM max_memory_usage_bytes / page).
-u64 blocks_per_request(const KvLayerGroup& g, i64 context_tokens, i64 block_size, i64 max_num_batched_tokens);
+/// vLLM's KV layers of the model on this deployment: one spec per attention layer (and per indexer cache).
+/// `decoder_layer` receives the decoder layer of each KV layer (for pipeline stages).
+std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeployment& d, std::vector<i64>* decoder_layer = nullptr);
+/// Whether vLLM runs the hybrid KV cache manager for this model and deployment.
+bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d);
 
 /// Activation peak estimate per rank (documented in docs/memory-model.md).
 u64 estimate_activation_peak_bytes(const ModelSpec& m, const ResolvedDeployment& d);

@@ -18,6 +18,7 @@ enum class AttentionType : std::uint8_t {
 enum class LayerAttention : std::uint8_t {
   full,     ///< every token of the context
   sliding,  ///< the last `sliding_window` tokens (Mistral v0.1, Gemma 2/3 local layers, gpt-oss)
+  chunked,  ///< chunked local attention: tokens of the current `attention_chunk_size` chunk (Llama 4 RoPE layers)
 };
 
 struct MlaSpec {
@@ -35,6 +36,7 @@ struct MoeSpec {
   i64 shared_intermediate_size = 0;    ///< total width of always-on shared experts (n_shared_experts x moe_intermediate_size)
   i64 first_dense_layers = 0;          ///< first_k_dense_replace: leading layers with a dense MLP
   i64 layer_frequency = 1;             ///< moe_layer_freq / decoder_sparse_step: every n-th layer is MoE
+  i64 layer_offset = 0;                ///< layer l is MoE when (l + offset) % frequency == 0 (Llama 4: step - 1)
   bool router_bias = false;            ///< gpt-oss router has a bias
   bool expert_bias = false;            ///< gpt-oss experts have biases
   bool score_correction_bias = false;  ///< DeepSeek-V3 e_score_correction_bias (noaux_tc routing)
@@ -66,6 +68,10 @@ struct ModelSpec {
   bool qk_norm = false;  ///< per-head RMSNorm on q and k (Qwen3, Gemma 3)
   bool attention_sinks = false;  ///< learned per-head sinks (gpt-oss)
   i64 sliding_window = 0;        ///< sliding_window in tokens (0: none)
+  i64 attention_chunk_size = 0;  ///< attention_chunk_size of chunked local layers (Llama 4; 0: none)
+  /// index_head_dim of DeepSeek-V3.2's sparse-attention indexer (0: none): each layer also caches an
+  /// fp8 indexer key of index_head_dim bytes + one fp32 scale per 128 (vllm deepseek_v2.py DeepseekV32IndexerCache).
+  i64 index_head_dim = 0;
   /// Attention kind per layer, repeated cyclically over the layers (config layer_types, or the
   /// Gemma pattern). Empty: every layer full, or every layer sliding when sliding_window > 0.
   std::vector<LayerAttention> layer_pattern;
