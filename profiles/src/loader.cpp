@@ -20,14 +20,14 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
         "norms_per_layer", "attention", "mla", "moe", "mlp", "published_params"}},
       {"attention",
        {"type", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "o_bias", "qk_norm", "sinks", "sliding_window",
-        "layer_pattern"}},
+        "layer_pattern", "chunk_size", "index_head_dim"}},
       {"mla", {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}},
       {"moe",
        {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_intermediate_size",
-        "first_dense_layers", "layer_frequency", "router_bias", "expert_bias", "score_correction_bias",
+        "first_dense_layers", "layer_frequency", "layer_offset", "router_bias", "expert_bias", "score_correction_bias",
         "shared_expert_gate"}},
       {"mlp", {"gated", "bias"}},
-      {"published_params", {"total", "active"}},
+      {"published_params", {"total", "active", "tolerance"}},
   };
   return k;
 }
@@ -127,12 +127,15 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.qk_norm, get_bool(c, a, "attention", "qk_norm", false));
   set(m.attention_sinks, get_bool(c, a, "attention", "sinks", false));
   set(m.sliding_window, get_int(c, a, "attention", "sliding_window", false, 1, kMaxDim));
+  set(m.attention_chunk_size, get_int(c, a, "attention", "chunk_size", false, 1, kMaxDim));
+  set(m.index_head_dim, get_int(c, a, "attention", "index_head_dim", false, 1, kMaxDim));
   if (auto pat = get_string_list(c, a, "attention", "layer_pattern", false)) {
     for (std::size_t i = 0; i < pat->size(); ++i) {
       const auto& s = (*pat)[i];
       if (s == "full") m.layer_pattern.push_back(LayerAttention::full);
       else if (s == "sliding") m.layer_pattern.push_back(LayerAttention::sliding);
-      else c.error(a["layer_pattern"][i], "attention.layer_pattern[" + std::to_string(i) + "]", "expected full or sliding, got '" + s + "'");
+      else if (s == "chunked") m.layer_pattern.push_back(LayerAttention::chunked);
+      else c.error(a["layer_pattern"][i], "attention.layer_pattern[" + std::to_string(i) + "]", "expected full, sliding or chunked, got '" + s + "'");
     }
   }
 
@@ -159,6 +162,7 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.moe.shared_intermediate_size, get_int(c, moe, "moe", "shared_intermediate_size", false, 0, kMaxDim));
   set(m.moe.first_dense_layers, get_int(c, moe, "moe", "first_dense_layers", false, 0, 1'000'000));
   set(m.moe.layer_frequency, get_int(c, moe, "moe", "layer_frequency", false, 1, 1'000'000));
+  set(m.moe.layer_offset, get_int(c, moe, "moe", "layer_offset", false, 0, 1'000'000));
   set(m.moe.router_bias, get_bool(c, moe, "moe", "router_bias", false));
   set(m.moe.expert_bias, get_bool(c, moe, "moe", "expert_bias", false));
   set(m.moe.score_correction_bias, get_bool(c, moe, "moe", "score_correction_bias", false));
@@ -173,6 +177,7 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   check_keys(c, pub, "published_params", keys.at("published_params"));
   set(m.published_params_total, get_number(c, pub, "published_params", "total", false, 0, 1e15));
   set(m.published_params_active, get_number(c, pub, "published_params", "active", false, 0, 1e15));
+  set(m.published_params_tolerance, get_number(c, pub, "published_params", "tolerance", false, 0, 0.5));
 
   if (c.diags.empty()) planner_check(c, root, [&] { validate(m); });
   // Sizes whose products overflow 64 bits (hidden_size x intermediate_size x num_layers, ...) are an error of

@@ -75,10 +75,13 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   if (m.qk_norm) o << "  qk_norm: true\n";
   if (m.attention_sinks) o << "  sinks: true\n";
   if (m.sliding_window > 0) o << "  sliding_window: " << m.sliding_window << "\n";
+  if (m.attention_chunk_size > 0) o << "  chunk_size: " << m.attention_chunk_size << "\n";
+  if (m.index_head_dim > 0) o << "  index_head_dim: " << m.index_head_dim << "\n";
   if (!m.layer_pattern.empty()) {
     o << "  layer_pattern: [";
     for (std::size_t i = 0; i < m.layer_pattern.size(); ++i)
-      o << (i ? ", " : "") << (m.layer_pattern[i] == LayerAttention::sliding ? "sliding" : "full");
+      o << (i ? ", " : "")
+        << (m.layer_pattern[i] == LayerAttention::sliding ? "sliding" : m.layer_pattern[i] == LayerAttention::chunked ? "chunked" : "full");
     o << "]\n";
   }
   if (m.attention == AttentionType::mla) {
@@ -98,6 +101,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
     if (e.shared_intermediate_size > 0) o << "  shared_intermediate_size: " << e.shared_intermediate_size << "\n";
     if (e.first_dense_layers > 0) o << "  first_dense_layers: " << e.first_dense_layers << "\n";
     if (e.layer_frequency != 1) o << "  layer_frequency: " << e.layer_frequency << "\n";
+    if (e.layer_offset != 0) o << "  layer_offset: " << e.layer_offset << "\n";
     if (e.router_bias) o << "  router_bias: true\n";
     if (e.expert_bias) o << "  expert_bias: true\n";
     if (e.score_correction_bias) o << "  score_correction_bias: true\n";
@@ -107,6 +111,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   if (m.published_params_total > 0) {
     o << "published_params:\n  total: " << num(m.published_params_total) << "\n";
     if (m.published_params_active > 0) o << "  active: " << num(m.published_params_active) << "\n";
+    if (m.published_params_tolerance != 0.005) o << "  tolerance: " << num(m.published_params_tolerance) << "\n";
   }
   return o.str();
 }

@@ -26,8 +26,8 @@ TEST_CASE("derived parameter counts match the published ones", "[profiles][param
     const auto c = param_counts(m);
     INFO(n << ": derived " << c.total << " total, " << c.active << " active");
     REQUIRE(m.published_params_total > 0);
-    // Published totals are rounded to 3-4 significant figures.
-    CHECK(std::fabs(static_cast<double>(c.total) / m.published_params_total - 1) < 0.005);
+    // Published totals are rounded to 3-4 significant figures (a profile may state a coarser precision).
+    CHECK(std::fabs(static_cast<double>(c.total) / m.published_params_total - 1) < m.published_params_tolerance);
     if (m.published_params_active > 0) {
       // Mistral counts embeddings in "active"; DeepSeek leaves the input embedding out.
       const double active = static_cast<double>(m.family.rfind("deepseek", 0) == 0 ? c.active - c.embedding : c.active);

@@ -84,6 +84,8 @@ struct ModelSpec {
 
   double published_params_total = 0;   ///< published parameter count, for cross-checks (0: unknown)
   double published_params_active = 0;
+  /// Relative precision of the published total (0.005 for "3-4 significant figures"; "1T" is one figure).
+  double published_params_tolerance = 0.005;
 };
 
 /// Attention kind of layer `layer` (0-based).
