@@ -35,7 +35,8 @@ Target parse_target(const std::string& s) {
 
 const std::vector<std::string> kDefaultTargets = {
     "llama-3.1-8b@h100-sxm",  "llama-3.1-70b@4xh100-sxm",   "llama-3.1-405b@8xh200", "mistral-7b-v0.1@h100-sxm",
-    "mixtral-8x7b@2xh100-sxm", "deepseek-v2-lite@h100-sxm", "deepseek-v3@8xh200"};
+    "mixtral-8x7b@2xh100-sxm", "deepseek-v2-lite@h100-sxm", "deepseek-v3@8xh200", "gpt-oss-20b@h100-sxm",
+    "gemma-3-27b@2xh100-sxm"};
 }  // namespace
 
 int cmd_compare(const std::vector<std::string>& args) {

@@ -33,7 +33,11 @@ std::optional<RouterPolicy> parse_router(std::string_view s) {
 ReplicaConfig replica_config(const MemoryPlan& plan) {
   ReplicaConfig c;
   if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");
-  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks);
+  // One block table per request: with vLLM's hybrid KV cache manager (several KV cache groups sharing
+  // the pool) a request holds blocks in every group, so each group gets an equal share of the pool and
+  // every token is charged as full attention would charge it — conservative for sliding-window and
+  // chunked groups, which hold fewer (docs/memory-model.md, "Where kvcap and vLLM differ").
+  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / std::max<std::size_t>(1, plan.kv_groups.size()));
   c.block_size = plan.dep.d.block_size;
   c.max_num_batched_tokens = plan.dep.max_num_batched_tokens;
   c.max_num_seqs = plan.dep.max_num_seqs;
