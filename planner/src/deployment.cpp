@@ -107,7 +107,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     throw SpecError("kv_cache_dtype", std::string(name(r.kv_dtype)) + " is not a KV-cache format; expected one of " +
                                           dtype_names([](const DTypeInfo& i) { return i.kv_ok; }));
 
-  r.max_model_len = d.max_model_len.value_or(m.max_position_embeddings);
+  r.max_model_len = d.max_model_len.value_or(m.default_max_model_len > 0 ? m.default_max_model_len : m.max_position_embeddings);
   if (r.max_model_len < 1) throw SpecError("max_model_len", "must be >= 1 (got " + str(r.max_model_len) + ")");
   const bool large = large_gpu(g);
   r.max_num_batched_tokens = d.max_num_batched_tokens.value_or(large ? 8192 : 2048);

@@ -267,6 +267,10 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
                            "pipeline parallel), quantise the weights, or raise gpu_memory_utilization");
     }
   }
+  if (d.max_model_len > m.max_position_embeddings)
+    p.warnings.push_back("max_model_len " + std::to_string(d.max_model_len) + " exceeds the model's derived maximum " +
+                         std::to_string(m.max_position_embeddings) +
+                         ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond it give NaN)");
   if (!p.fits() && p.num_blocks > 0) {
     p.warnings.push_back("one request of max_model_len " + std::to_string(d.max_model_len) +
                          " tokens does not fit: vLLM would refuse to start; the estimated maximum model length is " +

@@ -46,6 +46,10 @@ void validate(const ModelSpec& m) {
   positive(m.vocab_size, "vocab_size");
   positive(m.num_heads, "attention.num_heads");
   positive(m.max_position_embeddings, "max_position_embeddings");
+  non_negative(m.default_max_model_len, "default_max_model_len");
+  if (m.default_max_model_len > m.max_position_embeddings)
+    throw SpecError("default_max_model_len", "cannot exceed max_position_embeddings (" + std::to_string(m.default_max_model_len) +
+                                                 " > " + std::to_string(m.max_position_embeddings) + ")");
   non_negative(m.intermediate_size, "intermediate_size");
   non_negative(m.sliding_window, "attention.sliding_window");
   if (!info(m.dtype).activation_ok || m.dtype == DType::auto_)

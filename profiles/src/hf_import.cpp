@@ -96,6 +96,69 @@ std::string file_stem(const std::string& file) {
 }
 }  // namespace
 
+namespace {
+// vllm/config/model.py _get_and_verify_max_len, with vllm/transformers_utils/config.py patch_rope_parameters:
+// the smallest of the length keys (model_max_length wins), then rope scaling: every rope type but longrope
+// and llama3 multiplies by its factor, yarn from original_max_position_embeddings (a yarn config without it
+// is "already scaled": transformers v5 takes max_position_embeddings / factor as the original); Gemma 3 is
+// never scaled again. The default max_model_len of a longrope model is original_max_position_embeddings
+// (Phi-3-mini-128k: 4096), the derived length its upper limit.
+void derive_max_model_len(Ctx& c, YAML::Node& cfg, const std::string& p, const std::string& t, ModelSpec& m) {
+  double derived = INFINITY;
+  for (const char* key : {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_target_positions",
+                          "max_sequence_length", "max_seq_length", "seq_len"})
+    if (present(cfg, key))
+      if (auto v = get_int(c, cfg, p, key, false, 1, kMaxDim)) derived = std::min(derived, static_cast<double>(*v));
+  if (present(cfg, "model_max_length"))
+    if (auto v = get_int(c, cfg, p, "model_max_length", false, 1, kMaxDim)) derived = static_cast<double>(*v);
+  if (!std::isfinite(derived)) {
+    c.error(cfg, join(p, "max_position_embeddings"), "required: no length key (max_position_embeddings, n_positions, max_seq_len, seq_length, ...) is given");
+    return;
+  }
+  std::optional<std::int64_t> ompe;
+  if (present(cfg, "original_max_position_embeddings"))
+    ompe = get_int(c, cfg, p, "original_max_position_embeddings", false, 1, kMaxDim);
+  const char* rkey = present(cfg, "rope_parameters") ? "rope_parameters" : "rope_scaling";
+  std::vector<std::pair<YAML::Node, std::string>> rps;
+  if (present(cfg, rkey) && cfg[rkey].IsMap()) {
+    const YAML::Node r = cfg[rkey];
+    bool nested = r.size() > 0;  // transformers v5: one dict per layer type
+    for (auto it = r.begin(); it != r.end(); ++it) nested = nested && it->second.IsMap();
+    if (nested)
+      for (auto it = r.begin(); it != r.end(); ++it) rps.push_back({it->second, join(join(p, rkey), it->first.Scalar())});
+    else
+      rps.push_back({r, join(p, rkey)});
+  }
+  bool longrope = false;
+  double factor = 1.0;
+  for (const auto& [rp, path] : rps) {
+    std::string rt;
+    if (present(rp, "rope_type")) rt = rp["rope_type"].Scalar();
+    else if (present(rp, "type")) rt = rp["type"].Scalar();
+    if (rt == "su" || rt == "longrope") {
+      longrope = true;
+      continue;
+    }
+    if (t == "gemma3_text" || rt == "llama3") continue;
+    if (present(rp, "factor") && !rp["factor"].IsNull())
+      if (auto f = get_number(c, rp, path, "factor", false, 1e-6, 1e6)) factor = *f;
+    if (rt == "yarn") {
+      std::optional<std::int64_t> orig = ompe;
+      if (present(rp, "original_max_position_embeddings"))
+        orig = get_int(c, rp, path, "original_max_position_embeddings", false, 1, kMaxDim);
+      derived = orig ? static_cast<double>(*orig) : derived / factor;
+    }
+  }
+  if (t != "gemma3_text") derived *= factor;
+  if (derived >= 9.0e15) {
+    c.error(cfg, join(p, "max_position_embeddings"), "the derived maximum length overflows");
+    return;
+  }
+  m.max_position_embeddings = static_cast<std::int64_t>(derived);
+  if (longrope && ompe) m.default_max_model_len = *ompe;
+}
+}  // namespace
+
 ModelSpec import_hf(const std::string& text, const std::string& file) {
   Ctx c{file, {}};
   YAML::Node root = parse_config(c, text);
@@ -169,7 +232,6 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   m.num_kv_heads = m.num_heads;
   set(m.num_kv_heads, get_int(c, cfg, p, "num_key_value_heads", false, 1, kMaxDim));
   set(m.intermediate_size, get_int(c, cfg, p, "intermediate_size", false, 0, kMaxDim));
-  set(m.max_position_embeddings, get_int(c, cfg, p, "max_position_embeddings", true, 1, kMaxDim));
   const bool gemma = t.rfind("gemma", 0) == 0;
   if (t == "deepseek_v32") set(m.index_head_dim, get_int(c, cfg, p, "index_head_dim", true, 1, kMaxDim));
   m.tie_word_embeddings = gemma;  // transformers' per-family default
@@ -179,6 +241,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   else if (m.num_heads > 0) m.head_dim = m.hidden_size / m.num_heads;
   set(m.qkv_bias, get_bool(c, cfg, p, "attention_bias", false));
   set(m.mlp_bias, get_bool(c, cfg, p, "mlp_bias", false));
+
+  derive_max_model_len(c, cfg, p, t, m);
 
   // Sliding window: honoured unless the config switches it off (Qwen2: use_sliding_window false).
   bool use_sw = true;
@@ -290,24 +354,6 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
       if (*qm == "fp8") m.quantization = DType::fp8;
       else if (*qm == "awq" || *qm == "gptq") m.quantization = DType::int4;
       else if (*qm == "mxfp4") m.quantization = DType::mxfp4;
-    }
-  }
-
-  // vLLM's derived max_model_len: rope scaling other than su/longrope/llama3 multiplies it (yarn from
-  // original_max_position_embeddings).
-  // Gemma 3's max_position_embeddings is already scaled (vllm/config/model.py skips the factor for it).
-  if (t != "gemma3_text" && present(cfg, "rope_scaling") && cfg["rope_scaling"].IsMap()) {
-    const YAML::Node rs = cfg["rope_scaling"];
-    std::string rt;
-    if (present(rs, "rope_type")) rt = rs["rope_type"].Scalar();
-    else if (present(rs, "type")) rt = rs["type"].Scalar();
-    if (!rt.empty() && rt != "su" && rt != "longrope" && rt != "llama3" && rt != "default" && rt != "mrope") {
-      double factor = 1.0;
-      if (auto f = get_number(c, rs, join(p, "rope_scaling"), "factor", false, 0, 1e6)) factor = *f;
-      std::int64_t base = m.max_position_embeddings;
-      if (rt == "yarn")
-        if (auto o = get_int(c, rs, join(p, "rope_scaling"), "original_max_position_embeddings", false, 1, kMaxDim)) base = *o;
-      m.max_position_embeddings = static_cast<std::int64_t>(std::llround(static_cast<double>(base) * factor));
     }
   }
 

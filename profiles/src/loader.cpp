@@ -16,7 +16,7 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
       {"",
        {"kind", "name", "display_name", "family", "source", "dtype", "quantization", "hidden_size",
-        "intermediate_size", "num_layers", "vocab_size", "max_position_embeddings", "tie_word_embeddings",
+        "intermediate_size", "num_layers", "vocab_size", "max_position_embeddings", "default_max_model_len", "tie_word_embeddings",
         "norms_per_layer", "attention", "mla", "moe", "mlp", "published_params"}},
       {"attention",
        {"type", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "o_bias", "qk_norm", "sinks", "sliding_window",
@@ -99,6 +99,7 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.num_layers, get_int(c, root, "", "num_layers", true, 1, 1'000'000));
   set(m.vocab_size, get_int(c, root, "", "vocab_size", true, 1, kMaxDim));
   set(m.max_position_embeddings, get_int(c, root, "", "max_position_embeddings", true, 1, kMaxDim));
+  set(m.default_max_model_len, get_int(c, root, "", "default_max_model_len", false, 1, kMaxDim));
   set(m.tie_word_embeddings, get_bool(c, root, "", "tie_word_embeddings", false));
   set(m.norms_per_layer, get_int(c, root, "", "norms_per_layer", false, 0, 64));
   if (m.display_name.empty()) m.display_name = m.name;

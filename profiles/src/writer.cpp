@@ -60,7 +60,8 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   if (m.intermediate_size > 0) o << "intermediate_size: " << m.intermediate_size << "\n";
   o << "num_layers: " << m.num_layers << "              # num_hidden_layers\n";
   o << "vocab_size: " << m.vocab_size << "\n";
-  o << "max_position_embeddings: " << m.max_position_embeddings << "   # vLLM's default max_model_len\n";
+  o << "max_position_embeddings: " << m.max_position_embeddings << "   # vLLM's derived max_model_len\n";
+  if (m.default_max_model_len > 0) o << "default_max_model_len: " << m.default_max_model_len << "   # vLLM's default (longrope: original length)\n";
   o << "tie_word_embeddings: " << b(m.tie_word_embeddings) << "\n";
   if (m.norms_per_layer != 2) o << "norms_per_layer: " << m.norms_per_layer << "\n";
   o << "attention:\n";

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kvcap/planner/deployment.hpp"
 #include "kvcap/planner/params.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
@@ -87,4 +88,71 @@ TEST_CASE("importer errors: unsupported type, missing keys, tab-indented JSON st
                      " \"num_attention_heads\": 32, \"vocab_size\": 32000, \"max_position_embeddings\": 4096\n}");
   CHECK(m.num_kv_heads == 32);
   CHECK(param_counts(m).total == 6'738'415'616);  // Llama-2-7B
+}
+
+TEST_CASE("max_model_len as vLLM derives it: longrope, already-scaled yarn, rope_parameters, Gemma 3", "[hf][max_model_len]") {
+  const std::string base = R"("hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,"num_attention_heads":32,
+    "num_key_value_heads":32,"vocab_size":32064,"torch_dtype":"bfloat16",)";
+  // Phi-3-mini-128k: longrope is never multiplied; vLLM's default is original_max_position_embeddings.
+  const auto phi = imp(R"({"model_type":"phi3",)" + base + R"("max_position_embeddings":131072,
+    "original_max_position_embeddings":4096,"rope_scaling":{"type":"longrope","long_factor":[1.0],"short_factor":[1.0]}})");
+  CHECK(phi.max_position_embeddings == 131072);
+  CHECK(phi.default_max_model_len == 4096);
+  CHECK(resolve(phi, profiles::resolve_gpu("h100-sxm"), Deployment{}).max_model_len == 4096);
+  // yarn from original_max_position_embeddings x factor (gpt-oss, DeepSeek) ...
+  const auto y = imp(R"({"model_type":"qwen3",)" + base + R"("max_position_embeddings":131072,"head_dim":96,
+    "rope_scaling":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}})");
+  CHECK(y.max_position_embeddings == 131072);
+  // ... and "already scaled" without it: max_position_embeddings is taken as the scaled length.
+  const auto ys = imp(R"({"model_type":"qwen3",)" + base + R"("max_position_embeddings":32768,"head_dim":96,
+    "rope_scaling":{"rope_type":"yarn","factor":40.0}})");
+  CHECK(ys.max_position_embeddings == 32768);
+  // linear scaling multiplies; transformers v5's rope_parameters key, also nested per layer type.
+  const auto lin = imp(R"({"model_type":"llama",)" + base + R"("max_position_embeddings":4096,
+    "rope_parameters":{"rope_type":"linear","factor":2.0,"rope_theta":10000}})");
+  CHECK(lin.max_position_embeddings == 8192);
+  const auto nested = imp(R"({"model_type":"llama",)" + base + R"("max_position_embeddings":4096,
+    "rope_parameters":{"full_attention":{"rope_type":"linear","factor":2.0},"sliding_attention":{"rope_type":"default"}}})");
+  CHECK(nested.max_position_embeddings == 8192);
+  // The smallest length key binds; llama3 scaling never multiplies.
+  const auto small = imp(R"({"model_type":"llama",)" + base + R"("max_position_embeddings":8192,"seq_length":4096,
+    "rope_scaling":{"rope_type":"llama3","factor":8.0,"original_max_position_embeddings":8192}})");
+  CHECK(small.max_position_embeddings == 4096);
+  // Gemma 3's 131072 is already scaled (its linear factor 8 is not applied again).
+  const auto g3 = profiles::load_model_file(std::string(KVCAP_FIXTURES) + "/hf/gemma-3-27b-it.json");
+  CHECK(g3.max_position_embeddings == 131072);
+}
+
+TEST_CASE("2026 configs: architectures fallback, Kimi-K2, Llama 4, DeepSeek-V3.2, Gemma 3 defaults", "[hf]") {
+  const std::string dir = std::string(KVCAP_FIXTURES) + "/hf/";
+  const auto kimi = profiles::load_model_file(dir + "Kimi-K2-Instruct.json");
+  CHECK(kimi.attention == AttentionType::mla);
+  CHECK(kimi.moe.num_experts == 384);
+  CHECK(kimi.name == "Kimi-K2-Instruct");  // the file's stem, not imported-<type>
+  // An unknown model_type is read by its architecture; an unknown architecture names both.
+  const auto arch = imp(R"({"model_type":"my_llama","architectures":["LlamaForCausalLM"],"hidden_size":4096,
+    "intermediate_size":11008,"num_hidden_layers":32,"num_attention_heads":32,"vocab_size":32000,"max_position_embeddings":4096})");
+  CHECK(param_counts(arch).total == 6'738'415'616);
+  CHECK_THROWS_WITH(imp(R"({"model_type":"minicpm3","architectures":["MiniCPM3ForCausalLM"]})"),
+                    Catch::Contains("unsupported model_type 'minicpm3' (architecture MiniCPM3ForCausalLM)"));
+  const auto scout = profiles::load_model_file(dir + "Llama-4-Scout-17B-16E.json");
+  CHECK(layer_attention(scout, 0) == LayerAttention::chunked);
+  CHECK(layer_attention(scout, 3) == LayerAttention::full);
+  CHECK(scout.attention_chunk_size == 8192);
+  const auto mav = profiles::load_model_file(dir + "Llama-4-Maverick-17B-128E-Instruct.json");
+  CHECK_FALSE(layer_is_moe(mav, 0));  // transformers: moe_layers = range(step - 1, L, step)
+  CHECK(layer_is_moe(mav, 1));
+  CHECK(std::fabs(static_cast<double>(param_counts(mav).total) / 400e9 - 1) < 0.005);
+  const auto v32 = profiles::load_model_file(dir + "DeepSeek-V3.2.json");
+  CHECK(v32.index_head_dim == 128);
+  // Gemma 3's text_config leaves vocab_size and max_position_embeddings to transformers' defaults.
+  const auto g3 = profiles::load_model_file(dir + "gemma-3-27b-it.json");
+  CHECK(g3.vocab_size == 262208);
+  CHECK(g3.dtype == DType::bf16);
+  // A float32 checkpoint is served in bf16 under --dtype auto.
+  const auto f32 = imp(R"({"model_type":"gemma2","hidden_size":3584,"intermediate_size":14336,"num_hidden_layers":42,
+    "num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"vocab_size":256000,"max_position_embeddings":8192,
+    "sliding_window":4096,"torch_dtype":"float32"})");
+  CHECK(f32.dtype == DType::fp32);
+  CHECK(resolve(f32, profiles::resolve_gpu("h100-sxm"), Deployment{}).kv_dtype == DType::bf16);
 }

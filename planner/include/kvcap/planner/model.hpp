@@ -56,7 +56,8 @@ struct ModelSpec {
   i64 intermediate_size = 0;        ///< intermediate_size (dense MLP width)
   i64 num_layers = 0;               ///< num_hidden_layers
   i64 vocab_size = 0;               ///< vocab_size
-  i64 max_position_embeddings = 0;  ///< max_position_embeddings: vLLM's default max_model_len
+  i64 max_position_embeddings = 0;  ///< vLLM's derived maximum model length (config keys x rope scaling)
+  i64 default_max_model_len = 0;    ///< vLLM's default max_model_len when it differs (longrope: the original length); 0: max_position_embeddings
   bool tie_word_embeddings = false; ///< tie_word_embeddings
 
   AttentionType attention = AttentionType::gqa;
