@@ -677,12 +677,26 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if ((timeline_file && !*timeline_file) || (requests_file && !*requests_file))
     throw std::runtime_error("writing an output CSV failed (disk full?)");
 
+  // Offered load beyond what the replicas serve (KVCAP-W202): the run's latency percentiles then grow
+  // with its length (sim::overloaded: offered > 1.02 x the saturated completion rate, and a queue that built up).
+  std::vector<Finding> findings;
+  const bool closed = info.cfg.max_concurrency > 0;
+  if (sim::overloaded(result, closed)) {
+    const auto [offered, served] = sim::offered_and_served_per_s(result, closed);
+    if (auto f = check_offered_load(offered, served)) findings.push_back(*f);
+  }
   switch (fmt) {
     case Format::table: report_table(std::cout, info, result); break;
-    case Format::json: std::cout << result_json(info, result).dump(2) << "\n"; break;
+    case Format::json: {
+      auto j = result_json(info, result);
+      j["findings"] = findings_json(findings);
+      std::cout << j.dump(2) << "\n";
+      break;
+    }
     case Format::csv: report_csv(std::cout, info, result); break;
   }
-  return 0;
+  print_findings("simulate", findings);
+  return exit_code(findings);
 }
 
 }  // namespace kvcap::cli

@@ -30,6 +30,23 @@ std::optional<RouterPolicy> parse_router(std::string_view s) {
   return std::nullopt;
 }
 
+std::pair<double, double> offered_and_served_per_s(const SimResult& r, bool closed_loop) {
+  const double arrivals_span = r.last_arrival_s - r.first_arrival_s;
+  const std::uint64_t admitted = r.requests_arrived - r.requests_rejected;  // rejected ones cost no service
+  if (closed_loop || admitted < 2 || !(arrivals_span > 0) || r.requests_completed == 0) return {0, 0};
+  const double offered = static_cast<double>(admitted - 1) / arrivals_span;
+  const double service = std::max(0.0, r.e2e_s.mean - r.queue_s.mean);
+  const double window = r.end_s - r.first_arrival_s - service;
+  if (!(window > 0)) return {offered, 0};
+  return {offered, static_cast<double>(r.requests_completed) / window};
+}
+
+bool overloaded(const SimResult& r, bool closed_loop) {
+  const auto [offered, served] = offered_and_served_per_s(r, closed_loop);
+  const double service = std::max(0.0, r.e2e_s.mean - r.queue_s.mean);
+  return offered > 1.02 * served && r.queue_s.mean > 0.25 * service;
+}
+
 ReplicaConfig replica_config(const MemoryPlan& plan) {
   ReplicaConfig c;
   if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");
@@ -526,6 +543,7 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
       case EventKind::arrival: {
         RequestSpec spec = *pending;
         spec.arrival_s = now;  // the send time (later than the source's arrival time when a closed loop waited)
+        res.last_arrival_s = now;
         const std::uint64_t id = arrived++;
         pending = source.next();
         if (spec.prompt_tokens >= max_len) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/simulator/simulator.hpp"
 
 using namespace kvcap;
@@ -126,4 +127,30 @@ TEST_CASE("a closed loop of one client runs requests strictly one after another"
   for (std::size_t i = 1; i < rs.size(); ++i) CHECK(rs[i].arrival_s == rs[i - 1].finish_s);
   // With no one to queue behind, a request waits for nothing: its first step starts when it is sent.
   for (const auto& r : rs) CHECK(r.first_scheduled_s == r.arrival_s);
+}
+
+TEST_CASE("offered against served load flags an overloaded open loop (KVCAP-W202)", "[sim][load][plausibility]") {
+  // One replica with a linear step timer; the same workload at a light and at an impossible rate.
+  auto run_at = [](double rate) {
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    WorkloadSpec w = offline_workload();
+    w.arrival.rate_per_s = rate;
+    auto src = synthetic_source(w, 7, SourceLimits{400, std::nullopt});
+    return simulate(cfg, StepTimer::linear(0.01, 1e-5, 1e-8), *src);
+  };
+  const SimResult light = run_at(1.0);
+  const auto low = offered_and_served_per_s(light, false);
+  CHECK(low.first == Approx(1.0).epsilon(0.2));
+  CHECK(low.first < low.second);  // below capacity everything offered is served
+  CHECK_FALSE(overloaded(light, false));
+  const SimResult heavy = run_at(1000.0);
+  const auto high = offered_and_served_per_s(heavy, false);
+  CHECK(high.first > 5 * high.second);
+  const auto f = check_offered_load(high.first, high.second);
+  REQUIRE(f.has_value());
+  CHECK(f->code == "KVCAP-W202");
+  CHECK(overloaded(heavy, false));
+  CHECK_FALSE(overloaded(heavy, true));
+  CHECK(offered_and_served_per_s(heavy, true).first == 0);  // a closed loop is never "overloaded"
 }

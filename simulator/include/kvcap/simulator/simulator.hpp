@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kvcap/planner/memory.hpp"
@@ -81,6 +82,16 @@ struct ReplicaStats {
   std::uint64_t kv_used_blocks_end = 0;///< blocks referenced at the end (0: nothing leaked)
 };
 
+struct SimResult;
+/// Offered against served load of an open-loop run: the admitted (not rejected) arrivals' rate over their span, and the
+/// completion rate over the run less one mean service time (E2E - queueing), which is the saturated
+/// throughput when the offered load exceeds it. {0, 0} for closed loops, offline runs and < 2 arrivals.
+std::pair<double, double> offered_and_served_per_s(const SimResult& r, bool closed_loop);
+/// Whether an open-loop run was fed beyond what it serves: offered > 1.02 x served, and requests queued on
+/// average for more than a quarter of their service time (a bursty trace's long last request alone can
+/// lower the served rate; a queue that does not build up is not an overload).
+bool overloaded(const SimResult& r, bool closed_loop);
+
 struct SimResult {
   std::uint64_t requests_arrived = 0;
   std::uint64_t requests_completed = 0;
@@ -89,6 +100,7 @@ struct SimResult {
   LatencySummary ttft_s, tpot_s, e2e_s;
   LatencySummary queue_s;                ///< arrival to first scheduled step
   double first_arrival_s = 0, end_s = 0; ///< end: the last completion
+  double last_arrival_s = 0;             ///< the last request sent
   double requests_per_s = 0;             ///< completed / (end - first arrival)
   double output_tokens_per_s = 0;
   double prompt_tokens_per_s = 0;
