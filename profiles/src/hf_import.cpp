@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -41,6 +42,7 @@ YAML::Node from_json(const nlohmann::json& j, int depth = 0) {
     n = YAML::Node(YAML::NodeType::Null);
   } else if (j.is_string()) {
     n = j.get<std::string>();
+    n.SetTag("!");  // as yaml-cpp tags a quoted scalar: a string, never a number
   } else if (j.is_boolean()) {
     n = j.get<bool>() ? "true" : "false";
   } else {
@@ -49,18 +51,61 @@ YAML::Node from_json(const nlohmann::json& j, int depth = 0) {
   return n;
 }
 
-YAML::Node parse_config(Ctx& c, const std::string& text) {
-  if (!precheck_text(c, text)) return {};  // too large, binary or too deeply nested: no parser sees it
-  YAML::Node root = parse_text(c, text);
-  if (!c.diags.empty()) {
-    try {
-      auto j = nlohmann::json::parse(text);
-      c.diags.clear();
-      root = from_json(j);
-    } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e400
-      // keep the YAML parser's located error
+// JSON has no tab restriction; YAML does in indentation. Tabs outside strings become spaces (lines and
+// columns of every token stay where they were) so yaml-cpp can parse the file and keep positions.
+std::string untab_json(const std::string& text) {
+  std::string out = text;
+  bool in_string = false;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const char ch = out[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '\t') {
+      out[i] = ' ';
     }
   }
+  return out;
+}
+
+// A key given twice in one object: json.load (transformers) keeps the last value silently; kvcap refuses.
+void check_duplicates(Ctx& c, const YAML::Node& n, const std::string& path, int depth = 0) {
+  if (depth > kMaxNestingDepth) return;
+  if (n.IsMap()) {
+    std::vector<std::pair<std::string, YAML::Mark>> seen;
+    for (const auto& kv : n) {
+      const std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "";
+      const auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == k; });
+      if (it != seen.end())
+        c.error(kv.first, join(path, k), "duplicate key (first at line " + std::to_string(it->second.line + 1) +
+                                             "); transformers would silently keep this later value: remove one");
+      else
+        seen.push_back({k, kv.first.Mark()});
+      check_duplicates(c, kv.second, join(path, k), depth + 1);
+    }
+  } else if (n.IsSequence()) {
+    for (std::size_t i = 0; i < n.size(); ++i) check_duplicates(c, n[i], path + "[" + std::to_string(i) + "]", depth + 1);
+  }
+}
+
+YAML::Node parse_config(Ctx& c, const std::string& text) {
+  if (!precheck_text(c, text)) return {};  // too large, binary or too deeply nested: no parser sees it
+  std::optional<nlohmann::json> as_json;
+  try {
+    as_json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e400
+  }
+  c.json_types = as_json.has_value();
+  YAML::Node root = parse_text(c, as_json ? untab_json(text) : text);
+  if (!c.diags.empty() && as_json) {
+    // Valid JSON yaml-cpp cannot read (some escapes): rebuilt from nlohmann's tree, positions lost.
+    c.diags.clear();
+    root = from_json(*as_json);
+  }
+  // JSON only: it has no aliases, so the walk visits each node once (a YAML alias bomb would not).
+  if (c.diags.empty() && as_json) check_duplicates(c, root, "");
   return root;
 }
 
@@ -190,7 +235,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   YAML::Node cfg = root;
   std::string p;  // key path prefix for diagnostics
   if (present(root, "text_config") && root["text_config"].IsMap()) {
-    cfg = root["text_config"];
+    cfg.reset(root["text_config"]);  // reset: operator= would overwrite the top level with text_config
     p = "text_config";
     if (auto tt = get_string(c, cfg, p, "model_type", false); tt && known(*tt)) t = *tt;
   }
@@ -361,7 +406,41 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     try {
       validate(m);
     } catch (const SpecError& e) {
-      c.error(root, e.field(), e.reason());
+      // Point at the config.json key the model field came from, so the error names what the user wrote.
+      static const std::vector<std::pair<std::string, std::vector<std::string>>> kHfKeys = {
+          {"num_layers", {"num_hidden_layers"}},
+          {"attention.num_heads", {"num_attention_heads"}},
+          {"attention.num_kv_heads", {"num_key_value_heads", "num_attention_heads"}},
+          {"attention.head_dim", {"head_dim", "hidden_size"}},
+          {"attention.sliding_window", {"sliding_window"}},
+          {"attention.chunk_size", {"attention_chunk_size"}},
+          {"moe.experts_per_token", {"num_experts_per_tok", "experts_per_token"}},
+          {"moe.expert_intermediate_size", {"moe_intermediate_size", "intermediate_size"}},
+          {"moe.first_dense_layers", {"first_k_dense_replace"}},
+          {"moe.layer_frequency", {"interleave_moe_layer_step", "moe_layer_freq", "decoder_sparse_step"}},
+          {"mla.kv_lora_rank", {"kv_lora_rank"}},
+          {"mla.qk_rope_head_dim", {"qk_rope_head_dim"}},
+          {"mla.qk_nope_head_dim", {"qk_nope_head_dim"}},
+          {"mla.v_head_dim", {"v_head_dim"}},
+          {"mla.q_lora_rank", {"q_lora_rank"}},
+          {"hidden_size", {"hidden_size"}},
+          {"vocab_size", {"vocab_size"}},
+          {"intermediate_size", {"intermediate_size"}},
+          {"max_position_embeddings", {"max_position_embeddings", "n_positions"}},
+      };
+      std::string where = e.field();
+      YAML::Node at = root;
+      for (const auto& [field, keys] : kHfKeys) {
+        if (field != e.field()) continue;
+        for (const auto& k : keys)
+          if (present(cfg, k.c_str())) {
+            where = join(p, k) + " (" + e.field() + ")";
+            at.reset(cfg[k]);
+            break;
+          }
+        break;
+      }
+      c.error(at, where, e.reason());
     }
   }
   c.throw_if_any();

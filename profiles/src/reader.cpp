@@ -257,6 +257,20 @@ std::optional<std::string> scalar(Ctx& c, const YAML::Node& map, const std::stri
     c.error(n, join(path, key), std::string("expected ") + expected + ", got a " + (n.IsMap() ? "mapping" : "list"));
     return std::nullopt;
   }
+  if (c.json_types) {
+    // yaml-cpp tags a quoted scalar "!" and a plain one "?".
+    const bool quoted = n.Tag() == "!";
+    const bool want_string = std::string(expected) == "a string";
+    if (quoted && !want_string) {
+      c.error(n, join(path, key), std::string("expected ") + expected + ", got the string \"" + n.Scalar() +
+                                      "\" (write it without quotes)");
+      return std::nullopt;
+    }
+    if (!quoted && want_string) {
+      c.error(n, join(path, key), "expected a string, got " + n.Scalar());
+      return std::nullopt;
+    }
+  }
   return n.Scalar();
 }
 }  // namespace

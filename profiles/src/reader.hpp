@@ -22,6 +22,9 @@ inline constexpr std::size_t kMaxDiagnostics = 200;      ///< per file; then one
 struct Ctx {
   std::string file;
   std::vector<Diagnostic> diags;
+  /// JSON input (config.json): a quoted scalar is a string and never a number or boolean, an unquoted one
+  /// never a string ("num_attention_heads": "32" is an error, as transformers would not read it as 32).
+  bool json_types = false;
   void error(const YAML::Node& at, const std::string& key_path, const std::string& message);
   void error_at(const YAML::Mark& at, const std::string& key_path, const std::string& message);
   void throw_if_any();

@@ -90,6 +90,24 @@ TEST_CASE("importer errors: unsupported type, missing keys, tab-indented JSON st
   CHECK(param_counts(m).total == 6'738'415'616);  // Llama-2-7B
 }
 
+TEST_CASE("importer strictness: duplicate keys, quoted numbers, tab positions, validation errors at the key", "[hf]") {
+  const std::string base = "{\n\t\"model_type\": \"llama\",\n\t\"hidden_size\": 4096,\n\t\"intermediate_size\": 11008,\n"
+                           "\t\"num_hidden_layers\": 32,\n\t\"vocab_size\": 32000,\n\t\"max_position_embeddings\": 4096,\n";
+  // transformers keeps the last of two equal keys without a word; we refuse and name both lines.
+  CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": 32,\n\t\"hidden_size\": 5120\n}"),
+                    Catch::Contains("config.json:9:2: error: hidden_size: duplicate key (first at line 3)"));
+  // A quoted number is a string in JSON: transformers would not read it as 32, nor do we.
+  CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": \"32\"\n}"),
+                    Catch::Contains("config.json:8:25: error: num_attention_heads: expected an integer, got the string \"32\""));
+  CHECK_THROWS_WITH(imp(R"({"model_type": 7})"), Catch::Contains("model_type: expected a string, got 7"));
+  // A planner check reports at the config.json key it came from, in the user's name for it.
+  CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": 32,\n\t\"num_key_value_heads\": 7\n}"),
+                    Catch::Contains("config.json:9:25: error: num_key_value_heads (attention.num_kv_heads): num_heads (32) must be "
+                                    "divisible by num_kv_heads (7)"));
+  // The same text without the error still imports (JSON typing does not reject what is well-formed).
+  CHECK(imp(base + "\t\"num_attention_heads\": 32,\n\t\"num_key_value_heads\": 8\n}").num_kv_heads == 8);
+}
+
 TEST_CASE("max_model_len as vLLM derives it: longrope, already-scaled yarn, rope_parameters, Gemma 3", "[hf][max_model_len]") {
   const std::string base = R"("hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,"num_attention_heads":32,
     "num_key_value_heads":32,"vocab_size":32064,"torch_dtype":"bfloat16",)";
