@@ -126,6 +126,8 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("shared-prefix-tokens", po::value<std::string>()->default_value("0"), "a common prefix held once (prefix caching)")
     ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
     ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")
+    ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto, none (1 state block per request and group), align (2, with prefix caching)")
+    ("mamba-ssm-cache-dtype", po::value<std::string>()->default_value("auto"), "recurrent state dtype of linear-attention layers: auto (config's mamba_ssm_dtype, else the model dtype), fp32, bf16, fp16")
     ("vllm-version", po::value<std::string>()->default_value("current"), "vLLM release whose logged \"GPU KV cache size\" to reproduce: current, or 0.10 ... 0.19 (num_blocks // groups x block size)");
   return d;
 }
@@ -214,6 +216,11 @@ Deployment deployment_from(const po::variables_map& vm) {
   if (off && on) throw UsageError("--disable-hybrid-kv-cache-manager and --hybrid-chunked-local contradict each other; give one");
   if (off) d.hybrid_kv_cache_manager = Deployment::Hybrid::off;
   if (on) d.hybrid_kv_cache_manager = Deployment::Hybrid::on;
+  const std::string mcm = str("mamba-cache-mode");
+  if (mcm == "none") d.mamba_cache_mode = Deployment::MambaCache::none;
+  else if (mcm == "align") d.mamba_cache_mode = Deployment::MambaCache::align;
+  else if (mcm != "auto") throw UsageError("--mamba-cache-mode: expected auto, none or align, got '" + mcm + "'");
+  d.mamba_ssm_cache_dtype = parse_dtype_flag(str("mamba-ssm-cache-dtype"), "--mamba-ssm-cache-dtype", [](const DTypeInfo& i) { return i.activation_ok; });
   d.vllm_version = str("vllm-version");
   try {
     legacy_kv_size_log(d.vllm_version);

@@ -51,7 +51,8 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << terminal_text(g.display_name) << "\n";
   o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
     << (d.replicas == 1 ? " replica" : " replicas") << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
-    << ", block " << d.d.block_size << " tokens, max_model_len " << grouped(static_cast<u64>(d.max_model_len))
+    << ", block " << d.block_size << " tokens" << (d.block_size != d.d.block_size ? " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)" : "")
+    << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len))
     << ", max_num_batched_tokens " << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
   o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
   if (p.params.active != p.params.total) o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
@@ -79,9 +80,17 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
       o << row("- non-torch (CUDA context, NCCL buffers)", padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
       o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
     }
+    i64 attention_layers = 0;
+    for (const auto& grp : st.groups)
+      if (grp.attention == LayerAttention::linear)
+        o << row("linear-attention state per request", human_bytes(static_cast<double>(grp.state_bytes_per_layer) * static_cast<double>(grp.num_layers)) +
+                                                           " (" + grouped(grp.state_bytes_per_layer) + " B x " + std::to_string(grp.num_layers) +
+                                                           " layers, padded to " + grouped(d.linear_state_page_bytes) + " B)");
+      else
+        attention_layers += grp.num_layers;
     o << row("KV per token on this GPU", human_bytes(static_cast<double>(st.kv_bytes_per_token)) + " (" +
-                                               grouped(st.kv_bytes_per_token) + " B, " + std::to_string(st.num_layers) +
-                                               " layers)");
+                                               grouped(st.kv_bytes_per_token) + " B, " + std::to_string(attention_layers) +
+                                               (attention_layers == st.num_layers ? " layers)" : " attention layers)"));
     o << "\n";
   }
   if (p.kv_groups.size() > 1) {
@@ -130,7 +139,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                      {"dtype", std::string(name(d.dtype))},
                      {"weight_dtype", std::string(name(d.weight_dtype))},
                      {"kv_cache_dtype", std::string(name(d.kv_dtype))},
-                     {"block_size", d.d.block_size},
+                     {"block_size", d.block_size},
                      {"max_model_len", d.max_model_len},
                      {"max_num_batched_tokens", d.max_num_batched_tokens},
                      {"max_num_seqs", d.max_num_seqs},

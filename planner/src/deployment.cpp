@@ -34,10 +34,20 @@ bool large_gpu(const GpuSpec& g) {
 }
 }  // namespace
 
-bool legacy_kv_size_log(const std::string& v) {
-  if (v == "current" || v == "latest") return false;
-  // "0.N" or "0.N.x": vLLM 0.19.0 still logged num_blocks // groups x block size (vllm-project/vllm#40691);
-  // the fix (#40694) logs int(max_concurrency x max_model_len) from the next release on.
+namespace {
+// The minor release of "0.N[.x]" (validated), or 1000 for current.
+int vllm_minor(const std::string& v);
+}  // namespace
+
+bool mamba_prefix_caching_off(const std::string& v) {
+  // vLLM 0.10-0.11 MambaModelConfig: "Hybrid or mamba-based model detected: disabling prefix caching
+  // since it is not yet supported"; later releases cache them (mamba_cache_mode align / all).
+  return vllm_minor(v) < 12;
+}
+
+namespace {
+int vllm_minor(const std::string& v) {
+  if (v == "current" || v == "latest") return 1000;
   int minor = -1;
   std::size_t pos = 0;
   if (v.rfind("0.", 0) == 0) {
@@ -52,7 +62,14 @@ bool legacy_kv_size_log(const std::string& v) {
                                         rest.find_first_not_of("0123456789", 1) == std::string::npos);
   if (minor < 10 || minor > 99 || !rest_ok)
     throw SpecError("vllm_version", "expected current, or a vLLM V1 release 0.10 or later such as 0.11 or 0.19.1 (got '" + v + "')");
-  return minor < 20;
+  return minor;
+}
+}  // namespace
+
+bool legacy_kv_size_log(const std::string& v) {
+  // vLLM 0.19.0 still logged num_blocks // groups x block size (vllm-project/vllm#40691); the fix
+  // (#40694) logs int(max_concurrency x max_model_len) from the next release on.
+  return vllm_minor(v) < 20;
 }
 
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
@@ -122,6 +139,28 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (!d.kv_cache_memory_bytes.empty() && d.kv_cache_memory_bytes.size() != 1 &&
       static_cast<i64>(d.kv_cache_memory_bytes.size()) != pp)
     throw SpecError("kv_cache_memory", "give one value, or one per pipeline stage (" + str(pp) + ")");
+  if (d.mamba_ssm_cache_dtype != DType::auto_ && !info(d.mamba_ssm_cache_dtype).activation_ok)
+    throw SpecError("mamba_ssm_cache_dtype", "must be auto, fp32, bf16 or fp16 (got " + std::string(name(d.mamba_ssm_cache_dtype)) + ")");
+  r.block_size = d.block_size;
+  if (has_linear_layers(m)) {
+    const auto& a = m.linear;
+    if (a.num_key_heads % tp != 0 || a.num_value_heads % tp != 0)
+      throw SpecError("tensor_parallel_size", "must divide linear_num_key_heads (" + str(a.num_key_heads) +
+                                                  ") and linear_num_value_heads (" + str(a.num_value_heads) + ")");
+    // vllm/model_executor/models/config.py HybridAttentionMambaModelConfig (no prefix caching): the
+    // attention block grows to the smallest multiple of the kernel alignment (16 tokens; 64 for MLA)
+    // whose page holds one linear layer's state; the state page is then padded to the attention page.
+    r.linear_state_bytes = linear_state_bytes_per_rank(m, tp, r.dtype, d.mamba_ssm_cache_dtype);
+    const u64 attn_1_token = kv_bytes(r.kv_dtype, static_cast<u64>(kv_elements_per_token_per_layer(m, tp)));
+    const u64 align = m.attention == AttentionType::mla ? 64 : 16;
+    const u64 need = align * ceil_div(r.linear_state_bytes, align * attn_1_token);
+    if (static_cast<u64>(r.block_size) < need) r.block_size = static_cast<i64>(need);
+    r.linear_state_page_bytes = mul(static_cast<u64>(r.block_size), attn_1_token, "linear-attention state page");
+    // With prefix caching (align) the block is aligned to the kernel block size as well, which for the
+    // 16-token alignment gives the same size (vLLM logs 1056 for Qwen3.5-35B-A3B in both modes).
+    r.mamba_align = d.mamba_cache_mode == Deployment::MambaCache::align ||
+                    (d.mamba_cache_mode == Deployment::MambaCache::auto_ && !mamba_prefix_caching_off(d.vllm_version));
+  }
   d.max_model_len = r.max_model_len;
   d.max_num_batched_tokens = r.max_num_batched_tokens;
   d.max_num_seqs = r.max_num_seqs;

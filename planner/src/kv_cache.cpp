@@ -24,6 +24,7 @@ std::string describe(const KvLayerSpec& s) {
     case KvSpecKind::full: return "full attention";
     case KvSpecKind::sliding: return "sliding window " + std::to_string(s.window_tokens);
     case KvSpecKind::chunked: return "chunked local " + std::to_string(s.window_tokens);
+    case KvSpecKind::mamba: return "linear-attention state";
   }
   return "?";
 }
@@ -37,7 +38,8 @@ std::vector<KvCacheGroup> kv_cache_groups(const std::vector<KvLayerSpec>& in, bo
     // allocated as full attention (their compute is still local).
     const bool has_full = std::any_of(layers.begin(), layers.end(), [](const KvLayerSpec& s) { return s.kind == KvSpecKind::full; });
     if (has_full)
-      for (auto& s : layers) s.kind = KvSpecKind::full, s.window_tokens = 0;
+      for (auto& s : layers)
+        if (s.kind != KvSpecKind::mamba) s.kind = KvSpecKind::full, s.window_tokens = 0;
     if (!all_equal() && !uniform_type(layers))
       throw SpecError("hybrid_kv_cache_manager", "vLLM: \"Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type\"");
   }
@@ -134,6 +136,9 @@ u64 spec_blocks_per_request(const KvLayerSpec& s, i64 max_model_len, i64 mnbt) {
       const u64 t = std::min(add(u(s.window_tokens), u(mnbt), "chunk tokens"), len);
       return ceil_div(t, bs);
     }
+    // MambaSpec.max_memory_usage_bytes: page_size_bytes x (1 + speculative blocks) in mamba_cache_mode
+    // "none", x (2 + speculative blocks) in "align" (the running state and the last block-boundary checkpoint).
+    case KvSpecKind::mamba: return u(s.state_blocks);
   }
   return 0;
 }

@@ -35,7 +35,7 @@ bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d) {
 }
 
 std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeployment& d, std::vector<i64>* decoder_layer) {
-  const i64 tp = d.d.tensor_parallel_size, bs = d.d.block_size;
+  const i64 tp = d.d.tensor_parallel_size, bs = d.block_size;
   // AttentionSpec.page_size_bytes = block_size x (K + V) per token per rank; MLAAttentionSpec keeps one
   // latent + rope key, replicated on every TP rank; DeepSeek-V3.2 with an fp8 KV cache uses
   // fp8_ds_mla: 656 bytes per token (vllm/v1/attention/backends/mla/flashmla_sparse.py).
@@ -53,6 +53,13 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
       case LayerAttention::full: break;
       case LayerAttention::sliding: s.kind = KvSpecKind::sliding, s.window_tokens = m.sliding_window; break;
       case LayerAttention::chunked: s.kind = KvSpecKind::chunked, s.window_tokens = m.attention_chunk_size; break;
+      case LayerAttention::linear:
+        // MambaSpec: block_size = mamba_block_size (none: max_model_len; align: the attention block), the
+        // page padded to the attention page.
+        s.kind = KvSpecKind::mamba, s.page_size_bytes = d.linear_state_page_bytes;
+        s.block_size = d.mamba_align ? d.block_size : d.max_model_len;
+        s.state_blocks = d.mamba_align ? 2 : 1;
+        break;
     }
     out.push_back(s);
     if (decoder_layer) decoder_layer->push_back(l);
@@ -137,9 +144,13 @@ struct Demand {
 };
 Demand demand_at(const MemoryPlan& p, i64 s) {
   Demand r;
+  // Linear-attention states in mamba_cache_mode "none" run without prefix caching, so a shared prefix
+  // is then held by every request; in "align" the attention blocks of the prefix are shared.
+  const bool sharing = p.dep.mamba_align || std::none_of(p.kv_groups.begin(), p.kv_groups.end(),
+                                                         [](const KvCacheGroup& g) { return g.spec.kind == KvSpecKind::mamba; });
   for (const auto& g : p.kv_groups) {
     u64 blocks = spec_blocks_per_request(g.spec, s, p.dep.max_num_batched_tokens);
-    if (g.spec.kind == KvSpecKind::full && p.dep.d.shared_prefix_tokens > 0) {
+    if (sharing && g.spec.kind == KvSpecKind::full && p.dep.d.shared_prefix_tokens > 0) {
       const u64 prefix = u(std::min(p.dep.d.shared_prefix_tokens, s)) / u(g.spec.block_size);
       r.shared += prefix;
       blocks -= std::min(blocks, prefix);
@@ -166,7 +177,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   p.dep = resolve(m, g, dep);
   const auto& d = p.dep;
   p.params = param_counts(m);
-  const i64 pp = d.d.pipeline_parallel_size, bs = d.d.block_size;
+  const i64 pp = d.d.pipeline_parallel_size;
   const auto layers = layers_per_stage(m.num_layers, pp);
   std::vector<i64> kv_decoder_layer;
   p.kv_layers = kv_layer_specs(m, d, &kv_decoder_layer);
@@ -204,12 +215,14 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       if (l < first || l >= first + st.num_layers) continue;
       on_stage[k] = true;
       const auto& spec = p.kv_layers[k];
-      const u64 per_token = spec.page_size_bytes / u(spec.block_size);
-      st.kv_bytes_per_token = add(st.kv_bytes_per_token, per_token, "KV bytes per token per rank");
       const LayerAttention kind = layer_attention(m, l);
+      if (spec.kind != KvSpecKind::mamba) {
+        const u64 per_token = spec.page_size_bytes / u(spec.block_size);
+        st.kv_bytes_per_token = add(st.kv_bytes_per_token, per_token, "KV bytes per token per rank");
+      }
       auto it = std::find_if(st.groups.begin(), st.groups.end(), [&](const KvLayerGroup& x) { return x.attention == kind; });
       if (it == st.groups.end()) {
-        st.groups.push_back({kind, 0, 0, spec.window_tokens});
+        st.groups.push_back({kind, 0, 0, spec.window_tokens, kind == LayerAttention::linear ? d.linear_state_bytes : 0});
         it = st.groups.end() - 1;
       }
       // A decoder layer counts once; its indexer cache (same decoder layer, next KV layer) adds bytes.
@@ -219,8 +232,9 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     for (std::size_t k = 0; k < p.kv_layers.size(); ++k) {
       if (!on_stage[k]) continue;
       const LayerAttention kind = layer_attention(m, kv_decoder_layer[k]);
+      if (kind == LayerAttention::linear) continue;  // a state per request, not bytes per token
       for (auto& grp : st.groups)
-        if (grp.attention == kind) grp.bytes_per_token_per_layer += p.kv_layers[k].page_size_bytes / u(bs);
+        if (grp.attention == kind) grp.bytes_per_token_per_layer += p.kv_layers[k].page_size_bytes / u(p.kv_layers[k].block_size);
     }
     for (auto& grp : st.groups) grp.bytes_per_token_per_layer /= u(std::max<i64>(1, grp.num_layers));
     // vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: num_blocks = available // page // group_size.

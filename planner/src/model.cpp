@@ -31,6 +31,20 @@ i64 kv_elements_per_token_per_layer(const ModelSpec& m, i64 tp) {
   return 2 * kv_heads_per_rank(m, tp) * m.head_dim;
 }
 
+bool has_linear_layers(const ModelSpec& m) {
+  return std::find(m.layer_pattern.begin(), m.layer_pattern.end(), LayerAttention::linear) != m.layer_pattern.end();
+}
+
+u64 linear_state_bytes_per_rank(const ModelSpec& m, i64 tp, DType act, DType ssm_override) {
+  const auto& a = m.linear;
+  const DType ssm = ssm_override != DType::auto_ ? ssm_override : a.state_dtype != DType::auto_ ? a.state_dtype : act;
+  // conv state (conv_kernel - 1, conv_dim / tp) and temporal state (num_v_heads / tp, head_v_dim, head_k_dim).
+  const u64 conv = mul(static_cast<u64>(a.conv_kernel - 1), static_cast<u64>(a.conv_dim() / tp), "conv state elements");
+  const u64 temporal = mul(mul(static_cast<u64>(a.num_value_heads / tp), static_cast<u64>(a.value_head_dim)),
+                           static_cast<u64>(a.key_head_dim), "recurrent state elements");
+  return add(kv_bytes(act, conv), kv_bytes(ssm, temporal), "linear-attention state bytes");
+}
+
 namespace {
 void positive(i64 v, const char* field, const char* what = "must be a positive integer") {
   if (v <= 0) throw SpecError(field, std::string(what) + " (got " + std::to_string(v) + ")");
@@ -75,6 +89,19 @@ void validate(const ModelSpec& m) {
   }
   non_negative(m.attention_chunk_size, "attention.chunk_size");
   non_negative(m.index_head_dim, "attention.index_head_dim");
+  if (has_linear_layers(m)) {
+    positive(m.linear.num_key_heads, "linear_attention.num_key_heads");
+    positive(m.linear.num_value_heads, "linear_attention.num_value_heads");
+    positive(m.linear.key_head_dim, "linear_attention.key_head_dim");
+    positive(m.linear.value_head_dim, "linear_attention.value_head_dim");
+    if (m.linear.conv_kernel < 2)
+      throw SpecError("linear_attention.conv_kernel", "must be >= 2 (got " + std::to_string(m.linear.conv_kernel) + ")");
+    if (m.linear.num_value_heads % m.linear.num_key_heads != 0)
+      throw SpecError("linear_attention.num_value_heads", "must be a multiple of num_key_heads (" +
+                                                              std::to_string(m.linear.num_key_heads) + ")");
+    if (m.linear.state_dtype != DType::auto_ && !info(m.linear.state_dtype).activation_ok)
+      throw SpecError("linear_attention.state_dtype", "must be auto, fp32, bf16 or fp16");
+  }
   for (auto a : m.layer_pattern) {
     if (a == LayerAttention::sliding && m.sliding_window <= 0)
       throw SpecError("attention.layer_pattern", "has sliding layers but attention.sliding_window is not set");

@@ -13,9 +13,23 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
   std::vector<WeightTensor> t;
   const i64 h = m.hidden_size;
   // Attention.
-  if (m.attention == AttentionType::gqa) {
+  if (layer_attention(m, layer) == LayerAttention::linear) {
+    // Gated DeltaNet (vllm/model_executor/models/qwen3_next.py Qwen3NextGatedDeltaNet): in_proj_qkvz,
+    // in_proj_ba (beta and alpha per value head), the depthwise conv1d over conv_dim channels,
+    // dt_bias and A_log per value head, a gated RMSNorm of head_v_dim, out_proj; no biases.
+    const auto& a = m.linear;
+    const i64 key_dim = a.num_key_heads * a.key_head_dim, value_dim = a.num_value_heads * a.value_head_dim;
+    push(t, "in_proj_qkvz", mul(h, 2 * key_dim + 2 * value_dim), Shard::columns, true);
+    push(t, "in_proj_ba", mul(h, 2 * a.num_value_heads), Shard::columns, true);
+    push(t, "conv1d", mul(a.conv_dim(), a.conv_kernel), Shard::columns, false);
+    push(t, "dt_bias_A_log", 2 * a.num_value_heads, Shard::columns, false);
+    push(t, "linear_norm", a.value_head_dim, Shard::replicated, false);
+    push(t, "out_proj", mul(value_dim, h), Shard::columns, true);
+  } else if (m.attention == AttentionType::gqa) {
     const i64 q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
     push(t, "q_proj", mul(h, q), Shard::q_heads, true);
+    // Gated attention (Qwen3-Next): q_proj also emits a per-channel output gate, as wide as q.
+    if (m.attention_output_gate) push(t, "q_gate", mul(h, q), Shard::q_heads, true);
     push(t, "k_proj", mul(h, kv), Shard::kv_heads, true);
     push(t, "v_proj", mul(h, kv), Shard::kv_heads, true);
     if (m.qkv_bias) {

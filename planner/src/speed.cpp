@@ -10,6 +10,12 @@ namespace kvcap {
 namespace {
 double dbl(i64 v) { return static_cast<double>(v); }
 double dbl(u64 v) { return static_cast<double>(v); }
+// Gated delta rule per token, per value head on this rank: S k, the rank-1 state update and S q,
+// each d_k x d_v multiply-adds (Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025).
+double linear_flops_per_token_per_layer(const ModelSpec& m, i64 tp) {
+  if (!m.linear.enabled()) return 0;
+  return 6.0 * dbl(m.linear.key_head_dim) * dbl(m.linear.value_head_dim) * dbl(m.linear.num_value_heads / tp);
+}
 std::string str(double v) { return std::to_string(v); }
 
 void finite_non_negative(double v, const char* field) {
@@ -169,6 +175,16 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   i64 attn_layers = 0;
   const double heads = dbl(m.num_heads / tp);
   for (const auto& g : st.groups) {
+    if (g.attention == LayerAttention::linear) {
+      // Linear attention (gated delta rule): each request's state is read and written back once per
+      // step, whatever its context; per token and value head about 3 products of the key x value state
+      // (S k, the rank-1 update, S q): 6 x d_k x d_v FLOPs (Yang et al., "Gated Delta Networks", 2024).
+      for (const auto& q : seqs) {
+        b.kv_bytes += dbl(q.count) * 2.0 * dbl(g.state_bytes_per_layer) * dbl(g.num_layers);
+        b.attention_flops += dbl(q.count) * dbl(q.fresh) * linear_flops_per_token_per_layer(m, tp) * dbl(g.num_layers);
+      }
+      continue;
+    }
     attn_layers += g.num_layers;
     const i64 w = g.attention != LayerAttention::full ? g.window_tokens : 0;  // chunked: at most one chunk
     for (const auto& q : seqs) {
@@ -558,6 +574,11 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     if (g.last)
       for (const auto& w : head_tensors(m, true)) account(w, w.name == "lm_head");
     for (const auto& grp : st.groups) {
+      if (grp.attention == LayerAttention::linear) {
+        g.state_bytes_per_seq += 2.0 * dbl(grp.state_bytes_per_layer) * dbl(grp.num_layers);  // read + write
+        g.linear_flops_per_token += linear_flops_per_token_per_layer(m, tp_) * dbl(grp.num_layers);
+        continue;
+      }
       const int k = grp.attention != LayerAttention::full && grp.window_tokens > 0 ? 1 : 0;
       if (k == 1) window_[1] = grp.window_tokens;
       g.kv_bytes_per_token[k] += dbl(grp.bytes_per_token_per_layer) * dbl(grp.num_layers);
@@ -600,7 +621,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   for (const auto& g : stages_) {
     const double weight_bytes = g.weight_bytes_fixed + g.weight_bytes_routed * moe_frac;
     const double gemm_flops = g.gemm_flops_per_token * t + (g.last ? g.gemm_flops_per_sample * samples : 0.0);
-    double kv_bytes = 0, attn = 0;
+    double kv_bytes = g.state_bytes_per_seq * dbl(load.sequences) * f, attn = g.linear_flops_per_token * t;
     for (int w = 0; w < 2; ++w) {
       kv_bytes += g.kv_bytes_per_token[w] * load.kv_read_tokens[w] * f;
       attn += g.attn_layers[w] * (heads_ * (per_pair_decode_ * load.decode_pairs[w] + per_pair_prefill_ * load.prefill_pairs[w]) +

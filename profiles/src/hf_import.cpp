@@ -19,7 +19,7 @@ using namespace detail;
 std::vector<std::string> supported_hf_model_types() {
   return {"llama",  "llama4",    "llama4_text", "mistral",     "mixtral",     "qwen2",        "qwen2_moe",
           "qwen3",  "qwen3_moe", "gemma2",      "gemma3",      "gemma3_text", "phi3",         "deepseek_v2",
-          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss"};
+          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"};
 }
 
 namespace {
@@ -126,7 +126,9 @@ std::string family_of_architecture(const std::string& arch) {
       {"Gemma3ForCausalLM", "gemma3_text"},   {"Gemma3ForConditionalGeneration", "gemma3"},
       {"Phi3ForCausalLM", "phi3"},            {"DeepseekV2ForCausalLM", "deepseek_v2"},
       {"DeepseekV3ForCausalLM", "deepseek_v3"}, {"DeepseekV32ForCausalLM", "deepseek_v32"},
-      {"GptOssForCausalLM", "gpt_oss"}};
+      {"GptOssForCausalLM", "gpt_oss"},      {"Qwen3NextForCausalLM", "qwen3_next"},
+      {"Qwen3_5ForConditionalGeneration", "qwen3_5"}, {"Qwen3_5ForCausalLM", "qwen3_5_text"},
+      {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"}, {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"}};
   for (const auto& [a, f] : kMap)
     if (arch == a) return f;
   return {};
@@ -303,6 +305,42 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     }
   }
 
+  const bool gdn = t == "qwen3_next" || t.rfind("qwen3_5", 0) == 0;
+  if (gdn) {
+    // Gated DeltaNet layers with a gated full-attention layer every full_attention_interval-th layer
+    // (transformers Qwen3NextConfig / Qwen3_5TextConfig: layer_types[i] = "linear_attention" if
+    // (i + 1) % interval else "full_attention"); the attention layers' q_proj also emits an output gate
+    // (attn_output_gate, default true), with q/k norms.
+    m.qk_norm = m.attention_output_gate = true;
+    set(m.attention_output_gate, get_bool(c, cfg, p, "attn_output_gate", false));
+    auto& a = m.linear;
+    set(a.num_key_heads, get_int(c, cfg, p, "linear_num_key_heads", true, 1, kMaxDim));
+    set(a.num_value_heads, get_int(c, cfg, p, "linear_num_value_heads", true, 1, kMaxDim));
+    set(a.key_head_dim, get_int(c, cfg, p, "linear_key_head_dim", true, 1, kMaxDim));
+    set(a.value_head_dim, get_int(c, cfg, p, "linear_value_head_dim", true, 1, kMaxDim));
+    set(a.conv_kernel, get_int(c, cfg, p, "linear_conv_kernel_dim", true, 2, 1'000'000));
+    if (auto sd = get_string(c, cfg, p, "mamba_ssm_dtype", false)) {
+      auto dt = parse_dtype(*sd);
+      if (!dt || !info(*dt).activation_ok || *dt == DType::auto_)
+        c.error(cfg["mamba_ssm_dtype"], join(p, "mamba_ssm_dtype"), "expected float32, bfloat16 or float16, got '" + *sd + "'");
+      else
+        a.state_dtype = *dt;
+    }
+    if (auto lt = get_string_list(c, cfg, p, "layer_types", false)) {
+      for (std::size_t i = 0; i < lt->size(); ++i) {
+        const auto& s = (*lt)[i];
+        if (s == "linear_attention") m.layer_pattern.push_back(LayerAttention::linear);
+        else if (s == "full_attention") m.layer_pattern.push_back(LayerAttention::full);
+        else c.error(cfg["layer_types"][i], join(p, "layer_types") + "[" + std::to_string(i) + "]",
+                     "expected linear_attention or full_attention, got '" + s + "'");
+      }
+    } else {
+      std::int64_t interval = 4;
+      if (auto fi = get_int(c, cfg, p, "full_attention_interval", false, 1, 1'000'000)) interval = *fi;
+      m.layer_pattern.assign(static_cast<std::size_t>(interval), LayerAttention::linear);
+      m.layer_pattern.back() = LayerAttention::full;
+    }
+  }
   if (t == "qwen2" || t == "qwen2_moe") m.qkv_bias = true;
   if (t == "qwen3" || t == "qwen3_moe") m.qk_norm = true;
   if (t == "gemma2") {
@@ -349,12 +387,12 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     set(m.moe.num_experts, get_int(c, cfg, p, "num_local_experts", true, 1, 1'000'000));
     set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
     m.moe.expert_intermediate_size = m.intermediate_size;
-  } else if (t == "qwen2_moe" || t == "qwen3_moe") {
+  } else if (t == "qwen2_moe" || t == "qwen3_moe" || t == "qwen3_next" || t.rfind("qwen3_5_moe", 0) == 0) {
     set(m.moe.num_experts, get_int(c, cfg, p, "num_experts", true, 1, 1'000'000));
     set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
     set(m.moe.expert_intermediate_size, get_int(c, cfg, p, "moe_intermediate_size", true, 1, kMaxDim));
     set(m.moe.layer_frequency, get_int(c, cfg, p, "decoder_sparse_step", false, 1, 1'000'000));
-    if (t == "qwen2_moe") {
+    if (t == "qwen2_moe" || t == "qwen3_next" || t.rfind("qwen3_5_moe", 0) == 0) {
       set(m.moe.shared_intermediate_size, get_int(c, cfg, p, "shared_expert_intermediate_size", false, 0, kMaxDim));
       m.moe.shared_expert_gate = m.moe.shared_intermediate_size > 0;
     }

@@ -17,10 +17,11 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
       {"",
        {"kind", "name", "display_name", "family", "source", "dtype", "quantization", "hidden_size",
         "intermediate_size", "num_layers", "vocab_size", "max_position_embeddings", "default_max_model_len", "tie_word_embeddings",
-        "norms_per_layer", "attention", "mla", "moe", "mlp", "published_params"}},
+        "norms_per_layer", "attention", "mla", "linear_attention", "moe", "mlp", "published_params"}},
       {"attention",
        {"type", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "o_bias", "qk_norm", "sinks", "sliding_window",
-        "layer_pattern", "chunk_size", "index_head_dim"}},
+        "layer_pattern", "chunk_size", "index_head_dim", "output_gate"}},
+      {"linear_attention", {"num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "conv_kernel", "state_dtype"}},
       {"mla", {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}},
       {"moe",
        {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_intermediate_size",
@@ -127,6 +128,7 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.o_bias, get_bool(c, a, "attention", "o_bias", false));
   set(m.qk_norm, get_bool(c, a, "attention", "qk_norm", false));
   set(m.attention_sinks, get_bool(c, a, "attention", "sinks", false));
+  set(m.attention_output_gate, get_bool(c, a, "attention", "output_gate", false));
   set(m.sliding_window, get_int(c, a, "attention", "sliding_window", false, 1, kMaxDim));
   set(m.attention_chunk_size, get_int(c, a, "attention", "chunk_size", false, 1, kMaxDim));
   set(m.index_head_dim, get_int(c, a, "attention", "index_head_dim", false, 1, kMaxDim));
@@ -136,8 +138,27 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
       if (s == "full") m.layer_pattern.push_back(LayerAttention::full);
       else if (s == "sliding") m.layer_pattern.push_back(LayerAttention::sliding);
       else if (s == "chunked") m.layer_pattern.push_back(LayerAttention::chunked);
-      else c.error(a["layer_pattern"][i], "attention.layer_pattern[" + std::to_string(i) + "]", "expected full, sliding or chunked, got '" + s + "'");
+      else if (s == "linear") m.layer_pattern.push_back(LayerAttention::linear);
+      else c.error(a["layer_pattern"][i], "attention.layer_pattern[" + std::to_string(i) + "]", "expected full, sliding, chunked or linear, got '" + s + "'");
     }
+  }
+
+  // Linear-attention (Gated DeltaNet) layers: required exactly when layer_pattern has `linear` layers.
+  const bool linear = has_linear_layers(m);
+  const YAML::Node la = get_map(c, root, "", "linear_attention", linear);
+  check_keys(c, la, "linear_attention", keys.at("linear_attention"));
+  if (la.IsMap() && !linear) c.error(la, "linear_attention", "only valid with linear layers in attention.layer_pattern");
+  set(m.linear.num_key_heads, get_int(c, la, "linear_attention", "num_key_heads", true, 1, kMaxDim));
+  set(m.linear.num_value_heads, get_int(c, la, "linear_attention", "num_value_heads", true, 1, kMaxDim));
+  set(m.linear.key_head_dim, get_int(c, la, "linear_attention", "key_head_dim", true, 1, kMaxDim));
+  set(m.linear.value_head_dim, get_int(c, la, "linear_attention", "value_head_dim", true, 1, kMaxDim));
+  set(m.linear.conv_kernel, get_int(c, la, "linear_attention", "conv_kernel", true, 2, 1'000'000));
+  if (auto sd = get_string(c, la, "linear_attention", "state_dtype", false)) {
+    auto dt = parse_dtype(*sd);
+    if (!dt || (*dt != DType::auto_ && !info(*dt).activation_ok))
+      c.error(la["state_dtype"], "linear_attention.state_dtype", "expected auto, fp32, bf16 or fp16, got '" + *sd + "'");
+    else
+      m.linear.state_dtype = *dt;
   }
 
   const YAML::Node mla = get_map(c, root, "", "mla", m.attention == AttentionType::mla);

@@ -75,6 +75,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   if (m.o_bias) o << "  o_bias: true\n";
   if (m.qk_norm) o << "  qk_norm: true\n";
   if (m.attention_sinks) o << "  sinks: true\n";
+  if (m.attention_output_gate) o << "  output_gate: true\n";
   if (m.sliding_window > 0) o << "  sliding_window: " << m.sliding_window << "\n";
   if (m.attention_chunk_size > 0) o << "  chunk_size: " << m.attention_chunk_size << "\n";
   if (m.index_head_dim > 0) o << "  index_head_dim: " << m.index_head_dim << "\n";
@@ -82,8 +83,21 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
     o << "  layer_pattern: [";
     for (std::size_t i = 0; i < m.layer_pattern.size(); ++i)
       o << (i ? ", " : "")
-        << (m.layer_pattern[i] == LayerAttention::sliding ? "sliding" : m.layer_pattern[i] == LayerAttention::chunked ? "chunked" : "full");
+        << (m.layer_pattern[i] == LayerAttention::sliding   ? "sliding"
+            : m.layer_pattern[i] == LayerAttention::chunked ? "chunked"
+            : m.layer_pattern[i] == LayerAttention::linear  ? "linear"
+                                                            : "full");
     o << "]\n";
+  }
+  if (has_linear_layers(m)) {
+    const auto& a = m.linear;
+    o << "linear_attention:       # Gated DeltaNet: a fixed-size state per request\n";
+    o << "  num_key_heads: " << a.num_key_heads << "        # linear_num_key_heads\n";
+    o << "  num_value_heads: " << a.num_value_heads << "      # linear_num_value_heads\n";
+    o << "  key_head_dim: " << a.key_head_dim << "\n";
+    o << "  value_head_dim: " << a.value_head_dim << "\n";
+    o << "  conv_kernel: " << a.conv_kernel << "           # linear_conv_kernel_dim\n";
+    if (a.state_dtype != DType::auto_) o << "  state_dtype: " << name(a.state_dtype) << "      # mamba_ssm_dtype\n";
   }
   if (m.attention == AttentionType::mla) {
     o << "mla:\n";

@@ -54,8 +54,17 @@ ReplicaConfig replica_config(const MemoryPlan& plan) {
   // the pool) a request holds blocks in every group, so each group gets an equal share of the pool and
   // every token is charged as full attention would charge it — conservative for sliding-window and
   // chunked groups, which hold fewer (docs/memory-model.md, "Where kvcap and vLLM differ").
-  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / std::max<std::size_t>(1, plan.kv_groups.size()));
-  c.block_size = plan.dep.d.block_size;
+  // Linear-attention state groups (Qwen3-Next, Qwen3.5) hold a fixed number of blocks per request
+  // instead: they are charged at admission from the same pool, the token groups share the rest.
+  std::size_t token_groups = 0;
+  for (const auto& g : plan.kv_groups) {
+    if (g.spec.kind == KvSpecKind::mamba) c.state_blocks_per_request += g.spec.state_blocks;
+    else ++token_groups;
+  }
+  token_groups = std::max<std::size_t>(1, token_groups);
+  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / token_groups);
+  c.state_blocks_per_request = (c.state_blocks_per_request + static_cast<i64>(token_groups) - 1) / static_cast<i64>(token_groups);
+  c.block_size = plan.dep.block_size;
   c.max_num_batched_tokens = plan.dep.max_num_batched_tokens;
   c.max_num_seqs = plan.dep.max_num_seqs;
   c.max_model_len = plan.dep.max_model_len;
@@ -174,9 +183,11 @@ class Replica {
         const i64 hit_tokens = static_cast<i64>(hits_.size()) * cfg_.block_size;
         const i64 n = std::min(r.num_tokens - hit_tokens, budget);
         const i64 need = kv_.blocks_to_allocate(hits_.size(), hit_tokens + n);
-        if (need + evictable > static_cast<i64>(kv_.num_free())) break;  // cannot be scheduled: stop admitting
+        const i64 state = cfg_.state_blocks_per_request;
+        if (need + state + evictable > static_cast<i64>(kv_.num_free())) break;  // cannot be scheduled: stop admitting
         kv_.take_prefix(r.blocks, hits_);
         kv_.allocate(r.blocks, need);
+        kv_.allocate(r.state_blocks, state);
         sum_table_blocks_ += static_cast<i64>(r.blocks.size());
         waiting_.pop_front();
         waiting_tokens_ -= r.num_tokens;
@@ -319,6 +330,7 @@ class Replica {
     sum_table_blocks_ -= static_cast<i64>(v.blocks.size());
     sum_slot_tokens_ -= v.computed;
     kv_.free(v.blocks);
+    kv_.free(v.state_blocks);
     v.computed = 0;
     v.registered_prefix_blocks = 0;
     ++v.preemptions;
@@ -345,6 +357,7 @@ class Replica {
     sum_table_blocks_ -= static_cast<i64>(r.blocks.size());
     sum_slot_tokens_ -= r.computed;
     kv_.free(r.blocks);
+    kv_.free(r.state_blocks);
     ++stats_.completed;
     const double ttft = r.first_token_s - r.arrival_s, e2e = now - r.arrival_s;
     out_.ttft.add(ttft);
@@ -465,8 +478,12 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
   if (rc.max_model_len < 2) throw SpecError("max_model_len", "must be >= 2 (a prompt token and an output token)");
   if (cfg.timeline_interval_s < 0 || !std::isfinite(cfg.timeline_interval_s))
     throw SpecError("timeline_interval_s", "must be a finite number >= 0");
-  // A request can grow to what one replica's blocks hold, and to max_model_len.
-  const u64 capacity_tokens = mul(static_cast<u64>(rc.num_blocks), static_cast<u64>(rc.block_size), "KV capacity in tokens");
+  if (rc.state_blocks_per_request < 0 || rc.state_blocks_per_request >= static_cast<i64>(rc.num_blocks))
+    throw SpecError("num_blocks", "a replica's " + std::to_string(rc.num_blocks) + " KV blocks cannot hold one request's " +
+                                      std::to_string(rc.state_blocks_per_request) + " linear-attention state blocks and a token");
+  // A request can grow to what one replica's blocks hold beside its state blocks, and to max_model_len.
+  const u64 capacity_tokens = mul(static_cast<u64>(rc.num_blocks) - static_cast<u64>(rc.state_blocks_per_request),
+                                  static_cast<u64>(rc.block_size), "KV capacity in tokens");
   const i64 max_len = std::min<i64>(rc.max_model_len, to_signed(capacity_tokens, "KV capacity in tokens"));
   if (rc.allocator == Allocator::contiguous &&
       ceil_div(static_cast<u64>(rc.max_model_len), static_cast<u64>(rc.block_size)) > rc.num_blocks)

@@ -19,7 +19,13 @@ struct Deployment {
   DType dtype = DType::auto_;             ///< --dtype: activation / unquantised weights (auto: model's)
   DType quantization = DType::auto_;      ///< --quantization: linear-layer weight format (auto: checkpoint's)
   DType kv_cache_dtype = DType::auto_;    ///< --kv-cache-dtype (auto: the model dtype, even for quantised weights)
-  i64 block_size = 16;                    ///< --block-size, tokens per KV block
+  i64 block_size = 16;                    ///< --block-size, tokens per KV block (hybrid linear-attention models raise it)
+  DType mamba_ssm_cache_dtype = DType::auto_;  ///< --mamba-ssm-cache-dtype: recurrent state of linear-attention layers
+  /// --mamba-cache-mode: how linear-attention states are cached. none: one state block per request and
+  /// group; align (prefix caching on, vLLM's default since it caches hybrid models): two, the running
+  /// state and the checkpoint at the last block boundary. auto: align, except vLLM 0.10-0.11 (none:
+  /// those releases turned prefix caching off for hybrid models; vllm/model_executor/models/config.py).
+  enum class MambaCache : std::uint8_t { auto_, none, align } mamba_cache_mode = MambaCache::auto_;
   std::optional<i64> max_model_len;       ///< --max-model-len (default: max_position_embeddings)
   std::optional<i64> max_num_batched_tokens;  ///< --max-num-batched-tokens (default: vLLM V1 rule)
   std::optional<i64> max_num_seqs;        ///< --max-num-seqs (default: vLLM V1 rule)
@@ -41,6 +47,8 @@ struct Deployment {
 /// num_blocks // groups x block size (vLLM <= 0.19) rather than int(concurrency x max_model_len).
 /// Throws SpecError("vllm_version") for anything else.
 bool legacy_kv_size_log(const std::string& version);
+/// Whether `version` turned prefix caching off for hybrid linear-attention models (vLLM 0.10-0.11).
+bool mamba_prefix_caching_off(const std::string& version);
 
 /// A deployment with every default filled in and checked against the model and GPU.
 struct ResolvedDeployment {
@@ -52,6 +60,12 @@ struct ResolvedDeployment {
   i64 max_model_len;
   i64 max_num_batched_tokens;
   i64 max_num_seqs;
+  /// Tokens per attention block as vLLM runs it: --block-size, raised for models with linear-attention
+  /// layers so that one attention page holds one layer's state (HybridAttentionMambaModelConfig).
+  i64 block_size = 16;
+  u64 linear_state_bytes = 0;       ///< one linear layer's state per request per rank, unpadded (0: none)
+  u64 linear_state_page_bytes = 0;  ///< the same padded to the attention page (vLLM mamba_page_size_padded)
+  bool mamba_align = false;         ///< mamba_cache_mode resolved to align (2 state blocks per request and group)
 };
 
 /// Fills vLLM's defaults and validates (throws SpecError naming the flag-like field).

@@ -3,7 +3,7 @@
 // blocks a worker's memory holds, how many blocks a request of max_model_len needs, and what vLLM logs.
 // A port of, and cited per function:
 //   vllm/v1/kv_cache_interface.py   FullAttentionSpec, SlidingWindowSpec, ChunkedLocalAttentionSpec,
-//                                   MLAAttentionSpec: page_size_bytes, max_memory_usage_bytes
+//                                   MLAAttentionSpec, MambaSpec: page_size_bytes, max_memory_usage_bytes
 //   vllm/v1/core/kv_cache_utils.py  get_kv_cache_groups, unify_kv_cache_spec_page_size,
 //                                   _get_kv_cache_groups_uniform_page_size, UniformTypeKVCacheSpecs,
 //                                   get_kv_cache_config_from_groups, get_kv_cache_configs,
@@ -21,6 +21,7 @@ enum class KvSpecKind : std::uint8_t {
   full,     ///< FullAttentionSpec / MLAAttentionSpec: every token of the request
   sliding,  ///< SlidingWindowSpec: the last window - 1 tokens plus those scheduled this step
   chunked,  ///< ChunkedLocalAttentionSpec (Llama 4): the current attention chunk plus the scheduled tokens
+  mamba,    ///< MambaSpec (linear attention): one block holds a request's whole state; state_blocks per request
 };
 
 /// One KV layer's cache format (a vLLM KVCacheSpec).
@@ -29,6 +30,7 @@ struct KvLayerSpec {
   i64 block_size = 16;        ///< tokens per block (unify_kv_cache_spec_page_size may raise it)
   u64 page_size_bytes = 0;    ///< one layer, one block, on one rank
   i64 window_tokens = 0;      ///< sliding_window or attention_chunk_size (0 for full)
+  i64 state_blocks = 1;       ///< mamba: blocks per request (mamba_cache_mode none: 1, align: 2)
   bool operator==(const KvLayerSpec&) const = default;
 };
 

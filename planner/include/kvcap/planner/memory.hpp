@@ -19,6 +19,7 @@ struct KvLayerGroup {
   i64 num_layers = 0;
   u64 bytes_per_token_per_layer = 0;  ///< on one rank, in the resolved KV format (indexer keys included)
   i64 window_tokens = 0;              ///< sliding window or attention chunk (0: full)
+  u64 state_bytes_per_layer = 0;      ///< linear layers: one request's state (conv + recurrent) per layer, unpadded
 };
 
 /// One pipeline stage; its TP ranks are identical, so a stage stands for each of its ranks.

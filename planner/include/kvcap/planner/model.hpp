@@ -19,6 +19,25 @@ enum class LayerAttention : std::uint8_t {
   full,     ///< every token of the context
   sliding,  ///< the last `sliding_window` tokens (Mistral v0.1, Gemma 2/3 local layers, gpt-oss)
   chunked,  ///< chunked local attention: tokens of the current `attention_chunk_size` chunk (Llama 4 RoPE layers)
+  linear,   ///< linear attention / state space (Qwen3-Next Gated DeltaNet): a fixed-size state per request, no KV
+};
+
+/// Gated DeltaNet linear-attention layers (Qwen3-Next, Qwen3.5; config.json linear_* keys). Each keeps,
+/// per request, a causal-conv state of (conv_kernel - 1) x conv_dim and a recurrent state of
+/// num_value_heads x value_head_dim x key_head_dim, whatever the context length
+/// (vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape).
+struct LinearAttentionSpec {
+  i64 num_key_heads = 0;    ///< linear_num_key_heads
+  i64 num_value_heads = 0;  ///< linear_num_value_heads
+  i64 key_head_dim = 0;     ///< linear_key_head_dim
+  i64 value_head_dim = 0;   ///< linear_value_head_dim
+  i64 conv_kernel = 0;      ///< linear_conv_kernel_dim
+  /// mamba_ssm_dtype of config.json (Qwen3.5: float32): the recurrent state's dtype; auto: the model dtype
+  /// (vLLM Qwen3_5ForConditionalGenerationConfig copies it into --mamba-ssm-cache-dtype).
+  DType state_dtype = DType::auto_;
+  /// conv_dim: the q, k and v channels the short convolution runs over (key_dim x 2 + value_dim).
+  i64 conv_dim() const { return key_head_dim * num_key_heads * 2 + value_head_dim * num_value_heads; }
+  bool enabled() const { return num_value_heads > 0; }
 };
 
 struct MlaSpec {
@@ -68,6 +87,7 @@ struct ModelSpec {
   bool o_bias = false;   ///< bias on o_proj (gpt-oss)
   bool qk_norm = false;  ///< per-head RMSNorm on q and k (Qwen3, Gemma 3)
   bool attention_sinks = false;  ///< learned per-head sinks (gpt-oss)
+  bool attention_output_gate = false;  ///< q_proj also emits a sigmoid gate per head (Qwen3-Next gated attention)
   i64 sliding_window = 0;        ///< sliding_window in tokens (0: none)
   i64 attention_chunk_size = 0;  ///< attention_chunk_size of chunked local layers (Llama 4; 0: none)
   /// index_head_dim of DeepSeek-V3.2's sparse-attention indexer (0: none): each layer also caches an
@@ -78,6 +98,7 @@ struct ModelSpec {
   std::vector<LayerAttention> layer_pattern;
 
   MlaSpec mla;
+  LinearAttentionSpec linear;  ///< of the `linear` layers of layer_pattern
   MoeSpec moe;
   bool mlp_gated = true;      ///< SwiGLU/GeGLU: gate, up, down (3 matrices)
   bool mlp_bias = false;
@@ -100,6 +121,13 @@ bool layer_is_moe(const ModelSpec& m, i64 layer);
 i64 kv_elements_per_token_per_layer(const ModelSpec& m, i64 tensor_parallel_size);
 /// KV heads held by one rank: max(1, H_kv / TP) (replicated when TP > H_kv); 1 for MLA.
 i64 kv_heads_per_rank(const ModelSpec& m, i64 tensor_parallel_size);
+
+/// Whether any layer is a linear-attention layer (a hybrid of attention and state-space layers).
+bool has_linear_layers(const ModelSpec& m);
+/// Bytes of one linear-attention layer's per-request state on one TP rank: conv state in `act`, the
+/// recurrent state in linear.state_dtype (auto: act) or `ssm_override` when not auto
+/// (vLLM MambaSpec.page_size_bytes before padding; MambaStateDtypeCalculator.gated_delta_net_state_dtype).
+u64 linear_state_bytes_per_rank(const ModelSpec& m, i64 tensor_parallel_size, DType act, DType ssm_override = DType::auto_);
 
 /// Throws SpecError naming the field when the architecture is impossible.
 void validate(const ModelSpec& m);

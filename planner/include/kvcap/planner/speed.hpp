@@ -239,6 +239,8 @@ class StepCostModel {
     double gemm_flops_per_sample = 0;  ///< LM head logits
     double kv_bytes_per_token[2] = {0, 0};  ///< sum over the stage's layers of that window class
     double attn_layers[2] = {0, 0};
+    double state_bytes_per_seq = 0;      ///< linear layers: state read + written per sequence per step
+    double linear_flops_per_token = 0;   ///< linear layers: gated-delta-rule FLOPs per token
     i64 attention_layers = 0;
     i64 allreduces = 0;
     bool last = false;

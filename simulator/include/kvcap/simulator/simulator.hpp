@@ -30,6 +30,9 @@ struct ReplicaConfig {
   i64 max_model_len = 0;            ///< prompt + output at most; longer outputs are cut, longer prompts rejected
   Allocator allocator = Allocator::paged;
   bool prefix_caching = true;       ///< vLLM V1's default; affects shared-prefix groups only
+  /// Linear-attention state blocks each admitted request holds beside its token blocks (one or two per
+  /// state group, whatever the context; 0 for models without linear-attention layers).
+  i64 state_blocks_per_request = 0;
 };
 /// The replica settings a memory plan implies (blocks, block size, budgets, max_model_len).
 ReplicaConfig replica_config(const MemoryPlan& plan);

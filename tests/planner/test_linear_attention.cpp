@@ -1,0 +1,184 @@
+// Hybrid models of attention and Gated DeltaNet linear-attention layers (Qwen3-Next, Qwen3.5/3.6):
+// vLLM sizes each linear layer's per-request state as a MambaSpec page, raises the attention block size
+// until one attention page holds it, pads the state page to the attention page, and charges one block
+// per request per linear-layer group (mamba_cache_mode "none").
+//   vllm/model_executor/layers/mamba/mamba_utils.py  gated_delta_net_state_shape / _state_dtype
+//   vllm/model_executor/models/config.py             HybridAttentionMambaModelConfig.verify_and_update_config
+//   vllm/v1/kv_cache_interface.py                    MambaSpec.page_size_bytes, max_memory_usage_bytes
+#include <catch2/catch.hpp>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/params.hpp"
+#include "kvcap/planner/speed.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "kvcap/simulator/simulator.hpp"
+
+using namespace kvcap;
+
+namespace {
+const std::string kData = std::string(KVCAP_TEST_DATA) + "/hf/";
+ModelSpec qwen3_next() { return profiles::load_model_file(kData + "Qwen3-Next-80B-A3B-Instruct.json"); }
+}  // namespace
+
+TEST_CASE("Qwen3-Next imports as 36 Gated DeltaNet + 12 gated attention layers", "[linear][hf]") {
+  const auto m = qwen3_next();
+  REQUIRE(has_linear_layers(m));
+  i64 linear = 0;
+  for (i64 l = 0; l < m.num_layers; ++l) linear += layer_attention(m, l) == LayerAttention::linear;
+  CHECK(linear == 36);
+  CHECK(layer_attention(m, 3) == LayerAttention::full);  // (i + 1) % full_attention_interval == 0
+  CHECK(m.attention_output_gate);
+  CHECK(m.linear.conv_dim() == 128 * 16 * 2 + 128 * 32);
+  // Published: 80B parameters in total (Qwen/Qwen3-Next-80B-A3B-Instruct model card; MTP layer not served).
+  CHECK(static_cast<double>(param_counts(m).total) == Approx(80e9).epsilon(0.01));
+  // The YAML profile round-trips every field of the linear layers.
+  const auto back = profiles::parse_model(profiles::to_yaml(m), "round-trip.yaml");
+  CHECK(back.layer_pattern == m.layer_pattern);
+  CHECK(back.linear.num_value_heads == 32);
+  CHECK(back.attention_output_gate);
+  CHECK(param_counts(back).total == param_counts(m).total);
+}
+
+TEST_CASE("Qwen3-Next on vLLM: 544-token attention blocks, state pages padded 1.49%, 3 state groups + 1", "[linear][kv_cache]") {
+  const auto m = qwen3_next();
+  const auto g = profiles::resolve_gpu("h200");
+  Deployment d;
+  d.max_model_len = 32768;
+  d.kv_cache_memory_bytes = {40ull << 30};
+  auto p = plan_memory(m, g, d, {32768});
+  // conv (4 - 1) x 8192 bf16 + recurrent 32 x 128 x 128 bf16 = 49,152 + 1,048,576 B.
+  CHECK(p.dep.linear_state_bytes == 1'097'728);
+  // One attention token: 2 x 2 KV heads x 256 x 2 B = 2 KiB; 16 x cdiv(1,097,728, 16 x 2,048) = 544
+  // ("Setting attention block size to 544 tokens"), page 544 x 2 KiB; "Padding mamba page size by 1.49%".
+  CHECK(p.dep.block_size == 544);
+  CHECK(p.dep.linear_state_page_bytes == 544 * 2048);
+  CHECK(100.0 * (544.0 * 2048 - 1'097'728) / 1'097'728 == Approx(1.49).margin(0.005));
+  // 36 linear layers and 12 attention layers, one page size: groups of 12 (3 of states, 1 of attention).
+  REQUIRE(p.kv_groups.size() == 4);
+  int states = 0;
+  for (const auto& grp : p.kv_groups) states += grp.spec.kind == KvSpecKind::mamba;
+  CHECK(states == 3);
+  CHECK(p.stages[0].layout.group_size == 12);
+  CHECK(p.num_blocks == (40ull << 30) / (12ull * 544 * 2048));
+  // A request holds cdiv(32768, 544) attention blocks and, with prefix caching (mamba_cache_mode align,
+  // current vLLM), two state blocks in each state group: the running state and the last checkpoint.
+  CHECK(p.blocks_per_max_len_request == 61 + 3 * 2);
+  CHECK(p.max_concurrency == Approx(static_cast<double>(p.num_blocks) / 67));
+  CHECK(p.kv_capacity_tokens == static_cast<u64>(static_cast<double>(p.num_blocks) / 67 * 32768));
+  // --mamba-cache-mode none (and vLLM 0.10-0.11, which ran hybrid models without prefix caching): one.
+  d.mamba_cache_mode = Deployment::MambaCache::none;
+  p = plan_memory(m, g, d, {32768});
+  CHECK(p.blocks_per_max_len_request == 61 + 3);
+  CHECK(p.kv_capacity_tokens == static_cast<u64>(static_cast<double>(p.num_blocks) / 64 * 32768));
+  d.mamba_cache_mode = Deployment::MambaCache::auto_;
+  d.vllm_version = "0.11";
+  p = plan_memory(m, g, d, {32768});
+  CHECK(p.blocks_per_max_len_request == 61 + 3);
+  // vLLM 0.11 logged num_blocks // groups x the smallest block size (544; the state's is max_model_len).
+  CHECK(p.kv_capacity_tokens == p.num_blocks / 4 * 544);
+  d.vllm_version = "current";
+  d.mamba_cache_mode = Deployment::MambaCache::none;
+  // The state costs the same at any context; only attention grows with it.
+  const auto a = plan_memory(m, g, d, {1024, 2048});
+  CHECK(a.curve[1].kv_bytes_per_request - a.curve[0].kv_bytes_per_request == 2ull * 12 * 544 * 2048);
+
+  // TP 2 halves both the state and the attention token: the block stays 544.
+  d.tensor_parallel_size = 2;
+  p = plan_memory(m, g, d, {32768});
+  CHECK(p.dep.linear_state_bytes == 548'864);
+  CHECK(p.dep.block_size == 544);
+  // A larger --block-size than needed is kept, as vLLM keeps it.
+  d.tensor_parallel_size = 1;
+  d.block_size = 1;
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 544);
+  // An fp8 KV cache halves the attention token, so twice the tokens fill a state page.
+  d.kv_cache_dtype = DType::fp8;
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 1072);
+  // Linear-attention state cannot be held as full attention: vLLM refuses the model without the hybrid manager.
+  d.kv_cache_dtype = DType::auto_;
+  d.hybrid_kv_cache_manager = Deployment::Hybrid::off;
+  CHECK_THROWS_AS(plan_memory(m, g, d, {32768}), SpecError);
+  // Tensor parallelism must divide the linear heads.
+  d.hybrid_kv_cache_manager = Deployment::Hybrid::auto_;
+  auto odd = m;
+  odd.linear.num_key_heads = 8, odd.linear.num_value_heads = 24;
+  d.tensor_parallel_size = 16;
+  CHECK_THROWS_WITH(plan_memory(odd, g, d, {32768}), Catch::Contains("linear_num_key_heads (8)"));
+}
+
+TEST_CASE("Qwen3.5/3.6-27B: a float32 recurrent state (mamba_ssm_dtype) gives vLLM's 784-token block", "[linear][kv_cache]") {
+  // Text geometry of Qwen3.6-27B (Qwen3_5ForConditionalGeneration): 48 linear + 16 attention layers,
+  // 4 KV heads x 256, linear heads 16 k / 48 v x 128, mamba_ssm_dtype float32. vLLM logged "Setting
+  // attention block size to 784 tokens" for it (LMCache/LMCache pull request #5079).
+  const auto m = profiles::load_model_file(kData + "qwen3_5-27b-geometry.json");
+  CHECK(m.linear.state_dtype == DType::fp32);
+  Deployment d;
+  d.max_model_len = 32768;
+  d.kv_cache_memory_bytes = {40ull << 30};
+  const auto g = profiles::resolve_gpu("h200");
+  auto p = plan_memory(m, g, d, {32768});
+  CHECK(p.dep.linear_state_bytes == 3 * 10240 * 2 + 48ull * 128 * 128 * 4);
+  CHECK(p.dep.block_size == 784);
+  CHECK(p.kv_groups.size() == 4);  // 3 groups of 16 linear layers, 1 of 16 attention layers
+  // --mamba-ssm-cache-dtype bfloat16 halves the recurrent state: 16 x cdiv(1,634,304, 65,536) = 400.
+  d.mamba_ssm_cache_dtype = DType::bf16;
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 400);
+}
+
+TEST_CASE("the speed model reads and writes each linear layer's state once per step", "[linear][speed]") {
+  const auto m = qwen3_next();
+  const auto g = profiles::resolve_gpu("h200");
+  Deployment d;
+  d.tensor_parallel_size = 2;
+  d.max_model_len = 32768;
+  const auto plan = plan_memory(m, g, d, {32768});
+  const SpeedContext ctx = make_speed_context(m, g, plan);
+  const double k1 = decode_step(ctx, 8, 1024).stage.kv_bytes, k2 = decode_step(ctx, 8, 2048).stage.kv_bytes;
+  // Going from 1K to 2K of context adds only the 12 attention layers' KV (1 KiB per token per layer
+  // on a TP-2 rank): the states do not grow.
+  CHECK(k2 - k1 == Approx(8.0 * 1024 * 12 * 1024));
+  // What does not grow is the 36 states, read and written back: 8 x 2 x 548,864 x 36 B (+ < 1 token of KV).
+  CHECK(k1 - (k2 - k1) == Approx(8.0 * 2 * 548'864 * 36).epsilon(0.001));
+}
+
+TEST_CASE("Qwen3.6-35B-A3B: vLLM's 1056-token block, 0.76% padding, and a logged 3,274,229 tokens / 12.49x", "[linear][kv_cache]") {
+  // Text config of Qwen3.6-35B-A3B (qwen3_5_moe_text: 30 Gated DeltaNet + 10 attention layers, 2 KV heads
+  // x 256, linear heads 16 k / 32 v x 128, float32 recurrent state). Published vLLM start-up logs of the
+  // Qwen3.5/3.6-35B-A3B family: "Setting attention block size to 1056 tokens ...", "Padding mamba page
+  // size by 0.76% ...", and for max_model_len 262,144 "GPU KV cache size: 3,274,229 tokens",
+  // "Maximum concurrency for 262,144 tokens per request: 12.49x".
+  const auto m = profiles::load_model_file(kData + "qwen3_6-35b-a3b-text.json");
+  REQUIRE(m.moe.enabled());
+  Deployment d;
+  const auto g = profiles::resolve_gpu("h200");
+  // Size the pool at 3,185 blocks: a block id costs 10 pages of 1056 x 2 KiB.
+  d.kv_cache_memory_bytes = {3185ull * 10 * 1056 * 2048};
+  const auto p = plan_memory(m, g, d, {262144});
+  CHECK(p.dep.max_model_len == 262144);
+  CHECK(p.dep.linear_state_bytes == 3 * 8192 * 2 + 32ull * 128 * 128 * 4);
+  CHECK(p.dep.block_size == 1056);
+  CHECK(100.0 * static_cast<double>(p.dep.linear_state_page_bytes - p.dep.linear_state_bytes) /
+            static_cast<double>(p.dep.linear_state_bytes) == Approx(0.76).margin(0.005));
+  REQUIRE(p.num_blocks == 3185);
+  // 249 attention blocks + 3 groups x 2 state blocks (align) = 255 per request of 262,144 tokens: both
+  // logged figures follow; with one state block per group (252) no block count gives them.
+  CHECK(p.blocks_per_max_len_request == 255);
+  CHECK(p.kv_capacity_tokens == 3'274'229);
+  CHECK(p.max_concurrency == Approx(12.49).margin(0.005));
+}
+
+TEST_CASE("the simulator charges each admitted request its state blocks from the shared pool", "[linear][simulator]") {
+  const auto m = qwen3_next();
+  Deployment d;
+  d.tensor_parallel_size = 2;
+  d.max_model_len = 32768;
+  d.kv_cache_memory_bytes = {20ull << 30};
+  const auto plan = plan_memory(m, profiles::resolve_gpu("h200"), d, {32768});
+  const auto rc = sim::replica_config(plan);
+  CHECK(rc.block_size == 544);
+  CHECK(rc.num_blocks == plan.num_blocks);      // one token group: the whole pool
+  CHECK(rc.state_blocks_per_request == 3 * 2);  // three state groups, align mode
+  d.mamba_cache_mode = Deployment::MambaCache::none;
+  CHECK(sim::replica_config(plan_memory(m, profiles::resolve_gpu("h200"), d, {32768})).state_blocks_per_request == 3);
+}
