@@ -19,7 +19,7 @@ using namespace detail;
 std::vector<std::string> supported_hf_model_types() {
   return {"llama",  "llama4",    "llama4_text", "mistral",     "mixtral",     "qwen2",        "qwen2_moe",
           "qwen3",  "qwen3_moe", "gemma2",      "gemma3",      "gemma3_text", "phi3",         "deepseek_v2",
-          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"};
+          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "glm4_moe", "phimoe"};
 }
 
 namespace {
@@ -128,7 +128,8 @@ std::string family_of_architecture(const std::string& arch) {
       {"DeepseekV3ForCausalLM", "deepseek_v3"}, {"DeepseekV32ForCausalLM", "deepseek_v32"},
       {"GptOssForCausalLM", "gpt_oss"},      {"Qwen3NextForCausalLM", "qwen3_next"},
       {"Qwen3_5ForConditionalGeneration", "qwen3_5"}, {"Qwen3_5ForCausalLM", "qwen3_5_text"},
-      {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"}, {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"}};
+      {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"}, {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
+      {"Glm4MoeForCausalLM", "glm4_moe"}, {"PhiMoEForCausalLM", "phimoe"}};
   for (const auto& [a, f] : kMap)
     if (arch == a) return f;
   return {};
@@ -383,6 +384,18 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     m.sliding_window = 0;  // a window as long as the context is no window
 
   // Mixture of experts.
+  // DeepSeek's expert keys (n_routed_experts, n_shared_experts x moe_intermediate_size, first_k_dense_replace,
+  // moe_layer_freq), shared by deepseek_v2/v3/v32, kimi_k2 and glm4_moe.
+  const auto deepseek_style_moe = [&] {
+    set(m.moe.num_experts, get_int(c, cfg, p, "n_routed_experts", true, 1, 1'000'000));
+    set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
+    set(m.moe.expert_intermediate_size, get_int(c, cfg, p, "moe_intermediate_size", true, 1, kMaxDim));
+    std::int64_t shared = 0;
+    set(shared, get_int(c, cfg, p, "n_shared_experts", false, 0, 1'000'000));
+    m.moe.shared_intermediate_size = shared * m.moe.expert_intermediate_size;
+    set(m.moe.first_dense_layers, get_int(c, cfg, p, "first_k_dense_replace", false, 0, 1'000'000));
+    set(m.moe.layer_frequency, get_int(c, cfg, p, "moe_layer_freq", false, 1, 1'000'000));
+  };
   if (t == "mixtral") {
     set(m.moe.num_experts, get_int(c, cfg, p, "num_local_experts", true, 1, 1'000'000));
     set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
@@ -406,19 +419,25 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     set(m.mla.qk_nope_head_dim, get_int(c, cfg, p, "qk_nope_head_dim", true, 1, kMaxDim));
     set(m.mla.v_head_dim, get_int(c, cfg, p, "v_head_dim", true, 1, kMaxDim));
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
-    if (present(cfg, "n_routed_experts")) {
-      set(m.moe.num_experts, get_int(c, cfg, p, "n_routed_experts", true, 1, 1'000'000));
-      set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
-      set(m.moe.expert_intermediate_size, get_int(c, cfg, p, "moe_intermediate_size", true, 1, kMaxDim));
-      std::int64_t shared = 0;
-      set(shared, get_int(c, cfg, p, "n_shared_experts", false, 0, 1'000'000));
-      m.moe.shared_intermediate_size = shared * m.moe.expert_intermediate_size;
-      set(m.moe.first_dense_layers, get_int(c, cfg, p, "first_k_dense_replace", false, 0, 1'000'000));
-      set(m.moe.layer_frequency, get_int(c, cfg, p, "moe_layer_freq", false, 1, 1'000'000));
-      if (auto tm = get_string(c, cfg, p, "topk_method", false)) m.moe.score_correction_bias = *tm == "noaux_tc";
-    }
+    if (present(cfg, "n_routed_experts")) deepseek_style_moe();
+    if (auto tm = get_string(c, cfg, p, "topk_method", false)) m.moe.score_correction_bias = *tm == "noaux_tc";
     // num_nextn_predict_layers (DeepSeek-V3's multi-token-prediction module) is not part of serving
     // without speculative decoding and is left out, as in the published 671B figure.
+  } else if (t == "glm4_moe") {
+    // GLM-4.5 / 4.6 (vllm/model_executor/models/glm4_moe.py): GQA with q/k/v biases (attention_bias) and
+    // optional q/k norms (use_qk_norm), DeepSeek-style experts after first_k_dense_replace dense layers,
+    // sigmoid routing with e_score_correction_bias; the MTP layer (num_nextn_predict_layers) is not served.
+    deepseek_style_moe();
+    m.moe.score_correction_bias = true;
+    set(m.qk_norm, get_bool(c, cfg, p, "use_qk_norm", false));
+  } else if (t == "phimoe") {
+    // Phi-3.5-MoE (vllm/model_executor/models/phimoe.py): Mixtral-style experts, biases on q/k/v/o
+    // (attention_bias) and on the LM head, LayerNorm (weight and bias) instead of RMSNorm.
+    set(m.moe.num_experts, get_int(c, cfg, p, "num_local_experts", true, 1, 1'000'000));
+    set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
+    m.moe.expert_intermediate_size = m.intermediate_size;
+    m.o_bias = m.qkv_bias;
+    m.norms_per_layer = 4;
   } else if (t == "gpt_oss") {
     set(m.moe.num_experts, get_int(c, cfg, p, "num_local_experts", true, 1, 1'000'000));
     const char* k = present(cfg, "num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token";
@@ -427,7 +446,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     m.moe.router_bias = m.moe.expert_bias = true;
     m.qkv_bias = m.o_bias = m.attention_sinks = true;
   }
-  const bool dense_layers_too = t == "deepseek_v2" || t == "deepseek_v3" || t == "deepseek_v32" ||
+  const bool dense_layers_too = t == "deepseek_v2" || t == "deepseek_v3" || t == "deepseek_v32" || t == "glm4_moe" ||
                                 (t == "llama4_text" && m.moe.layer_frequency > 1);
   if (m.moe.enabled() && !dense_layers_too) m.intermediate_size = 0;
 

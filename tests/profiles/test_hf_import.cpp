@@ -174,3 +174,26 @@ TEST_CASE("2026 configs: architectures fallback, Kimi-K2, Llama 4, DeepSeek-V3.2
   CHECK(f32.dtype == DType::fp32);
   CHECK(resolve(f32, profiles::resolve_gpu("h100-sxm"), Deployment{}).kv_dtype == DType::bf16);
 }
+
+TEST_CASE("GLM-4.5-Air and Phi-3.5-MoE import with their published parameter counts", "[hf]") {
+  const std::string data = std::string(KVCAP_TEST_DATA) + "/hf/";
+  // GLM-4.5-Air (zai-org; config as published, copied in a public conversion script): 106B total / 12B active.
+  const auto glm = profiles::load_model_file(data + "GLM-4.5-Air.json");
+  CHECK(glm.family == "glm4_moe");
+  CHECK(glm.qkv_bias);
+  CHECK_FALSE(glm.o_bias);
+  CHECK(glm.moe.first_dense_layers == 1);
+  CHECK(glm.moe.shared_intermediate_size == 1408);
+  CHECK(glm.intermediate_size == 10944);  // the first, dense layer
+  CHECK(glm.moe.score_correction_bias);
+  CHECK(static_cast<double>(param_counts(glm).total) == Approx(106e9).epsilon(0.01));
+  CHECK(kv_elements_per_token_per_layer(glm, 1) == 2 * 8 * 128);
+  // Phi-3.5-MoE-instruct (rope factors trimmed): 41.9B total / 6.6B active; longrope: vLLM's default
+  // max_model_len is the original 4096.
+  const auto phi = profiles::load_model_file(data + "Phi-3.5-MoE-instruct-trimmed.json");
+  CHECK(phi.family == "phimoe");
+  CHECK(static_cast<double>(param_counts(phi).total) == Approx(41.9e9).epsilon(0.005));
+  CHECK(static_cast<double>(param_counts(phi).active) == Approx(6.6e9).epsilon(0.01));
+  CHECK(phi.default_max_model_len == 4096);
+  CHECK(phi.sliding_window == 0);  // a window as long as the context is no window
+}
