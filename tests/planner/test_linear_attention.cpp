@@ -121,6 +121,21 @@ TEST_CASE("Qwen3.5/3.6-27B: a float32 recurrent state (mamba_ssm_dtype) gives vL
   CHECK(p.dep.linear_state_bytes == 3 * 10240 * 2 + 48ull * 128 * 128 * 4);
   CHECK(p.dep.block_size == 784);
   CHECK(p.kv_groups.size() == 4);  // 3 groups of 16 linear layers, 1 of 16 attention layers
+  // An fp8 KV cache: a published vLLM config dump of this geometry (block_size 1568, cache_dtype fp8,
+  // mamba_cache_mode align, num_gpu_blocks 1725, kv_cache_max_concurrency 19.1666..., kv_cache_size_tokens
+  // 2512213 at max_model_len 131,072): 84 attention blocks + 3 groups x 2 state blocks = 90 per request.
+  {
+    Deployment f = d;
+    f.kv_cache_dtype = DType::fp8;
+    f.max_model_len = 131072;
+    f.kv_cache_memory_bytes = {1725ull * 16 * 1568 * 2048};
+    const auto q = plan_memory(m, g, f, {131072});
+    CHECK(q.dep.block_size == 1568);
+    REQUIRE(q.num_blocks == 1725);
+    CHECK(q.blocks_per_max_len_request == 90);
+    CHECK(q.max_concurrency == Approx(19.166666666666668));
+    CHECK(q.kv_capacity_tokens == 2'512'213);
+  }
   // --mamba-ssm-cache-dtype bfloat16 halves the recurrent state: 16 x cdiv(1,634,304, 65,536) = 400.
   d.mamba_ssm_cache_dtype = DType::bf16;
   CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 400);
