@@ -364,6 +364,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
     ("max-concurrency", po::value<std::string>(), "closed loop: at most N requests in flight, each client sending its next when its last "
                                                    "finishes (vllm bench serve --max-concurrency); without --rate, --rate inf")
     ("think-time", po::value<std::string>(), "closed loop: a client's pause between an answer and its next request (e.g. 2s; default 0s)")
+    ("num-scheduler-steps", po::value<std::string>()->default_value("1"), "vLLM 0.6 multi-step scheduling: admit waiting requests only every k steps")
+    ("client-start", po::value<std::string>()->default_value("staggered"),
+     "closed loop: staggered (clients' first requests spread over one request's cycle: the steady state real clients drift "
+     "into) or together (all N at t = 0, the first wave of a benchmark; identical requests then stay in lockstep)")
     ("arrival", po::value<std::string>()->default_value("poisson"), "arrival process with --rate: poisson, gamma or fixed")
     ("cv", po::value<std::string>(), "gamma arrivals: coefficient of variation of the gaps (> 1: bursty)")
     ("prompt-tokens", po::value<std::string>(), "prompt lengths: 512 | uniform:128-2K | lognormal:mean=1K,sigma=0.9[,min=16,max=8K] | empirical:128@0.5,1K@0.5")
@@ -498,6 +502,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   std::function<std::unique_ptr<sim::RequestSource>()> make_source;
   double timeline_span_s = 0;  ///< arrivals span, for the timeline's row estimate
   LatencyTargets slo;
+  double mean_prompt = 0, mean_output = 0;  ///< of the workload, for the closed loop's stagger
   if (vm.count("trace")) {
     sim::TraceOptions to;
     if (vm.count("trace-columns")) {
@@ -529,6 +534,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (limits.duration_s) o << ", arrivals before " << fixed(*limits.duration_s, 1) << " s";
     info.workload_desc = o.str();
     timeline_span_s = limits.duration_s ? std::min(*limits.duration_s, t.span_s) : t.span_s;
+    for (const auto& r : t.requests) mean_prompt += static_cast<double>(r.prompt_tokens), mean_output += static_cast<double>(r.output_tokens);
+    if (!t.requests.empty()) mean_prompt /= static_cast<double>(t.requests.size()), mean_output /= static_cast<double>(t.requests.size());
     make_source = [requests = std::move(t.requests), limits] { return sim::list_source(requests, limits); };
   } else {
     WorkloadSpec w;
@@ -586,6 +593,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (limits.duration_s) timeline_span_s = *limits.duration_s;
     else if (limits.num_requests && std::isfinite(w.arrival.rate_per_s))
       timeline_span_s = static_cast<double>(*limits.num_requests) / w.arrival.rate_per_s;
+    mean_prompt = w.prompt.mean_tokens();
+    mean_output = w.output.mean_tokens();
     make_source = [w, seed, limits] { return sim::synthetic_source(w, seed, limits); };
   }
   if (cfg.max_concurrency > 0) {
@@ -597,9 +606,21 @@ int cmd_simulate(const std::vector<std::string>& args) {
   cfg.slo = slo;
 
   const SpeedContext speed = speed_context_from(vm, model, gpu, plan);
+  const std::string engine = str("engine");
   info.step_time_source = "roofline speed model (" +
                           std::string(speed.calibration ? "calibrated: " + vm["calibration"].as<std::string>()
-                                                        : "datasheet x default efficiencies") + ")";
+                                                        : engine == "datasheet" ? "datasheet x default efficiencies"
+                                                                                : "engine profile " + engine) + ")";
+  cfg.request_overhead_s = speed.options.request_overhead_s;
+  cfg.replica.num_scheduler_steps = parse_int(str("num-scheduler-steps"), "--num-scheduler-steps", 1, 1024);
+  const std::string client_start = str("client-start");
+  if (client_start != "staggered" && client_start != "together")
+    throw UsageError("--client-start: expected staggered or together, got '" + client_start + "'");
+  if (cfg.max_concurrency > 0 && client_start == "staggered") {
+    cfg.client_stagger_s = sim::closed_loop_cycle_s(speed, cfg.max_concurrency, std::llround(std::max(1.0, mean_prompt)),
+                                                    std::llround(std::max(1.0, mean_output)), cfg.think_time_s);
+    info.workload_desc += "; clients staggered over " + fixed(cfg.client_stagger_s, 2) + " s";
+  }
   const sim::StepTimer timer = sim::StepTimer::roofline(speed);
 
   // Outputs beside the report.

@@ -244,6 +244,7 @@ int cmd_size(const std::vector<std::string>& args) {
                        std::to_string(s.gpus.size()) + ")");
     s.calibration = calibration_from(vm, s.gpus.front());
   }
+  s.speed = speed_options_from(vm);
   const i64 top = parse_int(str("top"), "--top", 0);
   const bool explain = vm.count("explain") > 0;
 

@@ -85,7 +85,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
           // impossible input (the plausibility policy's E103), not a point.
           for (const auto& f : check_memory_plan(g, plan))
             if (f.code == "KVCAP-E103") throw FindingError(f);
-          c = make_speed_context(m, g, plan, SpeedOptions{}, calibration);
+          c = make_speed_context(m, g, plan, speed_options_from(vm), calibration);
         } catch (const SpecError& e) {
           std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << tp << ": " << e.what() << "\n";
           ++skipped;

@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "kvcap/planner/engine.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -135,6 +137,8 @@ po::options_description deployment_options(bool with_model_gpu) {
 po::options_description speed_options() {
   po::options_description d("Speed model");
   d.add_options()
+    ("engine", po::value<std::string>()->default_value("datasheet"), "serving-engine profile: datasheet (the plain roofline), vllm, sglang or trtllm "
+                                                                      "(efficiencies and overheads fitted to that engine's published measurements; docs/accuracy.md)")
     ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency")
     ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)");
   return d;
@@ -151,9 +155,18 @@ std::optional<Calibration> calibration_from(const po::variables_map& vm, const G
   return cal;
 }
 
+SpeedOptions speed_options_from(const po::variables_map& vm) {
+  if (!vm.count("engine")) return SpeedOptions{};
+  try {
+    return engine_profile(vm["engine"].as<std::string>()).speed;
+  } catch (const SpecError& e) {
+    throw UsageError("--engine: " + e.reason());
+  }
+}
+
 SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan,
                                 std::vector<Finding>* findings) {
-  return make_speed_context(m, g, plan, SpeedOptions{}, calibration_from(vm, g, findings));
+  return make_speed_context(m, g, plan, speed_options_from(vm), calibration_from(vm, g, findings));
 }
 
 void print_findings(const std::string& cmd, const std::vector<Finding>& findings, const std::string& context) {

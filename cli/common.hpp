@@ -74,6 +74,8 @@ po::options_description speed_options();
 std::optional<Calibration> calibration_from(const po::variables_map& vm, const GpuSpec& g,
                                             std::vector<Finding>* findings = nullptr);
 /// make_speed_context with the calibration from --calibration when given (datasheet x default efficiency otherwise).
+/// The --engine profile's speed options (SpeedOptions defaults when the command has no --engine).
+SpeedOptions speed_options_from(const po::variables_map& vm);
 SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan,
                                 std::vector<Finding>* findings = nullptr);
 

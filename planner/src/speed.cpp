@@ -334,6 +334,7 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan
   efficiency(o.compute_efficiency_8bit, "speed.compute_efficiency_8bit");
   finite_non_negative(o.step_overhead_s, "speed.step_overhead_s");
   finite_non_negative(o.layer_overhead_s, "speed.layer_overhead_s");
+  finite_non_negative(o.request_overhead_s, "speed.request_overhead_s");
   if (c) validate(*c);
   if (plan.stages.empty()) throw SpecError("plan", "the memory plan has no pipeline stages");
   const i64 ranks = plan.dep.d.tensor_parallel_size * plan.dep.d.pipeline_parallel_size;
@@ -407,7 +408,7 @@ PrefillResult prefill(const SpeedContext& c, i64 prompt_tokens) {
     r.chunks.push_back(pass);
   }
   r.total.tokens = prompt_tokens;
-  r.ttft_s = r.total.total_s + r.pipeline_p2p_s;
+  r.ttft_s = r.total.total_s + r.pipeline_p2p_s + c.options.request_overhead_s;
   r.bound = r.total.bound;
   r.source = rates(c, std::min(prompt_tokens, r.chunk_tokens)).source;
   return r;

@@ -47,6 +47,13 @@ bool overloaded(const SimResult& r, bool closed_loop) {
   return offered > 1.02 * served && r.queue_s.mean > 0.25 * service;
 }
 
+double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens, i64 output_tokens, double think_time_s) {
+  const i64 batch = std::max<i64>(1, std::min(clients, c.plan.dep.max_num_seqs));
+  const i64 prompt = std::max<i64>(1, std::min(prompt_tokens, c.plan.dep.max_model_len - 1));
+  const i64 output = std::max<i64>(1, std::min(output_tokens, c.plan.dep.max_model_len - prompt));
+  return estimate_request(c, batch, prompt, output).e2e_s + think_time_s;
+}
+
 ReplicaConfig replica_config(const MemoryPlan& plan) {
   ReplicaConfig c;
   if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");
@@ -170,8 +177,11 @@ class Replica {
       ++i;
     }
     // 2. WAITING requests, only when nothing was preempted in this step (as vLLM), FCFS, while the token
-    //    budget and max_num_seqs allow and their first chunk's blocks can be allocated.
-    if (!preempted) {
+    //    budget and max_num_seqs allow and their first chunk's blocks can be allocated. With multi-step
+    //    scheduling only at the start of a burst of num_scheduler_steps steps (or when nothing runs).
+    const bool burst_start = burst_left_ == 0 || running_.empty();
+    burst_left_ = burst_start ? cfg_.num_scheduler_steps - 1 : burst_left_ - 1;
+    if (!preempted && burst_start) {
       while (!waiting_.empty() && budget > 0 && static_cast<i64>(running_.size()) < cfg_.max_num_seqs) {
         const std::uint32_t s = waiting_.front();
         Request& r = slots_[s];
@@ -418,6 +428,7 @@ class Replica {
   }
 
   std::uint32_t index_;
+  i64 burst_left_ = 0;  ///< steps left in the current multi-step burst (no admission until 0)
   ReplicaConfig cfg_;
   const StepTimer& timer_;
   BlockManager kv_;
@@ -510,16 +521,23 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
   // Closed loop: the times at which clients are free to send (non-decreasing: releases come in time order and
   // the think time is fixed). Empty while all N are busy: the pending request then waits (`stalled`).
   const bool closed = cfg.max_concurrency > 0;
-  std::deque<double> free_at(closed ? cfg.max_concurrency : 0, start);
+  if (!(std::isfinite(cfg.request_overhead_s) && cfg.request_overhead_s >= 0))
+    throw SpecError("request_overhead_s", "must be a finite number of seconds >= 0");
+  if (rc.num_scheduler_steps < 1) throw SpecError("num_scheduler_steps", "must be >= 1");
+  if (!(std::isfinite(cfg.client_stagger_s) && cfg.client_stagger_s >= 0))
+    throw SpecError("client_stagger_s", "must be a finite number of seconds >= 0");
+  std::deque<double> free_at;
+  for (std::uint32_t i = 0; closed && i < cfg.max_concurrency; ++i)
+    free_at.push_back(start + cfg.client_stagger_s * static_cast<double>(i) / static_cast<double>(cfg.max_concurrency));
   bool stalled = false;
   auto send_pending = [&](double t) {
     if (!closed) {
       if (!(pending->arrival_s >= t)) throw std::logic_error("request source went back in time");
-      q.push(pending->arrival_s, EventKind::arrival);
+      q.push(pending->arrival_s + cfg.request_overhead_s, EventKind::arrival);
     } else if (free_at.empty()) {
       stalled = true;
     } else {
-      q.push(std::max({pending->arrival_s, free_at.front(), t}), EventKind::arrival);
+      q.push(std::max({pending->arrival_s, free_at.front(), t}) + cfg.request_overhead_s, EventKind::arrival);
       free_at.pop_front();
     }
   };
@@ -559,8 +577,10 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
       }
       case EventKind::arrival: {
         RequestSpec spec = *pending;
-        spec.arrival_s = now;  // the send time (later than the source's arrival time when a closed loop waited)
-        res.last_arrival_s = now;
+        // The send time (later than the source's arrival time when a closed loop waited): the engine sees the
+        // request request_overhead_s later, and its TTFT counts from the send.
+        spec.arrival_s = now - cfg.request_overhead_s;
+        res.last_arrival_s = spec.arrival_s;
         const std::uint64_t id = arrived++;
         pending = source.next();
         if (spec.prompt_tokens >= max_len) {
@@ -577,7 +597,7 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
           replicas[r].enqueue(spec, id, out, truncated, now);
           wake(r, now);
         }
-        if (pending && !stalled) send_pending(now);
+        if (pending && !stalled) send_pending(spec.arrival_s);
         break;
       }
       case EventKind::schedule: {

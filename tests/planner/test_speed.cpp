@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
@@ -353,4 +354,32 @@ TEST_CASE("prefill refuses a prompt needing more than kMaxPrefillChunks chunks",
   const auto c = make_speed_context(builtin("llama-3.1-8b"), gpu("h100-sxm"), d);
   CHECK_THROWS_AS(prefill(c, 1 << 20), SpecError);
   CHECK(prefill(c, 8 * kMaxPrefillChunks).chunks.size() == static_cast<std::size_t>(kMaxPrefillChunks));
+}
+
+TEST_CASE("engine profiles: datasheet is the plain roofline, the fitted ones stay within physical bounds", "[speed][engine]") {
+  const auto& d = engine_profile("datasheet");
+  CHECK(d.speed.bandwidth_efficiency == SpeedOptions{}.bandwidth_efficiency);
+  CHECK(d.speed.request_overhead_s == 0);
+  for (const char* n : {"vllm", "sglang", "trtllm"}) {
+    const auto& e = engine_profile(n);
+    INFO(n);
+    CHECK(e.speed.bandwidth_efficiency >= 0.65);
+    CHECK(e.speed.bandwidth_efficiency <= 0.90);
+    CHECK(e.speed.compute_efficiency_16bit >= 0.45);
+    CHECK(e.speed.compute_efficiency_8bit >= 0.35);
+    CHECK(e.speed.request_overhead_s > 0);
+    CHECK(e.speed.request_overhead_s <= 0.12);
+  }
+  CHECK(engine_profile("TensorRT-LLM").name == "trtllm");
+  CHECK(engine_profile_for("NIM (TensorRT-LLM backend)").name == "trtllm");
+  CHECK(engine_profile_for("SGLang").name == "sglang");
+  CHECK(engine_profile_for("lmdeploy").name == "datasheet");
+  CHECK_THROWS_WITH(engine_profile("tgi"), Catch::Contains("expected one of datasheet, vllm, sglang, trtllm"));
+  // The front end's cost is part of TTFT.
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  SpeedOptions o;
+  const double base = ttft_s(make_speed_context(m, g, Deployment{}, o), 1000);
+  o.request_overhead_s = 0.04;
+  CHECK(ttft_s(make_speed_context(m, g, Deployment{}, o), 1000) == Approx(base + 0.04));
 }

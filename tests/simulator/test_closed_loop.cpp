@@ -154,3 +154,75 @@ TEST_CASE("offered against served load flags an overloaded open loop (KVCAP-W202
   CHECK_FALSE(overloaded(heavy, true));
   CHECK(offered_and_served_per_s(heavy, true).first == 0);  // a closed loop is never "overloaded"
 }
+
+TEST_CASE("staggered clients start spread over the stagger; together they all start at 0", "[sim][load]") {
+  auto first_sends = [](double stagger) {
+    Done obs;
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    cfg.observer = &obs;
+    cfg.max_concurrency = 4;
+    cfg.client_stagger_s = stagger;
+    WorkloadSpec w = offline_workload();
+    w.prompt = LengthDistribution::fixed_tokens(100);
+    w.output = LengthDistribution::fixed_tokens(50);
+    auto src = synthetic_source(w, 1, SourceLimits{40, std::nullopt});
+    (void)simulate(cfg, StepTimer::linear(0.01, 1e-5, 1e-8), *src);
+    std::vector<double> t;
+    for (const auto& r : obs.done) t.push_back(r.arrival_s);
+    std::sort(t.begin(), t.end());
+    t.resize(4);
+    return t;
+  };
+  CHECK(first_sends(0) == std::vector<double>{0, 0, 0, 0});
+  CHECK(first_sends(2.0) == std::vector<double>{0, 0.5, 1.0, 1.5});
+  SimConfig bad;
+  bad.replica = roomy_replica();
+  bad.max_concurrency = 2;
+  bad.client_stagger_s = -1;
+  auto src = synthetic_source(offline_workload(), 1, SourceLimits{4, std::nullopt});
+  CHECK_THROWS_AS(simulate(bad, StepTimer::linear(0.01), *src), SpecError);
+}
+
+TEST_CASE("the front end's request overhead delays admission and adds to TTFT and E2E", "[sim][load]") {
+  auto one = [](double overhead) {
+    Done obs;
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    cfg.observer = &obs;
+    cfg.request_overhead_s = overhead;
+    WorkloadSpec w = offline_workload();
+    w.prompt = LengthDistribution::fixed_tokens(100);
+    w.output = LengthDistribution::fixed_tokens(10);
+    auto src = synthetic_source(w, 1, SourceLimits{1, std::nullopt});
+    (void)simulate(cfg, StepTimer::linear(0.01), *src);
+    REQUIRE(obs.done.size() == 1);
+    return obs.done[0];
+  };
+  const auto a = one(0), b = one(0.05);
+  CHECK(b.arrival_s == a.arrival_s);  // TTFT counts from the send
+  CHECK(b.first_token_s - b.arrival_s == Approx(a.first_token_s - a.arrival_s + 0.05));
+  CHECK(b.finish_s - b.arrival_s == Approx(a.finish_s - a.arrival_s + 0.05));
+}
+
+TEST_CASE("multi-step scheduling admits waiting requests only every k steps", "[sim][load]") {
+  // One long request runs; a second arrives at 0.015 s. With k = 1 it joins the next step (at 0.02 s);
+  // with --num-scheduler-steps 10 only when the burst of 10 steps that started at 0 ends (0.10 s).
+  auto second_first_token = [](i64 k) {
+    Done obs;
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    cfg.replica.num_scheduler_steps = k;
+    cfg.observer = &obs;
+    std::vector<RequestSpec> reqs(2);
+    reqs[0].arrival_s = 0, reqs[0].prompt_tokens = 10, reqs[0].output_tokens = 100;
+    reqs[1].arrival_s = 0.015, reqs[1].prompt_tokens = 10, reqs[1].output_tokens = 5;
+    auto src = list_source(reqs, SourceLimits{});
+    (void)simulate(cfg, StepTimer::linear(0.01), *src);
+    for (const auto& r : obs.done)
+      if (r.arrival_s > 0) return r.first_token_s;
+    return -1.0;
+  };
+  CHECK(second_first_token(1) == Approx(0.03));   // admitted at the 0.02 s step, first token at its end
+  CHECK(second_first_token(10) == Approx(0.11));  // admitted at the 0.10 s step
+}

@@ -25,6 +25,9 @@ struct SpeedOptions {
   double compute_efficiency_8bit = 0.45;    ///< achieved / datasheet dense FLOP/s, fp8 GEMMs
   double step_overhead_s = 0.0;             ///< per engine step (scheduler, sampler); the fit puts it at 0
   double layer_overhead_s = 50.0e-6;        ///< per layer per step (small kernels: norms, rope, activations)
+  /// The serving front end's fixed cost per request (HTTP, tokenisation, the hop to the engine, streaming the
+  /// first token), added to TTFT; 0 for the plain roofline, set by an engine profile (planner/engine.hpp).
+  double request_overhead_s = 0.0;
 };
 
 enum class Bound : std::uint8_t { memory, compute };
@@ -81,7 +84,7 @@ struct PrefillResult {
   std::vector<StepBreakdown> chunks;  ///< each chunk's pass, summed over pipeline stages
   StepBreakdown total;                ///< sum over chunks (bound: of the larger summed term)
   double pipeline_p2p_s = 0;          ///< sum of activation sends between stages
-  double ttft_s = 0;                  ///< sum of chunk passes + p2p: time to the first token
+  double ttft_s = 0;                  ///< sum of chunk passes + p2p + the front end's request overhead: time to the first token
   Bound bound = Bound::compute;
   RateSource source;
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/speed.hpp"
 #include "kvcap/planner/workload.hpp"
 #include "kvcap/simulator/block_manager.hpp"
 #include "kvcap/simulator/metrics.hpp"
@@ -33,6 +34,9 @@ struct ReplicaConfig {
   /// Linear-attention state blocks each admitted request holds beside its token blocks (one or two per
   /// state group, whatever the context; 0 for models without linear-attention layers).
   i64 state_blocks_per_request = 0;
+  /// vLLM 0.6's multi-step scheduling (--num-scheduler-steps k): the scheduler plans k steps at once, so waiting
+  /// requests are admitted only every k steps (or when nothing runs). 1: every step (vLLM V1, SGLang, TensorRT-LLM).
+  i64 num_scheduler_steps = 1;
 };
 /// The replica settings a memory plan implies (blocks, block size, budgets, max_model_len).
 ReplicaConfig replica_config(const MemoryPlan& plan);
@@ -68,7 +72,22 @@ struct SimConfig {
   /// queueing count from the moment it is sent. 0: open loop (the source's arrival times).
   std::uint32_t max_concurrency = 0;
   double think_time_s = 0;             ///< closed loop: a client's pause between an answer and its next request
+  /// Closed loop: client i (0-based) sends its first request `i x client_stagger_s / N` after the start instead
+  /// of all N at once. Identical requests sent together stay in lockstep for ever in a simulation (they finish in
+  /// the same step and come back together), where real clients drift apart (output lengths, network and
+  /// detokenisation jitter) until their requests are spread over one request's cycle; a stagger of one cycle
+  /// (closed_loop_cycle_s) starts the run in that steady state. 0: all at once (the first wave of a real run).
+  double client_stagger_s = 0;
+  /// The serving front end's fixed cost per request, before the engine sees it (HTTP, tokenisation, the hop to
+  /// the engine process) and after (detokenising and streaming the first token): it delays the request's
+  /// admission and counts in its TTFT and end-to-end latency. From the engine profile (planner/engine.hpp).
+  double request_overhead_s = 0;
 };
+
+/// One client's cycle in a closed loop of `clients` (the spread of a desynchronised loop): the planner's
+/// end-to-end estimate of a request of `prompt` + `output` tokens among min(clients, max_num_seqs) in flight,
+/// plus the think time.
+double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens, i64 output_tokens, double think_time_s);
 
 /// Time-weighted over [first arrival, end] unless said otherwise.
 struct ReplicaStats {

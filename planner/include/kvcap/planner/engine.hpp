@@ -1,0 +1,31 @@
+#pragma once
+// Serving-engine profiles: the constants that make the roofline step model and the simulator behave like a
+// given engine (issue 14, section 2). "datasheet" is the plain roofline model (SpeedOptions defaults, no
+// front-end cost); vllm, sglang and trtllm are fitted by `kvcap accuracy --fit` to the published measurements of
+// that engine in shared/fixtures/serving_measurements.json, each constant within physical bounds, with the
+// fit's residuals and leave-one-out errors recorded in docs/accuracy.md. Calibration (calibration.yaml) still
+// replaces the efficiencies where it is given.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvcap/planner/speed.hpp"
+
+namespace kvcap {
+
+struct EngineProfile {
+  std::string name;             ///< "datasheet", "vllm", "sglang", "trtllm"
+  std::string description;      ///< what it stands for and how it was obtained
+  SpeedOptions speed;           ///< efficiencies, per-step / per-layer overheads and the front end's per-request cost
+};
+
+/// The built-in profiles, "datasheet" first.
+const std::vector<EngineProfile>& engine_profiles();
+/// A profile by name (case-insensitive; "tensorrt-llm" and "trt-llm" name trtllm); throws SpecError("engine")
+/// listing the names.
+const EngineProfile& engine_profile(std::string_view name);
+/// The profile of an engine as the fixtures name it ("vLLM", "SGLang", "TensorRT-LLM", "NIM (TensorRT-LLM
+/// backend)"); "datasheet" when unknown.
+const EngineProfile& engine_profile_for(std::string_view engine_label);
+
+}  // namespace kvcap
