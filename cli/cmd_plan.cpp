@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "report.hpp"
 
@@ -59,7 +60,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   switch (fmt) {
     case Format::table:
       report_plan_table(std::cout, model, gpu, plan);
-      if (speed) report_speed_table(std::cout, *speed);
+      if (speed) report_speed_table(std::cout, *speed, engine_profile(vm["engine"].as<std::string>()));
       break;
     case Format::json: {
       auto j = plan_json(model, gpu, plan, findings);

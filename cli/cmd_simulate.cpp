@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "kvcap/planner/engine.hpp"
 #include "format.hpp"
 #include "kvcap/escape.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -134,6 +135,7 @@ struct RunInfo {
   std::string workload_source; ///< "trace" | "workload" | "flags"
   std::string workload_name;
   std::string step_time_source;
+  std::string expected_error;  ///< the engine profile's error band ("" when unknown)
   std::optional<double> wall_s;
 };
 
@@ -184,6 +186,7 @@ void report_table(std::ostream& o, const RunInfo& in, const sim::SimResult& r) {
   row("TPOT", r.tpot_s);
   row("E2E", r.e2e_s);
   row("queueing", r.queue_s);
+  if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
 
   if (r.replicas.size() > 1) {
     o << "\nPer replica  requests  preempted  KV mean  KV max  busy  running mean\n";
@@ -265,6 +268,7 @@ nlohmann::ordered_json result_json(const RunInfo& in, const sim::SimResult& r) {
     j["workload"]["think_time_s"] = in.cfg.think_time_s;
   }
   j["step_time"] = in.step_time_source;
+  if (!in.expected_error.empty()) j["expected_error"] = in.expected_error;
   j["requests_arrived"] = r.requests_arrived;
   j["requests_completed"] = r.requests_completed;
   j["requests_rejected"] = r.requests_rejected;
@@ -612,6 +616,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
                                                         : engine == "datasheet" ? "datasheet x default efficiencies"
                                                                                 : "engine profile " + engine) + ")";
   cfg.request_overhead_s = speed.options.request_overhead_s;
+  if (!speed.calibration) info.expected_error = error_band(engine_profile(engine));
   cfg.replica.num_scheduler_steps = parse_int(str("num-scheduler-steps"), "--num-scheduler-steps", 1, 1024);
   const std::string client_start = str("client-start");
   if (client_start != "staggered" && client_start != "together")

@@ -217,18 +217,22 @@ void breakdown_rows(std::ostream& o, const StepBreakdown& b) {
 }
 }  // namespace
 
-void report_speed_table(std::ostream& o, const RequestEstimate& r) {
-  o << "\nSpeed (roofline; rates: memory " << r.first_step.source.memory << ", compute " << r.first_step.source.compute
-    << ")\n";
+void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine) {
+  o << "\nSpeed (roofline, engine profile " << engine.name << "; rates: memory " << r.first_step.source.memory
+    << ", compute " << r.first_step.source.compute << ")\n";
   o << "  batch " << r.batch << ", prompt " << grouped(static_cast<u64>(r.prompt_tokens)) << " tokens, output "
     << grouped(static_cast<u64>(r.output_tokens)) << " tokens\n";
   o << "  TTFT (prefill of one prompt)        " << ms(r.ttft_s) << "  [" << to_string(r.prefill.bound) << "-bound]\n";
   breakdown_rows(o, r.prefill.total);
+  if (engine.speed.request_overhead_s > 0)
+    o << "    + the serving front end's cost per request " << ms(engine.speed.request_overhead_s) << " (engine profile)\n";
   o << "  TPOT (mean over the output)         " << ms(r.mean_tpot_s) << "  [" << to_string(r.first_step.bound)
     << "-bound at the first step]\n";
   breakdown_rows(o, r.first_step.stage);
   o << "  tokens/s per user " << fixed(r.tokens_per_s_per_user, 1) << ", per replica " << fixed(r.tokens_per_s, 1)
     << "; end-to-end " << fixed(r.e2e_s, 2) << " s\n";
+  const bool calibrated = r.first_step.source.memory == "calibrated" || r.first_step.source.compute == "calibrated";
+  if (const auto b = error_band(engine); !b.empty() && !calibrated) o << "  expected error: " << b << "\n";
 }
 
 nlohmann::ordered_json speed_json(const RequestEstimate& r) {

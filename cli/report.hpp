@@ -6,6 +6,7 @@
 
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/plausibility.hpp"
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/speed.hpp"
 
 namespace kvcap::cli {
@@ -20,7 +21,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
 void report_plan_csv(std::ostream& o, const MemoryPlan& p);
 
 /// The speed section of `kvcap plan --batch/--prompt-tokens/--output-tokens`.
-void report_speed_table(std::ostream& o, const RequestEstimate& r);
+void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine);
 nlohmann::ordered_json speed_json(const RequestEstimate& r);
 
 }  // namespace kvcap::cli

@@ -375,6 +375,11 @@ TEST_CASE("engine profiles: datasheet is the plain roofline, the fitted ones sta
   CHECK(engine_profile_for("SGLang").name == "sglang");
   CHECK(engine_profile_for("lmdeploy").name == "datasheet");
   CHECK_THROWS_WITH(engine_profile("tgi"), Catch::Contains("expected one of datasheet, vllm, sglang, trtllm"));
+  // The error band printed next to the latencies: only the metrics the fixtures measured.
+  CHECK(error_band(engine_profile("vllm")) == "TPOT +-15%, TTFT +-15% (leave-one-out MAPE on published vLLM serving measurements)");
+  EngineProfile none = engine_profile("datasheet");
+  none.tpot_error = none.ttft_error = none.throughput_error = 0;
+  CHECK(error_band(none).empty());
   // The front end's cost is part of TTFT.
   const auto m = profiles::resolve_model("llama-3.1-8b");
   const auto g = profiles::resolve_gpu("h100-sxm");

@@ -17,7 +17,14 @@ struct EngineProfile {
   std::string name;             ///< "datasheet", "vllm", "sglang", "trtllm"
   std::string description;      ///< what it stands for and how it was obtained
   SpeedOptions speed;           ///< efficiencies, per-step / per-layer overheads and the front end's per-request cost
+  /// The error to expect, as a fraction: the leave-one-out MAPE of the fit on the engine's published points (for
+  /// datasheet, the scorecard's MAPE over every engine, nothing being fitted); 0 when the fixtures hold no such
+  /// measurement. Printed next to the latencies ("TPOT 19.6 ms, +-15% on published vLLM measurements").
+  double tpot_error = 0, ttft_error = 0, throughput_error = 0;
 };
+/// "TPOT +-15%, TTFT +-15% (leave-one-out MAPE on published vLLM measurements)": the bands of `e` that are known;
+/// "" when none is.
+std::string error_band(const EngineProfile& e);
 
 /// The built-in profiles, "datasheet" first.
 const std::vector<EngineProfile>& engine_profiles();
