@@ -31,7 +31,7 @@ struct Timed {
 Timed run(const SpeedContext& speed, const MemoryPlan& plan, std::uint32_t replicas, std::uint64_t n, double rate) {
   WorkloadSpec w;
   w.name = "azure-conv-like";
-  w.arrival = {ArrivalProcess::Kind::poisson, rate, 1};
+  w.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, rate, 1);
   // The Azure conversation trace's summary (shared/fixtures/traces/README.md): prompt mean 1155, median 1020;
   // output mean 211, median 129.
   w.prompt = LengthDistribution::lognormal_tokens(1155, 0.8, 2, 14050);

@@ -436,8 +436,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
   sim::SourceLimits limits;
   if (vm.count("duration")) limits.duration_s = parse_seconds(str("duration"), "--duration");
   if (vm.count("num-requests")) limits.num_requests = static_cast<std::uint64_t>(parse_int(str("num-requests"), "--num-requests", 1));
-  if (!vm.count("trace") && !limits.duration_s && !limits.num_requests)
-    throw UsageError("give --duration SECONDS or --num-requests N (a synthetic workload has no end of its own)");
+  const auto no_end = [] { return UsageError("give --duration SECONDS or --num-requests N (a synthetic workload has no end of its own)"); };
+  if (!vm.count("trace") && !vm.count("workload") && !limits.duration_s && !limits.num_requests) throw no_end();
   const auto seed = static_cast<std::uint64_t>(parse_int(str("seed"), "--seed", 0));
   // Bounded work: 10^7 requests take about 40 s of CPU (bench/bench_simulate: ~250,000 requests per CPU-second).
   constexpr std::uint64_t kMaxRequests = 10'000'000;
@@ -546,6 +546,14 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (vm.count("workload")) {
       w = profiles::load_workload_file(str("workload"));
       info.workload_source = "workload";
+      // Rate phases end the arrivals by themselves; anything else needs a limit.
+      if (w.arrival.phases.empty() && !limits.duration_s && !limits.num_requests) throw no_end();
+      if (w.arrival.kind == ArrivalProcess::Kind::closed) {
+        if (vm.count("max-concurrency") || vm.count("think-time"))
+          throw UsageError("--max-concurrency/--think-time: the workload file already describes a closed loop (arrival.process: closed)");
+        cfg.max_concurrency = static_cast<std::uint32_t>(w.arrival.concurrency);
+        cfg.think_time_s = w.arrival.think_time_s;
+      }
     } else {
       info.workload_source = "flags";
       w.name = "flags";
@@ -581,8 +589,14 @@ int cmd_simulate(const std::vector<std::string>& args) {
     slo = w.slo;
     std::ostringstream o;
     if (vm.count("workload")) o << "'" << w.name << "' (" << str("workload") << "): ";
-    if (std::isinf(w.arrival.rate_per_s)) {
+    if (w.arrival.kind == ArrivalProcess::Kind::closed) {
+      o << "closed loop from the file";
+    } else if (std::isinf(w.arrival.rate_per_s)) {
       o << "every request at t = 0";
+    } else if (!w.arrival.phases.empty()) {
+      o << to_string(w.arrival.kind) << " arrivals in " << w.arrival.phases.size() << " phases:";
+      for (std::size_t i = 0; i < w.arrival.phases.size(); ++i)
+        o << (i ? "," : "") << " " << w.arrival.phases[i].rate_per_s << " req/s for " << w.arrival.phases[i].duration_s << " s";
     } else {
       o << to_string(w.arrival.kind) << " arrivals at " << w.arrival.rate_per_s << " req/s";
       if (w.arrival.kind == ArrivalProcess::Kind::gamma) o << " (cv " << w.arrival.cv << ")";
@@ -594,7 +608,10 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (limits.duration_s) o << "; arrivals for " << fixed(*limits.duration_s, 1) << " s";
     o << "; seed " << seed;
     info.workload_desc = o.str();
-    if (limits.duration_s) timeline_span_s = *limits.duration_s;
+    double phases_s = 0;
+    for (const auto& ph : w.arrival.phases) phases_s += ph.duration_s;
+    if (phases_s > 0) timeline_span_s = limits.duration_s ? std::min(*limits.duration_s, phases_s) : phases_s;
+    else if (limits.duration_s) timeline_span_s = *limits.duration_s;
     else if (limits.num_requests && std::isfinite(w.arrival.rate_per_s))
       timeline_span_s = static_cast<double>(*limits.num_requests) / w.arrival.rate_per_s;
     mean_prompt = w.prompt.mean_tokens();

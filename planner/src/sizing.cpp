@@ -99,8 +99,16 @@ SizingWorkload sizing_workload(const WorkloadSpec& spec) {
   const i64 pmax = spec.prompt.max_possible_tokens(), omax = spec.output.max_possible_tokens();
   // An unbounded (unclamped lognormal) length leaves max_model_len to the model's own default.
   w.max_context_tokens = pmax > 0 && omax > 0 ? add(pmax, omax, "max context tokens") : -1;
-  w.arrival_rate_per_s = spec.arrival.rate_per_s;
   using A = ArrivalProcess::Kind;
+  if (spec.arrival.kind == A::closed) {
+    // A closed loop of N clients: sized as N concurrent users (the think time is not modelled by the queueing
+    // formulas; `kvcap simulate` runs it).
+    w.concurrent_users = spec.arrival.concurrency;
+    w.prompt_scv = scv(spec.prompt);
+    return w;
+  }
+  // Rate phases: sized for the busiest phase (rate_per_s holds its rate).
+  w.arrival_rate_per_s = spec.arrival.rate_per_s;
   w.arrival_scv = spec.arrival.kind == A::poisson      ? 1.0
                   : spec.arrival.kind == A::fixed_rate ? 0.0
                                                        : spec.arrival.cv * spec.arrival.cv;

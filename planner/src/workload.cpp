@@ -39,6 +39,7 @@ std::string_view to_string(ArrivalProcess::Kind k) {
     case ArrivalProcess::Kind::poisson: return "poisson";
     case ArrivalProcess::Kind::gamma: return "gamma";
     case ArrivalProcess::Kind::fixed_rate: return "fixed_rate";
+    case ArrivalProcess::Kind::closed: return "closed";
   }
   return "?";
 }
@@ -169,7 +170,21 @@ void validate(const LengthDistribution& d, const std::string& field) {
 }
 
 void validate(const WorkloadSpec& w) {
-  finite_positive(w.arrival.rate_per_s, "arrival.rate_per_s", "mean arrivals per second");
+  const auto& a = w.arrival;
+  if (a.kind == ArrivalProcess::Kind::closed) {
+    if (a.concurrency < 1 || a.concurrency > 10'000'000)
+      throw SpecError("arrival.concurrency", "must be a number of clients between 1 and 10,000,000");
+    if (!(std::isfinite(a.think_time_s) && a.think_time_s >= 0))
+      throw SpecError("arrival.think_time_s", "must be a finite number of seconds >= 0");
+    if (!a.phases.empty()) throw SpecError("arrival.phases", "apply to open-loop processes (poisson, gamma, fixed_rate), not to closed");
+  } else {
+    for (std::size_t i = 0; i < a.phases.size(); ++i) {
+      const std::string f = "arrival.phases[" + std::to_string(i) + "]";
+      finite_positive(a.phases[i].rate_per_s, f + ".rate_per_s", "arrivals per second");
+      finite_positive(a.phases[i].duration_s, f + ".duration_s", "seconds");
+    }
+    finite_positive(a.rate_per_s, "arrival.rate_per_s", "mean arrivals per second");
+  }
   if (w.arrival.kind == ArrivalProcess::Kind::gamma &&
       !(std::isfinite(w.arrival.cv) && w.arrival.cv > 0 && w.arrival.cv <= 100))
     throw SpecError("arrival.cv", "must be a number in (0, 100] (coefficient of variation of the gaps)");

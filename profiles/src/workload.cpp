@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <type_traits>
 
 #include "kvcap/planner/error.hpp"
@@ -18,7 +19,8 @@ using namespace detail;
 const std::map<std::string, std::vector<std::string>>& workload_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
       {"", {"kind", "name", "description", "arrival", "prompt_tokens", "output_tokens", "shared_prefix", "slo"}},
-      {"arrival", {"process", "rate_per_s", "cv"}},
+      {"arrival", {"process", "rate_per_s", "cv", "phases", "concurrency", "think_time_s"}},
+      {"arrival.phases[]", {"rate_per_s", "duration_s"}},
       {"prompt_tokens", {"distribution", "tokens", "min", "max", "mean", "sigma", "values", "weights"}},
       {"output_tokens", {"distribution", "tokens", "min", "max", "mean", "sigma", "values", "weights"}},
       {"shared_prefix", {"groups", "tokens", "fraction"}},
@@ -183,14 +185,51 @@ WorkloadSpec workload_from_yaml(Ctx& c, const YAML::Node& root) {
     if (*p == "poisson") w.arrival.kind = ArrivalProcess::Kind::poisson;
     else if (*p == "gamma") w.arrival.kind = ArrivalProcess::Kind::gamma;
     else if (*p == "fixed_rate" || *p == "fixed") w.arrival.kind = ArrivalProcess::Kind::fixed_rate;
+    else if (*p == "closed") w.arrival.kind = ArrivalProcess::Kind::closed;
     else {
       std::string msg = "unknown arrival process '" + *p + "'";
-      const std::string s = did_you_mean(*p, {"poisson", "gamma", "fixed_rate"});
-      msg += s.empty() ? "; expected poisson, gamma or fixed_rate" : "; did you mean '" + s + "'?";
+      const std::string s = did_you_mean(*p, {"poisson", "gamma", "fixed_rate", "closed"});
+      msg += s.empty() ? "; expected poisson, gamma, fixed_rate or closed" : "; did you mean '" + s + "'?";
       c.error(arr["process"], "arrival.process", msg);
     }
   }
-  set(w.arrival.rate_per_s, get_number(c, arr, "arrival", "rate_per_s", true, 1e-9, 1e9));
+  const bool closed = w.arrival.kind == ArrivalProcess::Kind::closed;
+  const bool phased = present(arr, "phases");
+  if (closed) {
+    // A closed loop (vllm bench serve --max-concurrency N): N clients, requests sent as clients free up.
+    set(w.arrival.concurrency, get_int(c, arr, "arrival", "concurrency", true, 1, 10'000'000));
+    if (auto t = get_number(c, arr, "arrival", "think_time_s", false, 0, 1e9)) w.arrival.think_time_s = *t;
+    w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+    for (const char* k : {"rate_per_s", "phases"})
+      if (present(arr, k)) c.error(arr[k], std::string("arrival.") + k, "does not apply to a closed loop (the clients pace the requests)");
+  } else {
+    for (const char* k : {"concurrency", "think_time_s"})
+      if (present(arr, k)) c.error(arr[k], std::string("arrival.") + k, "applies to process: closed only");
+  }
+  if (phased && !closed) {
+    // Rate steps: each {rate_per_s, duration_s}; rate_per_s of the arrival is then the busiest phase's.
+    const YAML::Node ph = arr["phases"];
+    if (!ph.IsSequence() || ph.size() == 0) {
+      c.error(ph, "arrival.phases", "expected a list of {rate_per_s, duration_s}");
+    } else {
+      for (std::size_t i = 0; i < ph.size(); ++i) {
+        const std::string path = "arrival.phases[" + std::to_string(i) + "]";
+        if (!ph[i].IsMap()) {
+          c.error(ph[i], path, "expected a mapping {rate_per_s, duration_s}");
+          continue;
+        }
+        check_keys(c, ph[i], path, keys.at("arrival.phases[]"));
+        RatePhase r;
+        set(r.rate_per_s, get_number(c, ph[i], path, "rate_per_s", true, 1e-9, 1e9));
+        set(r.duration_s, get_number(c, ph[i], path, "duration_s", true, 1e-9, 1e9));
+        w.arrival.phases.push_back(r);
+        w.arrival.rate_per_s = std::max(w.arrival.rate_per_s, r.rate_per_s);
+      }
+    }
+    if (present(arr, "rate_per_s")) c.error(arr["rate_per_s"], "arrival.rate_per_s", "give the rate per phase, not beside phases");
+  } else if (!closed) {
+    set(w.arrival.rate_per_s, get_number(c, arr, "arrival", "rate_per_s", true, 1e-9, 1e9));
+  }
   set(w.arrival.cv, get_number(c, arr, "arrival", "cv", w.arrival.kind == ArrivalProcess::Kind::gamma, 1e-6, 100));
   if (w.arrival.kind != ArrivalProcess::Kind::gamma && present(arr, "cv"))
     c.error(arr["cv"], "arrival.cv", "only the gamma process takes cv (Poisson gaps have cv 1, fixed_rate 0)");

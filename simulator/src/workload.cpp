@@ -55,6 +55,7 @@ double ArrivalSampler::gap_s(Rng& rng) const {
     case ArrivalProcess::Kind::poisson: return rng.exponential(a_.rate_per_s);
     case ArrivalProcess::Kind::gamma: return rng.gamma(shape_, scale_);
     case ArrivalProcess::Kind::fixed_rate: return 1.0 / a_.rate_per_s;
+    case ArrivalProcess::Kind::closed: return 0;  // all at once; the closed loop throttles them
   }
   return 0;
 }
@@ -65,20 +66,45 @@ enum Stream : std::uint64_t { kArrivals = 0, kPrompt = 1, kOutput = 2, kPrefix =
 class SyntheticSource final : public RequestSource {
  public:
   SyntheticSource(const WorkloadSpec& w, std::uint64_t seed, const SourceLimits& l)
-      : w_(w), limits_(l), arrivals_(w.arrival), prompt_(w.prompt), output_(w.output),
+      : w_(w), limits_(l), arrivals_(unit_rate_if_phased(w.arrival)), prompt_(w.prompt), output_(w.output),
         rng_arrival_(stream_seed(seed, kArrivals)), rng_prompt_(stream_seed(seed, kPrompt)),
         rng_output_(stream_seed(seed, kOutput)), rng_prefix_(stream_seed(seed, kPrefix)) {
     WorkloadSpec checked = w;
     if (std::isinf(w.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;  // offline: the rest must still be valid
     validate(checked);
-    if (!l.num_requests && !l.duration_s)
-      throw std::invalid_argument("a synthetic workload needs a limit: a number of requests or a duration");
+    if (!l.num_requests && !l.duration_s && w.arrival.phases.empty())
+      throw std::invalid_argument("a synthetic workload needs a limit: a number of requests or a duration (or rate phases)");
     if (std::isinf(w.arrival.rate_per_s) && !l.num_requests)
       throw std::invalid_argument("requests all at once (rate inf) need a number of requests: a duration never ends them");
+    double end = 0;
+    for (const auto& ph : w.arrival.phases) phase_end_.push_back(end += ph.duration_s);
+  }
+  /// With phases the sampler draws gaps of the unit-rate process: operational time, mapped to seconds below.
+  static ArrivalProcess unit_rate_if_phased(ArrivalProcess a) {
+    if (!a.phases.empty()) a.rate_per_s = 1;
+    return a;
+  }
+  /// Advances t_ by `units` of operational time through the rate phases; false when the last phase ends first.
+  bool advance_through_phases(double units) {
+    const auto& ph = w_.arrival.phases;
+    while (phase_ < ph.size()) {
+      const double room = (phase_end_[phase_] - t_) * ph[phase_].rate_per_s;
+      if (units < room) {  // a phase is [start, end): an arrival on the last end is not made
+        t_ += units / ph[phase_].rate_per_s;
+        return true;
+      }
+      units -= room;
+      t_ = phase_end_[phase_++];
+    }
+    return false;
   }
   std::optional<RequestSpec> next() override {
     if (limits_.num_requests && produced_ >= *limits_.num_requests) return std::nullopt;
-    if (produced_ > 0) t_ += arrivals_.gap_s(rng_arrival_);
+    if (produced_ > 0) {
+      const double gap = arrivals_.gap_s(rng_arrival_);
+      if (w_.arrival.phases.empty()) t_ += gap;
+      else if (!advance_through_phases(gap)) return std::nullopt;
+    }
     if (limits_.duration_s && t_ >= *limits_.duration_s) return std::nullopt;
     RequestSpec r;
     r.arrival_s = t_;
@@ -107,6 +133,8 @@ class SyntheticSource final : public RequestSource {
   Rng rng_arrival_, rng_prompt_, rng_output_, rng_prefix_;
   double t_ = 0;
   std::uint64_t produced_ = 0;
+  std::vector<double> phase_end_;  ///< cumulative end of each rate phase (s)
+  std::size_t phase_ = 0;          ///< the phase t_ is in
 };
 
 class ListSource final : public RequestSource {

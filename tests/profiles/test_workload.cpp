@@ -8,6 +8,7 @@
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/workload.hpp"
+#include "kvcap/planner/sizing.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
 using namespace kvcap;
@@ -156,4 +157,31 @@ TEST_CASE("workload validate names the field", "[planner][workload]") {
   }
   w.output = LengthDistribution::fixed_tokens(0);
   CHECK_THROWS_AS(validate(w), SpecError);
+}
+
+TEST_CASE("workload files describe closed loops and rate phases", "[profiles][workload]") {
+  const std::string closed = "kind: workload\nname: bench\narrival: {process: closed, concurrency: 64, think_time_s: 2}\n"
+                             "prompt_tokens: {distribution: fixed, tokens: 4096}\noutput_tokens: {distribution: fixed, tokens: 512}\n";
+  const auto c = profiles::parse_workload(closed, "w.yaml");
+  CHECK(c.arrival.kind == ArrivalProcess::Kind::closed);
+  CHECK(c.arrival.concurrency == 64);
+  CHECK(c.arrival.think_time_s == 2.0);
+  CHECK(std::isinf(c.arrival.rate_per_s));
+  // size sizes it as 64 concurrent users.
+  CHECK(sizing_workload(c).concurrent_users == 64);
+  const std::string phased = "kind: workload\nname: steps\narrival:\n  process: poisson\n  phases:\n"
+                             "    - {rate_per_s: 5, duration_s: 600}\n    - {rate_per_s: 10, duration_s: 600}\n"
+                             "prompt_tokens: {distribution: fixed, tokens: 1000}\noutput_tokens: {distribution: fixed, tokens: 200}\n";
+  const auto p = profiles::parse_workload(phased, "w.yaml");
+  REQUIRE(p.arrival.phases.size() == 2);
+  CHECK(p.arrival.phases[1].rate_per_s == 10.0);
+  CHECK(p.arrival.rate_per_s == 10.0);  // size sizes for the busiest phase
+  CHECK(sizing_workload(p).arrival_rate_per_s == 10.0);
+  // Mixed-up keys are errors at their line.
+  CHECK_THROWS_WITH(profiles::parse_workload(replace(closed, "concurrency: 64", "rate_per_s: 3"), "w.yaml"),
+                    Catch::Contains("w.yaml:3") && Catch::Contains("arrival.rate_per_s: does not apply to a closed loop"));
+  CHECK_THROWS_WITH(profiles::parse_workload(replace(phased, "  process: poisson\n", "  process: poisson\n  rate_per_s: 3\n"), "w.yaml"),
+                    Catch::Contains("give the rate per phase"));
+  CHECK_THROWS_WITH(profiles::parse_workload(replace(phased, "duration_s: 600}\n    -", "duration: 600}\n    -"), "w.yaml"),
+                    Catch::Contains("arrival.phases[0].duration"));
 }

@@ -226,3 +226,30 @@ TEST_CASE("multi-step scheduling admits waiting requests only every k steps", "[
   CHECK(second_first_token(1) == Approx(0.03));   // admitted at the 0.02 s step, first token at its end
   CHECK(second_first_token(10) == Approx(0.11));  // admitted at the 0.10 s step
 }
+
+TEST_CASE("rate phases change the rate at the stated times and end the arrivals", "[sim][load]") {
+  WorkloadSpec w = offline_workload();
+  w.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 40);
+  w.arrival.phases = {{10, 100}, {40, 50}};  // 1,000 then 2,000 arrivals expected
+  auto src = synthetic_source(w, 11, SourceLimits{});
+  std::uint64_t first = 0, second = 0;
+  double last = 0;
+  while (auto r = src->next()) {
+    CHECK(r->arrival_s >= last);
+    last = r->arrival_s;
+    (r->arrival_s < 100 ? first : second) += 1;
+  }
+  CHECK(last < 150);
+  CHECK(static_cast<double>(first) == Approx(1000).epsilon(0.1));   // Poisson: sd ~ 3%
+  CHECK(static_cast<double>(second) == Approx(2000).epsilon(0.1));
+  // A fixed-rate process keeps its spacing within a phase and steps at the boundary.
+  w.arrival.kind = ArrivalProcess::Kind::fixed_rate;
+  w.arrival.phases = {{1, 3}, {4, 1}};
+  auto fixed = synthetic_source(w, 1, SourceLimits{});
+  std::vector<double> t;
+  while (auto r = fixed->next()) t.push_back(r->arrival_s);
+  CHECK(t == std::vector<double>{0, 1, 2, 3, 3.25, 3.5, 3.75});
+  // Invalid phases are located errors.
+  w.arrival.phases = {{1, 3}, {0, 1}};
+  CHECK_THROWS_WITH(synthetic_source(w, 1, SourceLimits{}), Catch::Contains("arrival.phases[1].rate_per_s"));
+}

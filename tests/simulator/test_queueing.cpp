@@ -21,7 +21,7 @@ SimResult single_server(double rate, const LengthDistribution& output, double st
   cfg.replica.max_num_batched_tokens = 8192;
   cfg.replica.max_model_len = 4096;
   WorkloadSpec w;
-  w.arrival = {ArrivalProcess::Kind::poisson, rate, 1};
+  w.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, rate, 1);
   w.prompt = LengthDistribution::fixed_tokens(32);
   w.output = output;
   auto src = synthetic_source(w, seed, {n, std::nullopt});

@@ -230,7 +230,7 @@ SimResult lone_requests(Allocator alloc, i64 prompt, i64 output, i64 max_len) {
   cfg.replica.max_model_len = max_len;
   cfg.replica.allocator = alloc;
   WorkloadSpec w;
-  w.arrival = {ArrivalProcess::Kind::fixed_rate, 0.01, 1};
+  w.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::fixed_rate, 0.01, 1);
   w.prompt = LengthDistribution::fixed_tokens(prompt);
   w.output = LengthDistribution::fixed_tokens(output);
   auto src = synthetic_source(w, 1, {10, std::nullopt});
@@ -337,7 +337,7 @@ TEST_CASE("least-outstanding-requests avoids a replica stuck on a long request",
 TEST_CASE("prefix caching computes each shared prefix once per replica", "[sim][prefix]") {
   auto run = [](bool caching) {
     WorkloadSpec w;
-    w.arrival = {ArrivalProcess::Kind::poisson, 5, 1};
+    w.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 5, 1);
     w.prompt = LengthDistribution::fixed_tokens(1024);
     w.output = LengthDistribution::fixed_tokens(16);
     w.shared_prefix = {2, 512, 1.0};

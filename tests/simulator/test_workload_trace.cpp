@@ -37,7 +37,7 @@ TEST_CASE("length samplers have the distributions' means", "[sim][workload]") {
 TEST_CASE("arrival gaps: Poisson cv 1, gamma cv as asked, fixed rate constant", "[sim][workload]") {
   for (const auto& [kind, cv] : {std::pair{ArrivalProcess::Kind::poisson, 1.0}, std::pair{ArrivalProcess::Kind::gamma, 3.0},
                                  std::pair{ArrivalProcess::Kind::gamma, 0.5}, std::pair{ArrivalProcess::Kind::fixed_rate, 0.0}}) {
-    ArrivalSampler a({kind, 8.0, kind == ArrivalProcess::Kind::gamma ? cv : 1.0});
+    ArrivalSampler a(ArrivalProcess::renewal(kind, 8.0, kind == ArrivalProcess::Kind::gamma ? cv : 1.0));
     Rng rng(5);
     double s = 0, s2 = 0;
     const int n = 400000;
@@ -55,7 +55,7 @@ TEST_CASE("arrival gaps: Poisson cv 1, gamma cv as asked, fixed rate constant", 
 
 TEST_CASE("a synthetic source is reproducible and respects its limits", "[sim][workload]") {
   WorkloadSpec w;
-  w.arrival = {ArrivalProcess::Kind::poisson, 10, 1};
+  w.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 10, 1);
   w.prompt = LengthDistribution::uniform_tokens(1, 100);
   w.output = LengthDistribution::fixed_tokens(3);
   auto a = synthetic_source(w, 1, {std::nullopt, 5.0});

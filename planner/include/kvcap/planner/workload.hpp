@@ -42,18 +42,37 @@ struct LengthDistribution {
 };
 std::string_view to_string(LengthDistribution::Kind k);  ///< "fixed" | "uniform" | "lognormal" | "empirical"
 
-/// Request arrivals: a renewal process with mean rate `rate_per_s`.
+/// A step of the arrival rate (load tests, inference-perf's stages): `rate_per_s` for `duration_s` seconds.
+struct RatePhase {
+  double rate_per_s = 0;
+  double duration_s = 0;
+};
+
+/// Request arrivals: a renewal process with mean rate `rate_per_s`, or a closed loop of clients.
 struct ArrivalProcess {
   enum class Kind : std::uint8_t {
     poisson,     ///< exponential gaps, coefficient of variation 1
     gamma,       ///< gamma gaps with coefficient of variation `cv` (> 1: burstier than Poisson)
     fixed_rate,  ///< constant gaps 1 / rate
+    closed,      ///< `concurrency` clients, each sending its next request when its last finishes (+ think time)
   };
   Kind kind = Kind::poisson;
-  double rate_per_s = 0;  ///< mean arrivals per second
+  double rate_per_s = 0;  ///< mean arrivals per second (with phases: the busiest phase's; closed: +inf)
   double cv = 1;          ///< gamma: std / mean of the gaps (shape = 1 / cv^2)
+  /// Non-empty: the rate steps through these phases in order and arrivals end with the last; the gaps are the
+  /// process's unit-rate gaps in operational time (the integral of the rate), so a Poisson process stays one.
+  std::vector<RatePhase> phases;
+  i64 concurrency = 0;      ///< closed: the number of clients (vllm bench serve --max-concurrency)
+  double think_time_s = 0;  ///< closed: a client's pause between an answer and its next request
+
+  /// An open-loop renewal process at one rate.
+  static ArrivalProcess renewal(Kind kind, double rate_per_s, double cv = 1) {
+    ArrivalProcess a;
+    a.kind = kind, a.rate_per_s = rate_per_s, a.cv = cv;
+    return a;
+  }
 };
-std::string_view to_string(ArrivalProcess::Kind k);  ///< "poisson" | "gamma" | "fixed_rate"
+std::string_view to_string(ArrivalProcess::Kind k);  ///< "poisson" | "gamma" | "fixed_rate" | "closed"
 
 /// Shared-prefix groups (system prompts, few-shot templates): a request in a group starts with the
 /// group's `tokens`-token prefix, which counts inside its prompt length (a prompt shorter than the
