@@ -144,9 +144,14 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   r.block_size = d.block_size;
   if (has_linear_layers(m)) {
     const auto& a = m.linear;
-    if (a.num_key_heads % tp != 0 || a.num_value_heads % tp != 0)
+    using K = LinearAttentionSpec::Kind;
+    if (a.kind == K::gated_delta_net && (a.num_key_heads % tp != 0 || a.num_value_heads % tp != 0))
       throw SpecError("tensor_parallel_size", "must divide linear_num_key_heads (" + str(a.num_key_heads) +
                                                   ") and linear_num_value_heads (" + str(a.num_value_heads) + ")");
+    if (a.kind == K::mamba2 && a.num_value_heads % tp != 0)
+      throw SpecError("tensor_parallel_size", "must divide mamba_n_heads (" + str(a.num_value_heads) + ")");
+    if (a.kind == K::mamba1 && a.intermediate_size % tp != 0)
+      throw SpecError("tensor_parallel_size", "must divide the Mamba intermediate size (" + str(a.intermediate_size) + ")");
     // vllm/model_executor/models/config.py HybridAttentionMambaModelConfig (no prefix caching): the
     // attention block grows to the smallest multiple of the kernel alignment (16 tokens; 64 for MLA)
     // whose page holds one linear layer's state; the state page is then padded to the attention page.

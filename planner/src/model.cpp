@@ -38,10 +38,30 @@ bool has_linear_layers(const ModelSpec& m) {
 u64 linear_state_bytes_per_rank(const ModelSpec& m, i64 tp, DType act, DType ssm_override) {
   const auto& a = m.linear;
   const DType ssm = ssm_override != DType::auto_ ? ssm_override : a.state_dtype != DType::auto_ ? a.state_dtype : act;
-  // conv state (conv_kernel - 1, conv_dim / tp) and temporal state (num_v_heads / tp, head_v_dim, head_k_dim).
-  const u64 conv = mul(static_cast<u64>(a.conv_kernel - 1), static_cast<u64>(a.conv_dim() / tp), "conv state elements");
-  const u64 temporal = mul(mul(static_cast<u64>(a.num_value_heads / tp), static_cast<u64>(a.value_head_dim)),
-                           static_cast<u64>(a.key_head_dim), "recurrent state elements");
+  const u64 k1 = static_cast<u64>(a.conv_kernel - 1), t = static_cast<u64>(tp);
+  u64 conv = 0, temporal = 0;
+  switch (a.kind) {
+    case LinearAttentionSpec::Kind::gated_delta_net:
+      // gated_delta_net_state_shape: conv (kernel - 1, conv_dim / tp), temporal (num_v / tp, head_v, head_k).
+      conv = mul(k1, static_cast<u64>(a.conv_dim()) / t, "conv state elements");
+      temporal = mul(mul(static_cast<u64>(a.num_value_heads) / t, static_cast<u64>(a.value_head_dim)),
+                     static_cast<u64>(a.key_head_dim), "recurrent state elements");
+      break;
+    case LinearAttentionSpec::Kind::mamba2: {
+      // mamba2_state_shape: groups padded to a multiple of tp when they do not divide (extra_groups_for_head_shards).
+      const i64 groups = a.n_groups % tp == 0 ? a.n_groups : a.n_groups + (tp - a.n_groups);
+      const u64 conv_dim = static_cast<u64>(a.intermediate_size + 2 * groups * a.state_size);
+      conv = mul(k1, conv_dim / t, "conv state elements");
+      temporal = mul(mul(static_cast<u64>(a.num_value_heads) / t, static_cast<u64>(a.value_head_dim)),
+                     static_cast<u64>(a.state_size), "recurrent state elements");
+      break;
+    }
+    case LinearAttentionSpec::Kind::mamba1:
+      // mamba1_state_shape: conv (intermediate / tp, kernel - 1), temporal (intermediate / tp, state).
+      conv = mul(static_cast<u64>(a.intermediate_size) / t, k1, "conv state elements");
+      temporal = mul(static_cast<u64>(a.intermediate_size) / t, static_cast<u64>(a.state_size), "recurrent state elements");
+      break;
+  }
   return add(kv_bytes(act, conv), kv_bytes(ssm, temporal), "linear-attention state bytes");
 }
 
@@ -90,15 +110,32 @@ void validate(const ModelSpec& m) {
   non_negative(m.attention_chunk_size, "attention.chunk_size");
   non_negative(m.index_head_dim, "attention.index_head_dim");
   if (has_linear_layers(m)) {
-    positive(m.linear.num_key_heads, "linear_attention.num_key_heads");
-    positive(m.linear.num_value_heads, "linear_attention.num_value_heads");
-    positive(m.linear.key_head_dim, "linear_attention.key_head_dim");
-    positive(m.linear.value_head_dim, "linear_attention.value_head_dim");
-    if (m.linear.conv_kernel < 2)
-      throw SpecError("linear_attention.conv_kernel", "must be >= 2 (got " + std::to_string(m.linear.conv_kernel) + ")");
-    if (m.linear.num_value_heads % m.linear.num_key_heads != 0)
-      throw SpecError("linear_attention.num_value_heads", "must be a multiple of num_key_heads (" +
-                                                              std::to_string(m.linear.num_key_heads) + ")");
+    const auto& a = m.linear;
+    using K = LinearAttentionSpec::Kind;
+    if (a.kind == K::gated_delta_net) {
+      positive(a.num_key_heads, "linear_attention.num_key_heads");
+      positive(a.num_value_heads, "linear_attention.num_value_heads");
+      positive(a.key_head_dim, "linear_attention.key_head_dim");
+      positive(a.value_head_dim, "linear_attention.value_head_dim");
+      if (a.num_value_heads % a.num_key_heads != 0)
+        throw SpecError("linear_attention.num_value_heads", "must be a multiple of num_key_heads (" +
+                                                                std::to_string(a.num_key_heads) + ")");
+    } else {
+      positive(a.intermediate_size, "linear_attention.intermediate_size");
+      positive(a.state_size, "linear_attention.state_size");
+      if (a.kind == K::mamba2) {
+        positive(a.num_value_heads, "linear_attention.num_heads");
+        positive(a.value_head_dim, "linear_attention.head_dim");
+        positive(a.n_groups, "linear_attention.n_groups");
+        if (a.num_value_heads * a.value_head_dim != a.intermediate_size)
+          throw SpecError("linear_attention.num_heads", "num_heads x head_dim must equal intermediate_size (" +
+                                                            std::to_string(a.intermediate_size) + ")");
+      } else {
+        positive(a.dt_rank, "linear_attention.dt_rank");
+      }
+    }
+    if (a.conv_kernel < 2)
+      throw SpecError("linear_attention.conv_kernel", "must be >= 2 (got " + std::to_string(a.conv_kernel) + ")");
     if (m.linear.state_dtype != DType::auto_ && !info(m.linear.state_dtype).activation_ok)
       throw SpecError("linear_attention.state_dtype", "must be auto, fp32, bf16 or fp16");
   }

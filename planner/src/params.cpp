@@ -14,17 +14,51 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
   const i64 h = m.hidden_size;
   // Attention.
   if (layer_attention(m, layer) == LayerAttention::linear) {
-    // Gated DeltaNet (vllm/model_executor/models/qwen3_next.py Qwen3NextGatedDeltaNet): in_proj_qkvz,
-    // in_proj_ba (beta and alpha per value head), the depthwise conv1d over conv_dim channels,
-    // dt_bias and A_log per value head, a gated RMSNorm of head_v_dim, out_proj; no biases.
     const auto& a = m.linear;
-    const i64 key_dim = a.num_key_heads * a.key_head_dim, value_dim = a.num_value_heads * a.value_head_dim;
-    push(t, "in_proj_qkvz", mul(h, 2 * key_dim + 2 * value_dim), Shard::columns, true);
-    push(t, "in_proj_ba", mul(h, 2 * a.num_value_heads), Shard::columns, true);
-    push(t, "conv1d", mul(a.conv_dim(), a.conv_kernel), Shard::columns, false);
-    push(t, "dt_bias_A_log", 2 * a.num_value_heads, Shard::columns, false);
-    push(t, "linear_norm", a.value_head_dim, Shard::replicated, false);
-    push(t, "out_proj", mul(value_dim, h), Shard::columns, true);
+    switch (a.kind) {
+      case LinearAttentionSpec::Kind::gated_delta_net: {
+        // Gated DeltaNet (vllm/model_executor/models/qwen3_next.py Qwen3NextGatedDeltaNet): in_proj_qkvz,
+        // in_proj_ba (beta and alpha per value head), the depthwise conv1d over conv_dim channels,
+        // dt_bias and A_log per value head, a gated RMSNorm of head_v_dim, out_proj; no biases.
+        const i64 key_dim = a.num_key_heads * a.key_head_dim, value_dim = a.num_value_heads * a.value_head_dim;
+        push(t, "in_proj_qkvz", mul(h, 2 * key_dim + 2 * value_dim), Shard::columns, true);
+        push(t, "in_proj_ba", mul(h, 2 * a.num_value_heads), Shard::columns, true);
+        push(t, "conv1d", mul(a.conv_dim(), a.conv_kernel), Shard::columns, false);
+        push(t, "dt_bias_A_log", 2 * a.num_value_heads, Shard::columns, false);
+        push(t, "linear_norm", a.value_head_dim, Shard::replicated, false);
+        push(t, "out_proj", mul(value_dim, h), Shard::columns, true);
+        break;
+      }
+      case LinearAttentionSpec::Kind::mamba2: {
+        // Mamba-2 mixer (vllm/model_executor/layers/mamba/mamba_mixer2.py): in_proj to z, x, B, C and dt,
+        // the conv1d over x, B and C, dt_bias, A and D per head, a gated RMSNorm, out_proj.
+        const i64 d = a.intermediate_size, bc = 2 * a.n_groups * a.state_size;
+        push(t, "in_proj", mul(h, 2 * d + bc + a.num_value_heads), Shard::columns, true);
+        if (a.proj_bias) push(t, "in_proj_bias", 2 * d + bc + a.num_value_heads, Shard::columns, false);
+        push(t, "conv1d", mul(d + bc, a.conv_kernel), Shard::columns, false);
+        if (a.conv_bias) push(t, "conv1d_bias", d + bc, Shard::columns, false);
+        push(t, "dt_bias_A_D", 3 * a.num_value_heads, Shard::columns, false);
+        push(t, "mamba_norm", d, Shard::columns, false);
+        push(t, "out_proj", mul(d, h), Shard::columns, true);
+        if (a.proj_bias) push(t, "out_proj_bias", h, Shard::replicated, false);
+        break;
+      }
+      case LinearAttentionSpec::Kind::mamba1: {
+        // Mamba-1 mixer as in Jamba (vllm/model_executor/models/jamba.py, MambaMixer): in_proj to x and z,
+        // conv1d, x_proj to dt, B and C, dt_proj, A_log, D, out_proj; Jamba's dt/B/C RMSNorms.
+        const i64 d = a.intermediate_size;
+        push(t, "in_proj", mul(h, 2 * d), Shard::columns, true);
+        push(t, "conv1d", mul(d, a.conv_kernel), Shard::columns, false);
+        if (a.conv_bias) push(t, "conv1d_bias", d, Shard::columns, false);
+        push(t, "x_proj", mul(d, a.dt_rank + 2 * a.state_size), Shard::columns, true);
+        push(t, "dt_proj", mul(a.dt_rank, d) + d, Shard::columns, true);
+        push(t, "A_log_D", mul(d, a.state_size) + d, Shard::columns, false);
+        push(t, "dt_bc_norms", a.dt_rank + 2 * a.state_size, Shard::replicated, false);
+        push(t, "out_proj", mul(d, h), Shard::columns, true);
+        if (a.proj_bias) push(t, "proj_biases", 2 * d + h, Shard::columns, false);
+        break;
+      }
+    }
   } else if (m.attention == AttentionType::gqa) {
     const i64 q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
     push(t, "q_proj", mul(h, q), Shard::q_heads, true);

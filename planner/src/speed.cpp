@@ -10,11 +10,22 @@ namespace kvcap {
 namespace {
 double dbl(i64 v) { return static_cast<double>(v); }
 double dbl(u64 v) { return static_cast<double>(v); }
-// Gated delta rule per token, per value head on this rank: S k, the rank-1 state update and S q,
-// each d_k x d_v multiply-adds (Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025).
+// Recurrent-state FLOPs per token and layer on this rank. Gated delta rule, per value head: S k, the rank-1
+// state update and S q, each d_k x d_v multiply-adds (Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025).
+// Mamba-2, per head: the state update x B^T and the read-out C h, head_dim x state each (Dao & Gu, "Transformers
+// are SSMs", 2024); Mamba-1, per channel: discretisation, update and read-out over the state (Gu & Dao, 2023).
 double linear_flops_per_token_per_layer(const ModelSpec& m, i64 tp) {
-  if (!m.linear.enabled()) return 0;
-  return 6.0 * dbl(m.linear.key_head_dim) * dbl(m.linear.value_head_dim) * dbl(m.linear.num_value_heads / tp);
+  const auto& a = m.linear;
+  if (!a.enabled()) return 0;
+  switch (a.kind) {
+    case LinearAttentionSpec::Kind::gated_delta_net:
+      return 6.0 * dbl(a.key_head_dim) * dbl(a.value_head_dim) * dbl(a.num_value_heads / tp);
+    case LinearAttentionSpec::Kind::mamba2:
+      return 4.0 * dbl(a.value_head_dim) * dbl(a.state_size) * dbl(a.num_value_heads / tp);
+    case LinearAttentionSpec::Kind::mamba1:
+      return 6.0 * dbl(a.intermediate_size / tp) * dbl(a.state_size);
+  }
+  return 0;
 }
 std::string str(double v) { return std::to_string(v); }
 

@@ -19,7 +19,7 @@ using namespace detail;
 std::vector<std::string> supported_hf_model_types() {
   return {"llama",  "llama4",    "llama4_text", "mistral",     "mixtral",     "qwen2",        "qwen2_moe",
           "qwen3",  "qwen3_moe", "gemma2",      "gemma3",      "gemma3_text", "phi3",         "deepseek_v2",
-          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "glm4_moe", "phimoe"};
+          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "glm4_moe", "phimoe", "granitemoehybrid", "jamba"};
 }
 
 namespace {
@@ -129,7 +129,8 @@ std::string family_of_architecture(const std::string& arch) {
       {"GptOssForCausalLM", "gpt_oss"},      {"Qwen3NextForCausalLM", "qwen3_next"},
       {"Qwen3_5ForConditionalGeneration", "qwen3_5"}, {"Qwen3_5ForCausalLM", "qwen3_5_text"},
       {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"}, {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
-      {"Glm4MoeForCausalLM", "glm4_moe"}, {"PhiMoEForCausalLM", "phimoe"}};
+      {"Glm4MoeForCausalLM", "glm4_moe"}, {"PhiMoEForCausalLM", "phimoe"},
+      {"GraniteMoeHybridForCausalLM", "granitemoehybrid"}, {"JambaForCausalLM", "jamba"}};
   for (const auto& [a, f] : kMap)
     if (arch == a) return f;
   return {};
@@ -306,6 +307,62 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     }
   }
 
+  if (t == "granitemoehybrid" || t == "jamba") {
+    // Mamba hybrids. Granite 4.0 H (vllm/model_executor/models/granitemoehybrid.py): layer_types of "mamba" (Mamba-2)
+    // and "attention" layers, each followed by a MoE (or, without experts, a dense shared MLP); attention without
+    // RoPE. Jamba (jamba.py): Mamba-1 layers with an attention layer every attn_layer_period-th (at
+    // attn_layer_offset), MoE every expert_layer_period-th (at expert_layer_offset).
+    auto& a = m.linear;
+    const bool granite = t == "granitemoehybrid";
+    a.kind = granite ? LinearAttentionSpec::Kind::mamba2 : LinearAttentionSpec::Kind::mamba1;
+    std::int64_t expand = 2;
+    set(expand, get_int(c, cfg, p, "mamba_expand", true, 1, 1'000'000));
+    a.intermediate_size = expand * m.hidden_size;
+    set(a.state_size, get_int(c, cfg, p, "mamba_d_state", true, 1, kMaxDim));
+    set(a.conv_kernel, get_int(c, cfg, p, "mamba_d_conv", true, 2, 1'000'000));
+    set(a.conv_bias, get_bool(c, cfg, p, "mamba_conv_bias", false));
+    set(a.proj_bias, get_bool(c, cfg, p, "mamba_proj_bias", false));
+    if (granite) {
+      set(a.num_value_heads, get_int(c, cfg, p, "mamba_n_heads", true, 1, kMaxDim));
+      set(a.value_head_dim, get_int(c, cfg, p, "mamba_d_head", true, 1, kMaxDim));
+      set(a.n_groups, get_int(c, cfg, p, "mamba_n_groups", false, 1, kMaxDim));
+      if (auto lt = get_string_list(c, cfg, p, "layer_types", true)) {
+        for (std::size_t i = 0; i < lt->size(); ++i) {
+          const auto& s = (*lt)[i];
+          if (s == "mamba") m.layer_pattern.push_back(LayerAttention::linear);
+          else if (s == "attention") m.layer_pattern.push_back(LayerAttention::full);
+          else c.error(cfg["layer_types"][i], join(p, "layer_types") + "[" + std::to_string(i) + "]",
+                       "expected mamba or attention, got '" + s + "'");
+        }
+      }
+      std::int64_t experts = 0, shared = 0;
+      set(experts, get_int(c, cfg, p, "num_local_experts", false, 0, 1'000'000));
+      set(shared, get_int(c, cfg, p, "shared_intermediate_size", false, 0, kMaxDim));
+      if (experts > 0) {
+        m.moe.num_experts = experts;
+        set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
+        m.moe.expert_intermediate_size = m.intermediate_size;
+        m.moe.shared_intermediate_size = shared;
+      } else if (shared > 0) {
+        m.intermediate_size = shared;  // without experts the shared MLP is the dense MLP
+      }
+    } else {
+      set(a.dt_rank, get_int(c, cfg, p, "mamba_dt_rank", true, 1, kMaxDim));
+      std::int64_t period = 8, offset = 4, eperiod = 2, eoffset = 1;
+      set(period, get_int(c, cfg, p, "attn_layer_period", false, 1, 1'000'000));
+      set(offset, get_int(c, cfg, p, "attn_layer_offset", false, 0, 1'000'000));
+      set(eperiod, get_int(c, cfg, p, "expert_layer_period", false, 1, 1'000'000));
+      set(eoffset, get_int(c, cfg, p, "expert_layer_offset", false, 0, 1'000'000));
+      m.layer_pattern.assign(static_cast<std::size_t>(period), LayerAttention::linear);
+      if (offset < period) m.layer_pattern[static_cast<std::size_t>(offset)] = LayerAttention::full;
+      set(m.moe.num_experts, get_int(c, cfg, p, "num_experts", true, 1, 1'000'000));
+      set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
+      m.moe.expert_intermediate_size = m.intermediate_size;
+      // Layer l is MoE when l % period == offset, i.e. (l + period - offset) % period == 0.
+      m.moe.layer_frequency = eperiod;
+      m.moe.layer_offset = (eperiod - eoffset % eperiod) % eperiod;
+    }
+  }
   const bool gdn = t == "qwen3_next" || t.rfind("qwen3_5", 0) == 0;
   if (gdn) {
     // Gated DeltaNet layers with a gated full-attention layer every full_attention_interval-th layer
@@ -446,7 +503,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     m.moe.router_bias = m.moe.expert_bias = true;
     m.qkv_bias = m.o_bias = m.attention_sinks = true;
   }
-  const bool dense_layers_too = t == "deepseek_v2" || t == "deepseek_v3" || t == "deepseek_v32" || t == "glm4_moe" ||
+  const bool dense_layers_too = t == "deepseek_v2" || t == "deepseek_v3" || t == "deepseek_v32" || t == "glm4_moe" || t == "jamba" ||
                                 (t == "llama4_text" && m.moe.layer_frequency > 1);
   if (m.moe.enabled() && !dense_layers_too) m.intermediate_size = 0;
 

@@ -21,7 +21,9 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
       {"attention",
        {"type", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "o_bias", "qk_norm", "sinks", "sliding_window",
         "layer_pattern", "chunk_size", "index_head_dim", "output_gate"}},
-      {"linear_attention", {"num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "conv_kernel", "state_dtype"}},
+      {"linear_attention",
+       {"kind", "num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "num_heads", "head_dim",
+        "intermediate_size", "state_size", "n_groups", "dt_rank", "conv_bias", "proj_bias", "conv_kernel", "state_dtype"}},
       {"mla", {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}},
       {"moe",
        {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_intermediate_size",
@@ -148,11 +150,36 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   const YAML::Node la = get_map(c, root, "", "linear_attention", linear);
   check_keys(c, la, "linear_attention", keys.at("linear_attention"));
   if (la.IsMap() && !linear) c.error(la, "linear_attention", "only valid with linear layers in attention.layer_pattern");
-  set(m.linear.num_key_heads, get_int(c, la, "linear_attention", "num_key_heads", true, 1, kMaxDim));
-  set(m.linear.num_value_heads, get_int(c, la, "linear_attention", "num_value_heads", true, 1, kMaxDim));
-  set(m.linear.key_head_dim, get_int(c, la, "linear_attention", "key_head_dim", true, 1, kMaxDim));
-  set(m.linear.value_head_dim, get_int(c, la, "linear_attention", "value_head_dim", true, 1, kMaxDim));
-  set(m.linear.conv_kernel, get_int(c, la, "linear_attention", "conv_kernel", true, 2, 1'000'000));
+  using LK = LinearAttentionSpec::Kind;
+  if (auto k = get_string(c, la, "linear_attention", "kind", false)) {
+    if (*k == "gated_delta_net") m.linear.kind = LK::gated_delta_net;
+    else if (*k == "mamba2") m.linear.kind = LK::mamba2;
+    else if (*k == "mamba1") m.linear.kind = LK::mamba1;
+    else c.error(la["kind"], "linear_attention.kind", "expected gated_delta_net, mamba2 or mamba1, got '" + *k + "'");
+  }
+  const bool gdn = m.linear.kind == LK::gated_delta_net, m2 = m.linear.kind == LK::mamba2, m1 = m.linear.kind == LK::mamba1;
+  const char* la_path = "linear_attention";
+  set(m.linear.num_key_heads, get_int(c, la, la_path, "num_key_heads", gdn, 1, kMaxDim));
+  set(m.linear.num_value_heads, get_int(c, la, la_path, "num_value_heads", gdn, 1, kMaxDim));
+  set(m.linear.key_head_dim, get_int(c, la, la_path, "key_head_dim", gdn, 1, kMaxDim));
+  set(m.linear.value_head_dim, get_int(c, la, la_path, "value_head_dim", gdn, 1, kMaxDim));
+  set(m.linear.num_value_heads, get_int(c, la, la_path, "num_heads", m2, 1, kMaxDim));
+  set(m.linear.value_head_dim, get_int(c, la, la_path, "head_dim", m2, 1, kMaxDim));
+  set(m.linear.intermediate_size, get_int(c, la, la_path, "intermediate_size", m1 || m2, 1, kMaxDim));
+  set(m.linear.state_size, get_int(c, la, la_path, "state_size", m1 || m2, 1, kMaxDim));
+  set(m.linear.n_groups, get_int(c, la, la_path, "n_groups", false, 1, kMaxDim));
+  set(m.linear.dt_rank, get_int(c, la, la_path, "dt_rank", m1, 1, kMaxDim));
+  set(m.linear.conv_bias, get_bool(c, la, la_path, "conv_bias", false));
+  set(m.linear.proj_bias, get_bool(c, la, la_path, "proj_bias", false));
+  if (la.IsMap()) {
+    const std::pair<const char*, bool> only[] = {{"num_key_heads", gdn}, {"num_value_heads", gdn}, {"key_head_dim", gdn},
+                                                 {"value_head_dim", gdn}, {"num_heads", m2}, {"head_dim", m2},
+                                                 {"intermediate_size", m1 || m2}, {"state_size", m1 || m2}, {"n_groups", m2},
+                                                 {"dt_rank", m1}, {"conv_bias", m1 || m2}, {"proj_bias", m1 || m2}};
+    for (const auto& [k, ok] : only)
+      if (!ok && present(la, k)) c.error(la[k], std::string("linear_attention.") + k, "does not apply to this kind of layer");
+  }
+  set(m.linear.conv_kernel, get_int(c, la, la_path, "conv_kernel", true, 2, 1'000'000));
   if (auto sd = get_string(c, la, "linear_attention", "state_dtype", false)) {
     auto dt = parse_dtype(*sd);
     if (!dt || (*dt != DType::auto_ && !info(*dt).activation_ok))

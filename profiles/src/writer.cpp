@@ -91,12 +91,29 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   }
   if (has_linear_layers(m)) {
     const auto& a = m.linear;
-    o << "linear_attention:       # Gated DeltaNet: a fixed-size state per request\n";
-    o << "  num_key_heads: " << a.num_key_heads << "        # linear_num_key_heads\n";
-    o << "  num_value_heads: " << a.num_value_heads << "      # linear_num_value_heads\n";
-    o << "  key_head_dim: " << a.key_head_dim << "\n";
-    o << "  value_head_dim: " << a.value_head_dim << "\n";
-    o << "  conv_kernel: " << a.conv_kernel << "           # linear_conv_kernel_dim\n";
+    using LK = LinearAttentionSpec::Kind;
+    o << "linear_attention:       # a fixed-size state per request\n";
+    if (a.kind == LK::gated_delta_net) {
+      o << "  kind: gated_delta_net\n";
+      o << "  num_key_heads: " << a.num_key_heads << "        # linear_num_key_heads\n";
+      o << "  num_value_heads: " << a.num_value_heads << "      # linear_num_value_heads\n";
+      o << "  key_head_dim: " << a.key_head_dim << "\n";
+      o << "  value_head_dim: " << a.value_head_dim << "\n";
+    } else {
+      o << "  kind: " << (a.kind == LK::mamba2 ? "mamba2" : "mamba1") << "\n";
+      if (a.kind == LK::mamba2) {
+        o << "  num_heads: " << a.num_value_heads << "          # mamba_n_heads\n";
+        o << "  head_dim: " << a.value_head_dim << "            # mamba_d_head\n";
+        o << "  n_groups: " << a.n_groups << "              # mamba_n_groups\n";
+      } else {
+        o << "  dt_rank: " << a.dt_rank << "             # mamba_dt_rank\n";
+      }
+      o << "  intermediate_size: " << a.intermediate_size << "   # mamba_expand x hidden_size\n";
+      o << "  state_size: " << a.state_size << "          # mamba_d_state\n";
+      if (a.conv_bias) o << "  conv_bias: true\n";
+      if (a.proj_bias) o << "  proj_bias: true\n";
+    }
+    o << "  conv_kernel: " << a.conv_kernel << "           # linear_conv_kernel_dim / mamba_d_conv\n";
     if (a.state_dtype != DType::auto_) o << "  state_dtype: " << name(a.state_dtype) << "      # mamba_ssm_dtype\n";
   }
   if (m.attention == AttentionType::mla) {

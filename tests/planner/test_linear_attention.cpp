@@ -197,3 +197,54 @@ TEST_CASE("the simulator charges each admitted request its state blocks from the
   d.mamba_cache_mode = Deployment::MambaCache::none;
   CHECK(sim::replica_config(plan_memory(m, profiles::resolve_gpu("h200"), d, {32768})).state_blocks_per_request == 3);
 }
+
+TEST_CASE("Mamba hybrids: Granite 4.0 H (Mamba-2) and Jamba (Mamba-1)", "[linear][kv_cache][hf]") {
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  // Granite-4.0-H-Small: 36 Mamba-2 + 4 attention layers, 8 KV heads x 128, d_inner 8192, d_state 128, 1 group.
+  // Published 32B total / 9B active; vLLM logged "Setting attention block size to 528 tokens" and "Padding mamba
+  // page size by 0.69%" for ibm-granite/granite-4.0-h-small (a public start-up log of v0.11.1).
+  const auto granite = profiles::load_model_file(kData + "granite-4.0-h-small-geometry.json");
+  CHECK(granite.linear.kind == LinearAttentionSpec::Kind::mamba2);
+  CHECK(static_cast<double>(param_counts(granite).total) == Approx(32e9).epsilon(0.01));
+  CHECK(static_cast<double>(param_counts(granite).active) == Approx(9e9).epsilon(0.03));
+  Deployment d;
+  d.max_model_len = 32768;
+  d.kv_cache_memory_bytes = {20ull << 30};
+  auto p = plan_memory(granite, g, d, {32768});
+  // conv 3 x (8192 + 2 x 128) + recurrent 128 heads x 64 x 128, bf16.
+  CHECK(p.dep.linear_state_bytes == 2ull * (3 * 8448 + 128 * 64 * 128));
+  CHECK(p.dep.block_size == 528);
+  CHECK(100.0 * static_cast<double>(p.dep.linear_state_page_bytes - p.dep.linear_state_bytes) /
+            static_cast<double>(p.dep.linear_state_bytes) == Approx(0.69).margin(0.005));
+  CHECK(p.kv_groups.size() == 10);  // 9 groups of 4 state layers + 1 of the 4 attention layers
+  // One group does not divide TP 2: vLLM pads the groups to 2 (extra_groups_for_head_shards).
+  d.tensor_parallel_size = 2;
+  p = plan_memory(granite, g, d, {32768});
+  CHECK(p.dep.linear_state_bytes == 2ull * (3 * (8192 + 2 * 2 * 128) / 2 + 64 * 64 * 128));
+
+  // Jamba 1.5 Mini: Mamba-1 with an attention layer every 8th (offset 4), MoE every 2nd (offset 1):
+  // published 52B total / 12B active.
+  const auto jamba = profiles::load_model_file(kData + "AI21-Jamba-1.5-Mini-geometry.json");
+  CHECK(jamba.linear.kind == LinearAttentionSpec::Kind::mamba1);
+  CHECK(layer_attention(jamba, 4) == LayerAttention::full);
+  CHECK(layer_attention(jamba, 3) == LayerAttention::linear);
+  CHECK(layer_is_moe(jamba, 1));
+  CHECK_FALSE(layer_is_moe(jamba, 2));
+  CHECK(static_cast<double>(param_counts(jamba).total) == Approx(52e9).epsilon(0.01));
+  CHECK(static_cast<double>(param_counts(jamba).active) == Approx(12e9).epsilon(0.02));
+  Deployment j;
+  j.tensor_parallel_size = 2;
+  j.max_model_len = 32768;
+  j.kv_cache_memory_bytes = {20ull << 30};
+  p = plan_memory(jamba, g, j, {32768});
+  // conv 8192 / 2 x 3 + recurrent 8192 / 2 x 16, bf16; a 2 KiB attention token on a TP-2 rank: 16 x cdiv(., 32 KiB).
+  CHECK(p.dep.linear_state_bytes == 2ull * (4096 * 3 + 4096 * 16));
+  CHECK(p.dep.block_size == 80);
+  // Both round-trip through the YAML profile.
+  for (const auto* mm : {&granite, &jamba}) {
+    const auto back = profiles::parse_model(profiles::to_yaml(*mm), "round-trip.yaml");
+    CHECK(back.linear.kind == mm->linear.kind);
+    CHECK(param_counts(back).total == param_counts(*mm).total);
+    CHECK(linear_state_bytes_per_rank(back, 1, DType::bf16) == linear_state_bytes_per_rank(*mm, 1, DType::bf16));
+  }
+}

@@ -22,22 +22,40 @@ enum class LayerAttention : std::uint8_t {
   linear,   ///< linear attention / state space (Qwen3-Next Gated DeltaNet): a fixed-size state per request, no KV
 };
 
-/// Gated DeltaNet linear-attention layers (Qwen3-Next, Qwen3.5; config.json linear_* keys). Each keeps,
-/// per request, a causal-conv state of (conv_kernel - 1) x conv_dim and a recurrent state of
-/// num_value_heads x value_head_dim x key_head_dim, whatever the context length
-/// (vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape).
+/// Linear-attention / state-space layers: per request a causal-conv state and a recurrent state whatever the
+/// context length (vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator):
+///   gated_delta_net  Qwen3-Next, Qwen3.5 (config.json linear_* keys): conv (conv_kernel - 1) x conv_dim,
+///                    recurrent num_value_heads x value_head_dim x key_head_dim
+///   mamba2           Granite 4.0 H, Falcon-H1, Nemotron-H (mamba_* keys): conv (conv_kernel - 1) x (intermediate +
+///                    2 n_groups state), recurrent num_heads x head_dim x state
+///   mamba1           Jamba: conv intermediate x (conv_kernel - 1), recurrent intermediate x state
 struct LinearAttentionSpec {
-  i64 num_key_heads = 0;    ///< linear_num_key_heads
-  i64 num_value_heads = 0;  ///< linear_num_value_heads
-  i64 key_head_dim = 0;     ///< linear_key_head_dim
-  i64 value_head_dim = 0;   ///< linear_value_head_dim
-  i64 conv_kernel = 0;      ///< linear_conv_kernel_dim
+  enum class Kind : std::uint8_t { gated_delta_net, mamba2, mamba1 };
+  Kind kind = Kind::gated_delta_net;
+  i64 num_key_heads = 0;    ///< gated_delta_net: linear_num_key_heads
+  i64 num_value_heads = 0;  ///< gated_delta_net: linear_num_value_heads; mamba2: mamba_n_heads
+  i64 key_head_dim = 0;     ///< gated_delta_net: linear_key_head_dim
+  i64 value_head_dim = 0;   ///< gated_delta_net: linear_value_head_dim; mamba2: mamba_d_head
+  i64 intermediate_size = 0;///< mamba: mamba_expand x hidden_size (d_inner)
+  i64 state_size = 0;       ///< mamba: mamba_d_state
+  i64 n_groups = 1;         ///< mamba2: mamba_n_groups
+  i64 dt_rank = 0;          ///< mamba1: mamba_dt_rank
+  bool conv_bias = false;   ///< mamba: mamba_conv_bias
+  bool proj_bias = false;   ///< mamba: mamba_proj_bias
+  i64 conv_kernel = 0;      ///< linear_conv_kernel_dim / mamba_d_conv
   /// mamba_ssm_dtype of config.json (Qwen3.5: float32): the recurrent state's dtype; auto: the model dtype
   /// (vLLM Qwen3_5ForConditionalGenerationConfig copies it into --mamba-ssm-cache-dtype).
   DType state_dtype = DType::auto_;
-  /// conv_dim: the q, k and v channels the short convolution runs over (key_dim x 2 + value_dim).
-  i64 conv_dim() const { return key_head_dim * num_key_heads * 2 + value_head_dim * num_value_heads; }
-  bool enabled() const { return num_value_heads > 0; }
+  /// The channels the short convolution runs over (before tensor parallelism; mamba2 without group padding).
+  i64 conv_dim() const {
+    switch (kind) {
+      case Kind::gated_delta_net: return key_head_dim * num_key_heads * 2 + value_head_dim * num_value_heads;
+      case Kind::mamba2: return intermediate_size + 2 * n_groups * state_size;
+      case Kind::mamba1: return intermediate_size;
+    }
+    return 0;
+  }
+  bool enabled() const { return conv_kernel > 0; }
 };
 
 struct MlaSpec {
