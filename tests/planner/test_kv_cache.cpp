@@ -100,6 +100,20 @@ TEST_CASE("vLLM test_estimate_max_model_len: Qwen1.5-7B shapes in 8 GiB", "[kv_c
   CHECK(worker_estimate_max_model_len(w, gs, 8ll << 30, 16383, 32768) == 16383);
 }
 
+TEST_CASE("vLLM test_init_kv_cache_without_kv_sharing (tests/v1/worker/test_gpu_model_runner.py)", "[kv_cache][vllm-port]") {
+  // Two Attention layers of 8 heads x 64, float16, block 16: a 32 KiB page each.
+  const std::vector<KvLayerSpec> specs(2, KvLayerSpec{KvSpecKind::full, 16, 16 * 2 * 8 * 64 * 2, 0});
+  const auto gs = kv_cache_groups(specs, true);
+  REQUIRE(gs.size() == 1);
+  CHECK(gs[0].layers == std::vector<i64>{0, 1});
+  const auto w = worker_layout(gs, specs, std::vector<bool>(2, true));
+  // "num_expected_blocks = 327680  # 20GB / 32KB / 2 (num layers)"; one tensor per layer of available // 2.
+  CHECK(worker_num_blocks(w, 20ll << 30) == 327'680);
+  CHECK(w.block_bytes == 2 * 32768);
+  // estimate_max_model_len(vllm_config, kv_cache_spec, 5 GiB) with max_model_len 3,000,000: 1,310,720.
+  CHECK(worker_estimate_max_model_len(w, gs, 5ll << 30, 3'000'000, 8192) == 1'310'720);
+}
+
 TEST_CASE("vLLM test_get_max_concurrency_for_kv_cache_config", "[kv_cache][vllm-port]") {
   // max_model_len 16384, max_num_batched_tokens 1024; specs of 32 KV heads x 128, float16, block 16.
   const u64 page = 16 * 2 * 32 * 128 * 2;
