@@ -106,7 +106,9 @@ int cmd_size(const std::vector<std::string>& args) {
     ("prompt-tokens", po::value<std::string>(), "mean prompt tokens per request (e.g. 2K)")
     ("output-tokens", po::value<std::string>(), "mean output tokens per request")
     ("rate", po::value<std::string>(), "open loop: requests per second over the whole cluster (overrides the file's)")
-    ("concurrent-users", po::value<std::string>(), "closed loop: users each sending the next request as the last ends");
+    ("concurrent-users", po::value<std::string>(), "closed loop: users each sending the next request as the last ends")
+    ("max-concurrency", po::value<std::string>(), "the same as --concurrent-users, in vllm bench serve's words (no think time; "
+                                                  "`kvcap simulate --max-concurrency N --think-time T` runs one)");
   po::options_description targets("Targets");
   targets.add_options()
     ("ttft-p", po::value<std::string>(), "TTFT target at the percentile --ttft-percentile (e.g. 2s, 800ms)")
@@ -174,20 +176,27 @@ int cmd_size(const std::vector<std::string>& args) {
     w.prompt_tokens = static_cast<double>(parse_tokens(str("prompt-tokens"), "--prompt-tokens"));
     w.output_tokens = static_cast<double>(parse_tokens(str("output-tokens"), "--output-tokens"));
   }
-  if (vm.count("rate") && vm.count("concurrent-users"))
-    throw UsageError("--rate and --concurrent-users: give one (open loop: a rate; closed loop: a number of users)");
+  if (vm.count("concurrent-users") && vm.count("max-concurrency"))
+    throw UsageError("--concurrent-users and --max-concurrency name the same thing: give one");
+  const char* users_flag = vm.count("max-concurrency") ? "max-concurrency" : "concurrent-users";
+  if (vm.count("rate") && vm.count(users_flag))
+    throw UsageError(std::string("--rate and --") + users_flag + ": give one (open loop: a rate; closed loop: a number of users)");
   if (vm.count("rate")) {
     w.arrival_rate_per_s = parse_real(str("rate"), "--rate", "a positive number of requests per second such as 10 or 0.5", kPositive);
     w.concurrent_users = 0;
     if (!spec) w.arrival_scv = 1;
-  } else if (vm.count("concurrent-users")) {
-    w.concurrent_users = parse_int(str("concurrent-users"), "--concurrent-users", 1);
+  } else if (vm.count(users_flag)) {
+    w.concurrent_users = parse_int(str(users_flag), std::string("--") + users_flag, 1);
     w.arrival_rate_per_s = 0;
   } else if (!spec) {
     throw UsageError("give --rate R (requests per second, open loop) or --concurrent-users U (closed loop)");
-  } else if (!(w.arrival_rate_per_s > 0)) {
+  } else if (!(w.arrival_rate_per_s > 0) && w.concurrent_users == 0) {
     throw UsageError("--workload: the file has no arrival rate; give --rate or --concurrent-users");
   }
+  if (spec && spec->arrival.kind == ArrivalProcess::Kind::closed && spec->arrival.think_time_s > 0 && w.concurrent_users > 0)
+    std::cerr << "kvcap size: note: the workload's think time (" << spec->arrival.think_time_s
+              << " s) is not in size's queueing model: its " << w.concurrent_users
+              << " clients are sized as always busy (conservative); kvcap simulate runs the think time\n";
 
   SizingTargets t;
   t.ttft_percentile = parse_percentile(str("ttft-percentile"), "--ttft-percentile");

@@ -95,3 +95,6 @@ kvcap_golden(err_simulate_too_many_requests 2 simulate --model llama-3.1-8b --gp
 kvcap_golden(simulate_goodput_rejected 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 2K --rate 4 --prompt-tokens uniform:1K-3K --output-tokens 64 --num-requests 100 --ttft-target 1s --no-wall-time)
 kvcap_golden(simulate_csv_hostile_name 0 simulate --model %DATA%/hostile-name-model.yaml --gpu h100-sxm --rate 2 --prompt-tokens 1K --output-tokens 16 --num-requests 20 --format csv --no-wall-time)
 kvcap_golden(err_workload_prefix_longer_than_prompts 1 simulate --model llama-3.1-8b --gpu h100-sxm --workload %DATA%/workload_prefix_too_long.yaml --num-requests 10)
+# size --max-concurrency is --concurrent-users in vllm bench serve's words: the same output as size_closed_csv.
+kvcap_golden(size_closed_csv_max_concurrency 0 size --model mixtral-8x7b --prompt-tokens 1K --output-tokens 512 --max-concurrency 200 --ttft-p 1s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,a100-80gb --max-pp 1 --price h100-sxm=2.2 --top 3 --format csv)
+kvcap_golden(err_size_users_twice 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --max-concurrency 8 --concurrent-users 8 --ttft-p 1s --tpot 50ms)
