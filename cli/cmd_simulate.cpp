@@ -638,7 +638,11 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const std::string client_start = str("client-start");
   if (client_start != "staggered" && client_start != "together")
     throw UsageError("--client-start: expected staggered or together, got '" + client_start + "'");
-  if (cfg.max_concurrency > 0 && client_start == "staggered") {
+  // A run of fewer than 2N requests is one wave of the benchmark: its clients do start together.
+  const bool one_wave = limits.num_requests && *limits.num_requests < 2ull * cfg.max_concurrency;
+  if (cfg.max_concurrency > 0 && client_start == "staggered" && one_wave)
+    info.workload_desc += "; clients together (fewer than 2 x " + grouped(cfg.max_concurrency) + " requests: one wave)";
+  if (cfg.max_concurrency > 0 && client_start == "staggered" && !one_wave) {
     cfg.client_stagger_s = sim::closed_loop_cycle_s(speed, cfg.max_concurrency, std::llround(std::max(1.0, mean_prompt)),
                                                     std::llround(std::max(1.0, mean_output)), cfg.think_time_s);
     info.workload_desc += "; clients staggered over " + fixed(cfg.client_stagger_s, 2) + " s";

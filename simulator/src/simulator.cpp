@@ -48,10 +48,16 @@ bool overloaded(const SimResult& r, bool closed_loop) {
 }
 
 double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens, i64 output_tokens, double think_time_s) {
-  const i64 batch = std::max<i64>(1, std::min(clients, c.plan.dep.max_num_seqs));
   const i64 prompt = std::max<i64>(1, std::min(prompt_tokens, c.plan.dep.max_model_len - 1));
   const i64 output = std::max<i64>(1, std::min(output_tokens, c.plan.dep.max_model_len - prompt));
-  return estimate_request(c, batch, prompt, output).e2e_s + think_time_s;
+  // At most what the engine runs at once: max_num_seqs and the requests its KV cache holds at full length.
+  const double fit = concurrency_at(c.model, c.plan, prompt + output);
+  const i64 cap = std::max<i64>(1, std::min<i64>(c.plan.dep.max_num_seqs, std::isfinite(fit) ? static_cast<i64>(fit) : clients));
+  const i64 batch = std::max<i64>(1, std::min(clients, cap));
+  // Little's law: beyond what runs at once, the clients wait their turn, and a cycle takes clients / throughput.
+  const double e2e = estimate_request(c, batch, prompt, output).e2e_s;
+  const double cycle = clients > batch ? e2e * static_cast<double>(clients) / static_cast<double>(batch) : e2e;
+  return cycle + think_time_s;
 }
 
 ReplicaConfig replica_config(const MemoryPlan& plan) {

@@ -85,8 +85,9 @@ struct SimConfig {
 };
 
 /// One client's cycle in a closed loop of `clients` (the spread of a desynchronised loop): the planner's
-/// end-to-end estimate of a request of `prompt` + `output` tokens among min(clients, max_num_seqs) in flight,
-/// plus the think time.
+/// end-to-end estimate of a request of `prompt` + `output` tokens among the requests the engine runs at once
+/// (min(clients, max_num_seqs, what the KV cache holds)), times clients / that batch when the clients outnumber it
+/// (Little's law), plus the think time.
 double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens, i64 output_tokens, double think_time_s);
 
 /// Time-weighted over [first arrival, end] unless said otherwise.
