@@ -87,9 +87,13 @@ void BlockManager::allocate(std::vector<std::uint32_t>& table, i64 n) {
   }
 }
 
-void BlockManager::free(std::vector<std::uint32_t>& table) {
+void BlockManager::free(std::vector<std::uint32_t>& table) { free_tail(table, static_cast<i64>(table.size())); }
+
+void BlockManager::free_tail(std::vector<std::uint32_t>& table, i64 n) {
+  if (n < 0 || n > static_cast<i64>(table.size()))
+    throw std::logic_error("BlockManager::free_tail: " + std::to_string(n) + " of " + std::to_string(table.size()) + " blocks");
   // Reverse order: a request's tail blocks are evicted before its head (prefix) blocks.
-  for (auto it = table.rbegin(); it != table.rend(); ++it) {
+  for (auto it = table.rbegin(); it != table.rbegin() + n; ++it) {
     const std::uint32_t b = *it;
     if (ref_[b] == 0) throw std::logic_error("BlockManager::free: block " + std::to_string(b) + " freed twice");
     if (--ref_[b] == 0) {
@@ -101,7 +105,7 @@ void BlockManager::free(std::vector<std::uint32_t>& table) {
       }
     }
   }
-  table.clear();
+  table.resize(table.size() - static_cast<std::size_t>(n));
 }
 
 i64 BlockManager::find_prefix(std::int32_t group, i64 prefix_tokens, i64 max_tokens,

@@ -60,24 +60,35 @@ double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens
   return cycle + think_time_s;
 }
 
+i64 ReplicaConfig::side_blocks(i64 tokens, i64 step_tokens) const {
+  if (local_groups.empty() && state_blocks_per_request == 0) return 0;
+  u64 blocks = static_cast<u64>(state_blocks_per_request);
+  for (const auto& g : local_groups)
+    blocks = add(blocks, spec_blocks_per_request(g, std::max<i64>(1, tokens), std::max<i64>(1, step_tokens)), "side blocks");
+  return static_cast<i64>(ceil_div(blocks, static_cast<u64>(std::max<i64>(1, full_groups))));
+}
+
 ReplicaConfig replica_config(const MemoryPlan& plan) {
   ReplicaConfig c;
   if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");
-  // One block table per request: with vLLM's hybrid KV cache manager (several KV cache groups sharing
-  // the pool) a request holds blocks in every group, so each group gets an equal share of the pool and
-  // every token is charged as full attention would charge it — conservative for sliding-window and
-  // chunked groups, which hold fewer (docs/memory-model.md, "Where kvcap and vLLM differ").
-  // Linear-attention state groups (Qwen3-Next, Qwen3.5) hold a fixed number of blocks per request
-  // instead: they are charged at admission from the same pool, the token groups share the rest.
-  std::size_t token_groups = 0;
+  // vLLM's hybrid KV cache manager: groups share one pool. The block table is the full-attention groups' (a table
+  // entry = one block in each of them); sliding-window and chunked-local groups hold a bounded number of blocks
+  // per request (the planner's spec_blocks_per_request: the window plus one step's tokens), linear-attention
+  // groups a fixed one or two; both are taken beside the table, in entries. Without a full-attention group the
+  // first group is the table (its tokens charged as full attention would charge them: conservative).
+  const KvCacheGroup* table = nullptr;
+  i64 full = 0;
+  for (const auto& g : plan.kv_groups)
+    if (g.spec.kind == KvSpecKind::full) table = table ? table : &g, ++full;
+  if (!table && !plan.kv_groups.empty()) table = &plan.kv_groups.front(), full = 1;
   for (const auto& g : plan.kv_groups) {
+    if (&g == table || g.spec.kind == KvSpecKind::full) continue;
     if (g.spec.kind == KvSpecKind::mamba) c.state_blocks_per_request += g.spec.state_blocks;
-    else ++token_groups;
+    else c.local_groups.push_back(g.spec);
   }
-  token_groups = std::max<std::size_t>(1, token_groups);
-  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / token_groups);
-  c.state_blocks_per_request = (c.state_blocks_per_request + static_cast<i64>(token_groups) - 1) / static_cast<i64>(token_groups);
-  c.block_size = plan.dep.block_size;
+  c.full_groups = std::max<i64>(1, full);
+  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / static_cast<u64>(c.full_groups));
+  c.block_size = table ? table->spec.block_size : plan.dep.block_size;
   c.max_num_batched_tokens = plan.dep.max_num_batched_tokens;
   c.max_num_seqs = plan.dep.max_num_seqs;
   c.max_model_len = plan.dep.max_model_len;
@@ -158,13 +169,20 @@ class Replica {
       const i64 n = std::min(r.num_tokens - r.computed, budget);  // chunked prefill: at most the budget
       bool can_schedule = true;
       while (true) {
-        // kv_cache_manager.allocate_slots: all or nothing.
-        const i64 need = kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
+        // kv_cache_manager.allocate_slots: all or nothing, in every group.
+        const i64 table_need = kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
+        const i64 side_want = cfg_.side_blocks(r.computed + n, n);
+        const i64 side_need = std::max<i64>(0, side_want - static_cast<i64>(r.state_blocks.size()));
+        const i64 need = table_need + side_need;
         if (need <= static_cast<i64>(kv_.num_free())) {
-          if (need > 0) {
-            kv_.allocate(r.blocks, need);
-            sum_table_blocks_ += need;
+          if (table_need > 0) {
+            kv_.allocate(r.blocks, table_need);
+            sum_table_blocks_ += table_need;
           }
+          if (side_need > 0) kv_.allocate(r.state_blocks, side_need);
+          // Blocks that left the window go back (after a prefill chunk, a decode step needs fewer).
+          if (side_want < static_cast<i64>(r.state_blocks.size()))
+            kv_.free_tail(r.state_blocks, static_cast<i64>(r.state_blocks.size()) - side_want);
           break;
         }
         // Out of blocks: preempt the most recently admitted running request (self.running.pop()),
@@ -199,11 +217,11 @@ class Replica {
         const i64 hit_tokens = static_cast<i64>(hits_.size()) * cfg_.block_size;
         const i64 n = std::min(r.num_tokens - hit_tokens, budget);
         const i64 need = kv_.blocks_to_allocate(hits_.size(), hit_tokens + n);
-        const i64 state = cfg_.state_blocks_per_request;
-        if (need + state + evictable > static_cast<i64>(kv_.num_free())) break;  // cannot be scheduled: stop admitting
+        const i64 side = cfg_.side_blocks(hit_tokens + n, n);
+        if (need + side + evictable > static_cast<i64>(kv_.num_free())) break;  // cannot be scheduled: stop admitting
         kv_.take_prefix(r.blocks, hits_);
         kv_.allocate(r.blocks, need);
-        kv_.allocate(r.state_blocks, state);
+        kv_.allocate(r.state_blocks, side);
         sum_table_blocks_ += static_cast<i64>(r.blocks.size());
         waiting_.pop_front();
         waiting_tokens_ -= r.num_tokens;
@@ -495,11 +513,14 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
   if (rc.max_model_len < 2) throw SpecError("max_model_len", "must be >= 2 (a prompt token and an output token)");
   if (cfg.timeline_interval_s < 0 || !std::isfinite(cfg.timeline_interval_s))
     throw SpecError("timeline_interval_s", "must be a finite number >= 0");
-  if (rc.state_blocks_per_request < 0 || rc.state_blocks_per_request >= static_cast<i64>(rc.num_blocks))
+  if (rc.full_groups < 1) throw SpecError("full_groups", "must be >= 1");
+  const i64 side_max = rc.side_blocks(rc.max_model_len, rc.max_num_batched_tokens);
+  if (rc.state_blocks_per_request < 0 || side_max >= static_cast<i64>(rc.num_blocks))
     throw SpecError("num_blocks", "a replica's " + std::to_string(rc.num_blocks) + " KV blocks cannot hold one request's " +
-                                      std::to_string(rc.state_blocks_per_request) + " linear-attention state blocks and a token");
-  // A request can grow to what one replica's blocks hold beside its state blocks, and to max_model_len.
-  const u64 capacity_tokens = mul(static_cast<u64>(rc.num_blocks) - static_cast<u64>(rc.state_blocks_per_request),
+                                      std::to_string(side_max) + " sliding-window / state blocks and a token");
+  // A request can grow to what one replica's blocks hold beside its local-attention and state blocks, and to
+  // max_model_len.
+  const u64 capacity_tokens = mul(static_cast<u64>(rc.num_blocks) - static_cast<u64>(side_max),
                                   static_cast<u64>(rc.block_size), "KV capacity in tokens");
   const i64 max_len = std::min<i64>(rc.max_model_len, to_signed(capacity_tokens, "KV capacity in tokens"));
   if (rc.allocator == Allocator::contiguous &&

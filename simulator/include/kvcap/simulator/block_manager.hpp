@@ -56,6 +56,8 @@ class BlockManager {
   void allocate(std::vector<std::uint32_t>& table, i64 n);
   /// Releases every block of `table` (last block first) and clears it.
   void free(std::vector<std::uint32_t>& table);
+  /// Releases the last `n` blocks of `table` (the last first) and removes them (blocks a sliding window left).
+  void free_tail(std::vector<std::uint32_t>& table, i64 n);
 
   // ---- prefix cache --------------------------------------------------------------------------------
   /// Cached blocks for the start of a request of `group` whose prompt begins with `prefix_tokens` shared

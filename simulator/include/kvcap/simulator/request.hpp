@@ -39,7 +39,7 @@ struct Request {
   std::uint32_t preemptions = 0;
   bool truncated = false;      ///< output cut at max_model_len
   std::vector<std::uint32_t> blocks;  ///< block table (block ids of this replica's pool)
-  std::vector<std::uint32_t> state_blocks;  ///< linear-attention state blocks, held while admitted
+  std::vector<std::uint32_t> state_blocks;  ///< blocks outside the table (local-attention groups, states), held while admitted
 };
 
 }  // namespace kvcap::sim

@@ -34,6 +34,16 @@ struct ReplicaConfig {
   /// Linear-attention state blocks each admitted request holds beside its token blocks (one or two per
   /// state group, whatever the context; 0 for models without linear-attention layers).
   i64 state_blocks_per_request = 0;
+  /// vLLM's hybrid KV cache manager: the block table is that of the full-attention groups, `full_groups` of them
+  /// sharing the pool (a table entry stands for one block in each, `num_blocks` counts entries); sliding-window
+  /// and chunked-local groups (`local_groups`) hold a bounded number of blocks per request beside it, charged in
+  /// entries, rounded up.
+  i64 full_groups = 1;
+  std::vector<KvLayerSpec> local_groups;
+  /// Blocks (in table entries) a request holds outside its block table after a step that brings it to `tokens`
+  /// tokens with `step_tokens` of them computed in that step: per local group the window (or chunk) plus the
+  /// step's tokens (SlidingWindowManager frees the blocks that left the window), plus its state blocks.
+  i64 side_blocks(i64 tokens, i64 step_tokens) const;
   /// vLLM 0.6's multi-step scheduling (--num-scheduler-steps k): the scheduler plans k steps at once, so waiting
   /// requests are admitted only every k steps (or when nothing runs). 1: every step (vLLM V1, SGLang, TensorRT-LLM).
   i64 num_scheduler_steps = 1;
