@@ -116,7 +116,7 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("pipeline-parallel-size", po::value<std::string>()->default_value("1"), "pipeline-parallel size")
     ("gpu-memory-utilization", po::value<std::string>()->default_value("0.9"), "fraction of device memory vLLM may use")
     ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
-    ("quantization,q", po::value<std::string>()->default_value("auto"), "weight format: auto (checkpoint's), bf16, fp8, int4 (AWQ/GPTQ), mxfp4")
+    ("quantization,q", po::value<std::string>()->default_value("auto"), "weight format: auto (checkpoint's), bf16, fp8, int4 (AWQ/GPTQ), mxfp4, nvfp4 (fp4 GEMMs on GPUs with fp4 tensor cores)")
     ("kv-cache-dtype", po::value<std::string>()->default_value("auto"), "KV format: auto (= model dtype), bf16, fp16, fp8, fp8_e5m2, int8, int4, int2")
     ("block-size", po::value<std::string>()->default_value("16"), "tokens per KV block")
     ("max-model-len", po::value<std::string>(), "context limit per request (default: the model's max_position_embeddings); 32K = 32768, 32k = 32000")

@@ -18,6 +18,9 @@ namespace {
 // - int4 weights: AWQ/GPTQ with group_size 128: an fp16 scale and a packed 4-bit zero point per group
 //   (vllm/model_executor/layers/quantization/awq.py: qzeros, scales).
 // - mxfp4: OCP Microscaling Formats v1.0: 32 elements share one 8-bit E8M0 scale (gpt-oss experts).
+// - nvfp4: NVIDIA's FP4 (ModelOpt quant_algo NVFP4): e2m1 values, one fp8 e4m3 scale per 16 elements and one fp32
+//   scale per tensor (negligible): 4.5 bits per weight (NVIDIA Blackwell architecture technical brief; vLLM
+//   modelopt.py ModelOptNvFp4Config, group_size 16).
 // - int8 KV: one fp16 scale per token and head of 128 (the seed text's per-head layout: 2 bytes per
 //   128, 1.56%); int4 / int2 KV: KIVI (Liu et al., arXiv:2402.02750), groups of 32 with an fp16 scale
 //   and an fp16 zero point.
@@ -35,6 +38,7 @@ const std::vector<DTypeInfo> kTable = {
      "weights: AWQ/GPTQ group 128, fp16 scale + 4-bit zero; KV: KIVI group 32, fp16 scale + zero"},
     {DType::int2, "int2", 2, 0, 0, 32, 32, false, true, false, "KV only: KIVI group 32, fp16 scale + zero"},
     {DType::mxfp4, "mxfp4", 4, 32, 8, 0, 0, true, false, false, "OCP MX: E8M0 scale per 32"},
+    {DType::nvfp4, "nvfp4", 4, 16, 8, 0, 0, true, false, false, "NVIDIA fp4: e4m3 scale per 16 (+ fp32 per tensor)"},
 };
 
 std::string lower(std::string_view s) {
@@ -71,6 +75,7 @@ std::optional<DType> parse_dtype(std::string_view s) {
   if (v == "int4" || v == "awq" || v == "gptq" || v == "w4a16") return DType::int4;
   if (v == "int2") return DType::int2;
   if (v == "mxfp4") return DType::mxfp4;
+  if (v == "nvfp4" || v == "modelopt_fp4" || v == "fp4") return DType::nvfp4;
   return std::nullopt;
 }
 

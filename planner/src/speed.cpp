@@ -47,6 +47,8 @@ double dense_flops(const GpuSpec& g, DType d) {
     case DType::fp8:
     case DType::fp8_e5m2:
       return g.fp8_dense_flops > 0 ? g.fp8_dense_flops : g.bf16_dense_flops;
+    case DType::nvfp4:
+      return g.fp4_dense_flops > 0 ? g.fp4_dense_flops : g.bf16_dense_flops;
     case DType::fp16:
       return g.fp16_dense_flops > 0 ? g.fp16_dense_flops : g.bf16_dense_flops;
     case DType::fp32:
@@ -57,8 +59,11 @@ double dense_flops(const GpuSpec& g, DType d) {
 }
 
 /// The dtype the linear layers compute in: fp8 weights run fp8 GEMMs (W8A8, as vLLM does on GPUs with
-/// fp8 tensor cores); integer and fp4 formats are weight-only (dequantised to the activation dtype).
-DType gemm_dtype(const ResolvedDeployment& d) {
+/// fp8 tensor cores); NVFP4 weights run fp4 GEMMs (W4A4, activations quantised to NVFP4: vLLM's CUTLASS /
+/// FlashInfer NVFP4 path) where the GPU has fp4 tensor cores; integer and MX formats are weight-only
+/// (dequantised to the activation dtype).
+DType gemm_dtype(const ResolvedDeployment& d, const GpuSpec& g) {
+  if (d.weight_dtype == DType::nvfp4) return g.fp4_dense_flops > 0 ? DType::nvfp4 : d.dtype;
   switch (d.weight_dtype) {
     case DType::fp8:
     case DType::fp8_e5m2:
@@ -86,9 +91,11 @@ Rates rates(const SpeedContext& c, i64 tokens) {
   const auto& d = c.plan.dep;
   Rates r;
   const double bw = o.bandwidth_efficiency * g.memory_bandwidth_bytes_per_s;
-  const DType gd = gemm_dtype(d);
+  const DType gd = gemm_dtype(d, g);
   const double gemm_peak = dense_flops(g, gd);
-  const bool gemm_8bit = (gd == DType::fp8 || gd == DType::fp8_e5m2) && g.fp8_dense_flops > 0;
+  // fp4 GEMMs take the low-precision efficiency too (no fp4 measurement among the fixtures).
+  const bool gemm_8bit = ((gd == DType::fp8 || gd == DType::fp8_e5m2) && g.fp8_dense_flops > 0) ||
+                         (gd == DType::nvfp4 && g.fp4_dense_flops > 0);
   r.weight_bw = r.kv_bw = bw;
   r.gemm_flops = gemm_peak * (gemm_8bit ? o.compute_efficiency_8bit : o.compute_efficiency_16bit);
   r.attn_flops = dense_flops(g, d.dtype) * o.compute_efficiency_16bit;
@@ -106,7 +113,7 @@ Rates rates(const SpeedContext& c, i64 tokens) {
     if (gf > 0) {
       // The calibration's GEMM classes are measured with bf16 inputs (docs/calibration-format.md); an fp8
       // GEMM is credited the datasheet's fp8 / bf16 ratio on top.
-      r.gemm_flops = gemm_8bit ? gf * g.fp8_dense_flops / g.bf16_dense_flops : gf;
+      r.gemm_flops = gemm_8bit ? gf * dense_flops(g, gd) / g.bf16_dense_flops : gf;
       r.source.compute = "calibrated";
     }
     if (k.prefill_attention.flops_per_s > 0) r.attn_flops = k.prefill_attention.flops_per_s;

@@ -513,6 +513,14 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
       if (*qm == "fp8") m.quantization = DType::fp8;
       else if (*qm == "awq" || *qm == "gptq") m.quantization = DType::int4;
       else if (*qm == "mxfp4") m.quantization = DType::mxfp4;
+      else if (*qm == "modelopt_fp4") m.quantization = DType::nvfp4;  // vLLM's name for ModelOpt NVFP4
+      else if (*qm == "modelopt") {
+        // ModelOpt checkpoints name the format in quant_algo (hf_quant_config.json style): NVFP4 or FP8.
+        if (auto qa = get_string(c, root["quantization_config"], "quantization_config", "quant_algo", false)) {
+          if (*qa == "NVFP4") m.quantization = DType::nvfp4;
+          else if (*qa == "FP8") m.quantization = DType::fp8;
+        }
+      }
     }
   }
 

@@ -41,7 +41,7 @@ const std::map<std::string, std::vector<std::string>>& gpu_keys() {
        {"kind", "name", "display_name", "vendor", "architecture", "memory", "compute", "interconnect", "tdp_watts",
         "price_per_gpu_hour_usd", "sources"}},
       {"memory", {"cuda_total_bytes", "marketed", "marketed_bytes", "bandwidth_bytes_per_s"}},
-      {"compute", {"bf16_dense_flops", "fp16_dense_flops", "fp8_dense_flops", "int8_dense_ops", "fp32_flops"}},
+      {"compute", {"bf16_dense_flops", "fp16_dense_flops", "fp8_dense_flops", "fp4_dense_flops", "int8_dense_ops", "fp32_flops"}},
       {"interconnect", {"name", "bandwidth_bytes_per_s", "direction", "latency_s"}},
   };
   return k;
@@ -268,6 +268,7 @@ GpuSpec gpu_from_yaml(Ctx& c, const YAML::Node& root) {
   set(g.bf16_dense_flops, get_number(c, comp, "compute", "bf16_dense_flops", true, 1e6, 1e21));
   set(g.fp16_dense_flops, get_number(c, comp, "compute", "fp16_dense_flops", false, 0, 1e21));
   set(g.fp8_dense_flops, get_number(c, comp, "compute", "fp8_dense_flops", false, 0, 1e21));
+  set(g.fp4_dense_flops, get_number(c, comp, "compute", "fp4_dense_flops", false, 0, 1e21));
   set(g.int8_dense_ops, get_number(c, comp, "compute", "int8_dense_ops", false, 0, 1e21));
   set(g.fp32_flops, get_number(c, comp, "compute", "fp32_flops", false, 0, 1e21));
   const YAML::Node ic = get_map(c, root, "", "interconnect", false);

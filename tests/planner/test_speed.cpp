@@ -388,3 +388,27 @@ TEST_CASE("engine profiles: datasheet is the plain roofline, the fitted ones sta
   o.request_overhead_s = 0.04;
   CHECK(ttft_s(make_speed_context(m, g, Deployment{}, o), 1000) == Approx(base + 0.04));
 }
+
+TEST_CASE("NVFP4 weights: 4.5 bits each, fp4 GEMMs on Blackwell, weight-only on Hopper", "[speed][nvfp4]") {
+  CHECK(parse_dtype("nvfp4") == DType::nvfp4);
+  CHECK(parse_dtype("modelopt_fp4") == DType::nvfp4);
+  // e2m1 values plus one e4m3 scale per 16: 16 weights in 16 x 4 + 8 = 72 bits.
+  CHECK(weight_bytes(DType::nvfp4, 1'600'000) == 900'000);
+  const auto m = profiles::resolve_model("llama-3.1-70b");
+  Deployment d;
+  d.quantization = DType::nvfp4;
+  d.max_model_len = 8192;
+  const auto b200 = make_speed_context(m, profiles::resolve_gpu("b200"), d);
+  const auto h100 = make_speed_context(m, profiles::resolve_gpu("h100-sxm"), d);
+  const auto pb = prefill(b200, 2048), ph = prefill(h100, 2048);
+  // B200: fp4 tensor cores at 9 PFLOP/s dense x the low-precision efficiency; H100 has none: bf16 GEMMs.
+  CHECK(pb.total.gemm_flops / pb.total.gemm_s == Approx(9.0e15 * SpeedOptions{}.compute_efficiency_8bit).epsilon(0.01));
+  CHECK(ph.total.gemm_flops / ph.total.gemm_s == Approx(989.4e12 * SpeedOptions{}.compute_efficiency_16bit).epsilon(0.02));
+  // A ModelOpt NVFP4 checkpoint imports as nvfp4 weights.
+  const auto q = profiles::import_hf(
+      R"({"model_type":"llama","hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,)"
+      R"("num_key_value_heads":8,"vocab_size":128256,"max_position_embeddings":8192,)"
+      R"("quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}})",
+      "config.json");
+  CHECK(q.quantization == DType::nvfp4);
+}

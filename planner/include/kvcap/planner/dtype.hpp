@@ -22,6 +22,7 @@ enum class DType : std::uint8_t {
   int4,
   int2,
   mxfp4,     ///< OCP microscaling fp4 (gpt-oss expert weights)
+  nvfp4,     ///< NVIDIA fp4 (e2m1) with an fp8 scale per 16 elements (ModelOpt NVFP4 checkpoints)
 };
 
 struct DTypeInfo {

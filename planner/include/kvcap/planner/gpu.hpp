@@ -21,6 +21,7 @@ struct GpuSpec {
   double bf16_dense_flops = 0;     ///< dense tensor-core FLOP/s (no sparsity)
   double fp16_dense_flops = 0;
   double fp8_dense_flops = 0;      ///< 0: no fp8 tensor cores
+  double fp4_dense_flops = 0;      ///< 0: no fp4 tensor cores (NVFP4 weights then run weight-only, dequantised)
   double int8_dense_ops = 0;
   double fp32_flops = 0;
   std::string interconnect_name;
