@@ -126,6 +126,8 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("activation-peak-memory", po::value<std::string>(), "override the activation-peak estimate per rank (bytes or 4.7GiB)")
     ("non-torch-memory", po::value<std::string>(), "override the non-torch memory default per rank")
     ("shared-prefix-tokens", po::value<std::string>()->default_value("0"), "a common prefix held once (prefix caching)")
+    ("enable-expert-parallel", po::bool_switch(), "split a MoE model's routed experts over all GPUs (expert parallel over the data-parallel x "
+                                                   "tensor-parallel ranks, as vLLM's flag; give --num-gpus for the data-parallel size)")
     ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
     ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")
     ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto, none (1 state block per request and group), align (2, with prefix caching)")
@@ -225,6 +227,7 @@ Deployment deployment_from(const po::variables_map& vm) {
   if (vm.count("activation-peak-memory")) d.activation_peak_bytes = parse_bytes(str("activation-peak-memory"), "--activation-peak-memory");
   if (vm.count("non-torch-memory")) d.non_torch_bytes = parse_bytes(str("non-torch-memory"), "--non-torch-memory");
   d.shared_prefix_tokens = str("shared-prefix-tokens") == "0" ? 0 : parse_tokens(str("shared-prefix-tokens"), "--shared-prefix-tokens");
+  d.enable_expert_parallel = vm["enable-expert-parallel"].as<bool>();
   const bool off = vm["disable-hybrid-kv-cache-manager"].as<bool>(), on = vm["hybrid-chunked-local"].as<bool>();
   if (off && on) throw UsageError("--disable-hybrid-kv-cache-manager and --hybrid-chunked-local contradict each other; give one");
   if (off) d.hybrid_kv_cache_manager = Deployment::Hybrid::off;

@@ -50,7 +50,9 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
   o << terminal_text(m.display_name) << " (" << terminal_text(m.name) << ") on " << d.d.num_gpus << " x "
     << terminal_text(g.display_name) << "\n";
   o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
-    << (d.replicas == 1 ? " replica" : " replicas") << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
+    << (d.replicas == 1 ? " replica" : " replicas")
+    << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size) : "")
+    << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
     << ", block " << d.block_size << " tokens" << (d.block_size != d.d.block_size ? " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)" : "")
     << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len))
     << ", max_num_batched_tokens " << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
@@ -140,6 +142,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                      {"weight_dtype", std::string(name(d.weight_dtype))},
                      {"kv_cache_dtype", std::string(name(d.kv_dtype))},
                      {"block_size", d.block_size},
+                     {"expert_parallel_size", d.expert_parallel_size},
                      {"max_model_len", d.max_model_len},
                      {"max_num_batched_tokens", d.max_num_batched_tokens},
                      {"max_num_seqs", d.max_num_seqs},

@@ -142,6 +142,8 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (d.mamba_ssm_cache_dtype != DType::auto_ && !info(d.mamba_ssm_cache_dtype).activation_ok)
     throw SpecError("mamba_ssm_cache_dtype", "must be auto, fp32, bf16 or fp16 (got " + std::string(name(d.mamba_ssm_cache_dtype)) + ")");
   r.block_size = d.block_size;
+  // vLLM EP: the expert-parallel group is the data-parallel x tensor-parallel ranks of a stage.
+  if (d.enable_expert_parallel && m.moe.enabled()) r.expert_parallel_size = mul(tp, r.replicas, "expert-parallel size");
   if (has_linear_layers(m)) {
     const auto& a = m.linear;
     using K = LinearAttentionSpec::Kind;

@@ -125,7 +125,7 @@ u64 weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 
   auto account = [&](const std::vector<WeightTensor>& ts) {
     for (const auto& t : ts) {
       const DType dt = t.quantizable ? d.weight_dtype : d.dtype;
-      bytes = add(bytes, weight_bytes(dt, u(elements_per_rank(m, t, tp))), "weight bytes per rank");
+      bytes = add(bytes, weight_bytes(dt, u(elements_per_rank(m, t, tp, d.expert_parallel_size))), "weight bytes per rank");
     }
   };
   for (i64 l = first; l < first + layers[static_cast<std::size_t>(stage)]; ++l) account(layer_tensors(m, l));

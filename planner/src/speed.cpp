@@ -14,6 +14,16 @@ double dbl(u64 v) { return static_cast<double>(v); }
 // state update and S q, each d_k x d_v multiply-adds (Yang, Kautz, Hatamizadeh, "Gated Delta Networks", ICLR 2025).
 // Mamba-2, per head: the state update x B^T and the read-out C h, head_dim x state each (Dao & Gu, "Transformers
 // are SSMs", 2024); Mamba-1, per channel: discretisation, update and read-out over the state (Gu & Dao, 2023).
+// Expert parallelism (vllm --enable-expert-parallel): the data-parallel replicas whose tokens a rank's experts serve.
+i64 ep_token_scale(const SpeedContext& c) {
+  return c.plan.dep.expert_parallel_size > 1 ? c.plan.dep.replicas : 1;
+}
+
+// Expert parallelism: every MoE layer dispatches each token's hidden state to its top-k experts' ranks and combines
+// the results back (DeepEP / vLLM all2all backends): 2 x tokens x top-k x hidden x activation bytes x (EP-1)/EP per
+// rank and layer, over the interconnect, plus its latency twice (no overlap with compute).
+double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double tokens);
+
 double linear_flops_per_token_per_layer(const ModelSpec& m, i64 tp) {
   const auto& a = m.linear;
   if (!a.enabled()) return 0;
@@ -166,17 +176,19 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   const Rates r = rates(c, b.tokens);
 
   // Weights: every tensor of the stage's layers once, sharded as the memory model shards them; routed
-  // experts only in the expected fraction the step's tokens activate.
+  // experts only in the expected fraction the step's tokens activate. With expert parallelism a rank's experts
+  // serve the tokens of every data-parallel replica (balanced routing: the replicas' steps have this one's load).
+  const double ep_tokens = dbl(ep_token_scale(c));
   const double moe_frac =
-      m.moe.enabled() ? expected_active_experts(m.moe.num_experts, m.moe.experts_per_token, t) / dbl(m.moe.num_experts)
+      m.moe.enabled() ? expected_active_experts(m.moe.num_experts, m.moe.experts_per_token, t * ep_tokens) / dbl(m.moe.num_experts)
                       : 0;
   const double top_k_frac = m.moe.enabled() ? dbl(m.moe.experts_per_token) / dbl(m.moe.num_experts) : 0;
   auto account = [&](const WeightTensor& w, double flop_tokens) {
-    const u64 e = static_cast<u64>(elements_per_rank(m, w, tp));
+    const u64 e = static_cast<u64>(elements_per_rank(m, w, tp, d.expert_parallel_size));
     const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
     if (w.routed_expert) {
       b.weight_bytes += bytes * moe_frac;
-      b.gemm_flops += 2.0 * flop_tokens * dbl(e) * top_k_frac;
+      b.gemm_flops += 2.0 * flop_tokens * ep_tokens * dbl(e) * top_k_frac;
     } else {
       b.weight_bytes += bytes;
       b.gemm_flops += 2.0 * flop_tokens * dbl(e);
@@ -235,6 +247,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   // Tensor parallelism: two all-reduces of the hidden state per layer (after o_proj and after the MLP
   // down projection / MoE combine), one after the vocabulary-parallel embedding, and a gather of the
   // logits of the sampling requests.
+  b.communication_s += moe_all_to_all_s(c, st, t);
   if (tp > 1) {
     const double act = bytes_of(d.dtype);
     const double msg = t * dbl(m.hidden_size) * act;
@@ -312,6 +325,17 @@ DecodeStep decode_from(const SpeedContext& c, i64 batch, i64 micro_batches, cons
 void check_context(const SpeedContext& c, i64 s, const char* field) {
   positive_count(s, field);
   (void)c;
+}
+
+double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double tokens) {
+  const i64 ep = c.plan.dep.expert_parallel_size;
+  if (ep <= 1 || tokens <= 0) return 0;
+  i64 moe_layers = 0;
+  for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l) moe_layers += layer_is_moe(c.model, l) ? 1 : 0;
+  if (moe_layers == 0) return 0;
+  const double bytes = 2.0 * tokens * dbl(c.model.moe.experts_per_token) * dbl(c.model.hidden_size) * bytes_of(c.plan.dep.dtype) *
+                       dbl(ep - 1) / dbl(ep);
+  return dbl(moe_layers) * (bytes / c.gpu.interconnect_bandwidth_bytes_per_s + 2.0 * c.gpu.interconnect_latency_s);
 }
 }  // namespace
 
@@ -574,6 +598,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     per_pair_decode_ = per_pair_prefill_ = 2.0 * (2.0 * dbl(m.head_dim));
   }
   act_bytes_ = bytes_of(d.dtype);
+  ep_tokens_ = dbl(ep_token_scale(c));
   hidden_ = dbl(m.hidden_size);
   vocab_ = dbl(m.vocab_size);
   const double top_k_frac = moe_ ? dbl(top_k_) / dbl(num_experts_) : 0;
@@ -581,12 +606,13 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     const auto& st = c.plan.stages[s];
     Stage g;
     g.last = static_cast<i64>(s) == pp_ - 1;
+    g.stage_index = static_cast<i64>(s);
     auto account = [&](const WeightTensor& w, bool per_sample) {
-      const u64 e = static_cast<u64>(elements_per_rank(m, w, tp_));
+      const u64 e = static_cast<u64>(elements_per_rank(m, w, tp_, d.expert_parallel_size));
       const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
       const double flops = 2.0 * dbl(e) * (w.routed_expert ? top_k_frac : 1.0);
       (w.routed_expert ? g.weight_bytes_routed : g.weight_bytes_fixed) += bytes;
-      (per_sample ? g.gemm_flops_per_sample : g.gemm_flops_per_token) += flops;
+      (per_sample ? g.gemm_flops_per_sample : w.routed_expert ? g.gemm_flops_per_token_routed : g.gemm_flops_per_token) += flops;
     };
     for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
       for (const auto& w : layer_tensors(m, l)) account(w, false);
@@ -633,13 +659,14 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   const double t = dbl(load.tokens) * f;
   const i64 t_int = mbs == 1 ? load.tokens : (load.tokens + mbs - 1) / mbs;
   const double samples = dbl(load.samples) * f;
-  const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, t) / dbl(num_experts_) : 0;
+  const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, t * ep_tokens_) / dbl(num_experts_) : 0;
   const double gemm_rate_now = gemm_rate(t_int);
   bool first = true;
   double stage_total = 0;
   for (const auto& g : stages_) {
     const double weight_bytes = g.weight_bytes_fixed + g.weight_bytes_routed * moe_frac;
-    const double gemm_flops = g.gemm_flops_per_token * t + (g.last ? g.gemm_flops_per_sample * samples : 0.0);
+    const double gemm_flops = g.gemm_flops_per_token * t + g.gemm_flops_per_token_routed * t * ep_tokens_ +
+                              (g.last ? g.gemm_flops_per_sample * samples : 0.0);
     double kv_bytes = g.state_bytes_per_seq * dbl(load.sequences) * f, attn = g.linear_flops_per_token * t;
     for (int w = 0; w < 2; ++w) {
       kv_bytes += g.kv_bytes_per_token[w] * load.kv_read_tokens[w] * f;
@@ -651,9 +678,10 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     c.kv_read_s = kv_bytes / kv_bw_ + (kv_bytes > 0 ? dbl(g.attention_layers) * kv_t0_ : 0);
     c.gemm_s = gemm_flops / gemm_rate_now;
     c.attention_s = attn / attn_flops_;
+    c.communication_s = moe_all_to_all_s(ctx_, ctx_.plan.stages[static_cast<std::size_t>(g.stage_index)], t);
     if (tp_ > 1) {
       const double msg = t * hidden_ * act_bytes_;
-      c.communication_s = dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);
+      c.communication_s += dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);
       if (g.last && samples > 0) c.communication_s += ring_allgather_s(ctx_.gpu, tp_, samples * vocab_ * act_bytes_);
     }
     c.overhead_s = g.overhead_s;

@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "kvcap/planner/engine.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/params.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
@@ -411,4 +413,47 @@ TEST_CASE("NVFP4 weights: 4.5 bits each, fp4 GEMMs on Blackwell, weight-only on 
       R"("quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}})",
       "config.json");
   CHECK(q.quantization == DType::nvfp4);
+}
+
+TEST_CASE("expert parallelism: experts split over DP x TP ranks, each replica keeps its own KV", "[speed][ep]") {
+  const auto m = profiles::resolve_model("deepseek-v3");
+  const auto g = profiles::resolve_gpu("h200");
+  Deployment tp8;
+  tp8.tensor_parallel_size = 8;
+  tp8.max_model_len = 131072;
+  const auto a = plan_memory(m, g, tp8, {131072});
+  Deployment ep;
+  ep.num_gpus = 8;
+  ep.enable_expert_parallel = true;
+  ep.max_model_len = 131072;
+  const auto b = plan_memory(m, g, ep, {131072});
+  CHECK(b.dep.expert_parallel_size == 8);
+  CHECK(b.dep.replicas == 8);
+  // Each rank: the whole of attention, shared experts and dense layers, and 256 / 8 = 32 routed experts per layer.
+  i64 routed = 0, expert_rank = 0;
+  for (const auto& w : layer_tensors(m, 5))
+    if (w.routed_expert) routed += w.elements, expert_rank += elements_per_rank(m, w, 1, 8);
+  CHECK(expert_rank * 8 == routed);
+  CHECK(elements_per_rank(m, layer_tensors(m, 5)[0], 1, 6) == layer_tensors(m, 5)[0].elements);  // attention untouched
+  // With MLA the latent is replicated on every TP rank: TP 8 holds one copy of the cache across 8 GPUs, DP 8 eight.
+  CHECK(a.cluster_kv_capacity_tokens == 630'000);
+  CHECK(b.cluster_kv_capacity_tokens > 5 * a.cluster_kv_capacity_tokens);
+  // Uneven splits round up: 256 experts over 6 ranks is 43 per rank.
+  for (const auto& w : layer_tensors(m, 5))
+    if (w.routed_expert) CHECK(elements_per_rank(m, w, 1, 6) == w.elements / 256 * 43);
+  // Dense models ignore the flag (vLLM does the same).
+  Deployment dense = ep;
+  CHECK(plan_memory(profiles::resolve_model("llama-3.1-8b"), g, dense, {8192}).dep.expert_parallel_size == 1);
+  // The step pays the dispatch/combine all-to-all per MoE layer only with EP.
+  Deployment small = ep;
+  small.max_model_len = 8192;
+  const auto with_ep = decode_step(make_speed_context(m, g, small), 16, 4096);
+  Deployment no_ep = small;
+  no_ep.enable_expert_parallel = false;
+  no_ep.num_gpus = 0;
+  no_ep.tensor_parallel_size = 8;
+  const auto without = decode_step(make_speed_context(m, g, no_ep), 16, 4096);
+  CHECK(with_ep.stage.communication_s > 0);
+  CHECK(with_ep.stage.weight_bytes < 0.5 * plan_memory(m, g, Deployment{}, {8192}).stages[0].weights_bytes);
+  CHECK(without.stage.communication_s > 0);  // TP all-reduces
 }

@@ -20,6 +20,10 @@ struct Deployment {
   DType quantization = DType::auto_;      ///< --quantization: linear-layer weight format (auto: checkpoint's)
   DType kv_cache_dtype = DType::auto_;    ///< --kv-cache-dtype (auto: the model dtype, even for quantised weights)
   i64 block_size = 16;                    ///< --block-size, tokens per KV block (hybrid linear-attention models raise it)
+  /// --enable-expert-parallel (vLLM): the routed experts of a MoE model are split whole over the EP group of
+  /// every GPU of the deployment (tensor x data parallel, per pipeline stage) instead of being TP-sharded in each
+  /// replica; the data-parallel replicas (num_gpus / (TP x PP)) keep their own requests and KV cache.
+  bool enable_expert_parallel = false;
   DType mamba_ssm_cache_dtype = DType::auto_;  ///< --mamba-ssm-cache-dtype: recurrent state of linear-attention layers
   /// --mamba-cache-mode: how linear-attention states are cached. none: one state block per request and
   /// group; align (prefix caching on, vLLM's default since it caches hybrid models): two, the running
@@ -63,6 +67,7 @@ struct ResolvedDeployment {
   /// Tokens per attention block as vLLM runs it: --block-size, raised for models with linear-attention
   /// layers so that one attention page holds one layer's state (HybridAttentionMambaModelConfig).
   i64 block_size = 16;
+  i64 expert_parallel_size = 1;     ///< ranks the routed experts are split over (TP x replicas with EP; else 1)
   u64 linear_state_bytes = 0;       ///< one linear layer's state per request per rank, unpadded (0: none)
   u64 linear_state_page_bytes = 0;  ///< the same padded to the attention page (vLLM mamba_page_size_padded)
   bool mamba_align = false;         ///< mamba_cache_mode resolved to align (2 state blocks per request and group)

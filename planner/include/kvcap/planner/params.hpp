@@ -42,7 +42,8 @@ struct ParamCounts {
 ParamCounts param_counts(const ModelSpec& m);
 
 /// Elements of `t` held by one of `tp` ranks.
-i64 elements_per_rank(const ModelSpec& m, const WeightTensor& t, i64 tp);
+/// `ep` > 1: routed experts are split whole over `ep` ranks (expert parallelism), ceil(E / ep) experts each.
+i64 elements_per_rank(const ModelSpec& m, const WeightTensor& t, i64 tp, i64 ep = 1);
 
 /// Layers per pipeline stage: L / PP each, the remainder to the earlier stages (vLLM get_pp_indices:
 /// from the second-to-last stage backwards).

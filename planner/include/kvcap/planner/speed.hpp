@@ -238,7 +238,9 @@ class StepCostModel {
   struct Stage {
     double weight_bytes_fixed = 0;     ///< non-routed weights read once per step
     double weight_bytes_routed = 0;    ///< all routed experts (x expected active fraction per step)
-    double gemm_flops_per_token = 0;   ///< non-routed + routed x top_k / E
+    double gemm_flops_per_token = 0;   ///< non-routed
+    double gemm_flops_per_token_routed = 0;  ///< routed x top_k / E (x the replicas' tokens with expert parallelism)
+    i64 stage_index = 0;
     double gemm_flops_per_sample = 0;  ///< LM head logits
     double kv_bytes_per_token[2] = {0, 0};  ///< sum over the stage's layers of that window class
     double attn_layers[2] = {0, 0};
@@ -254,6 +256,7 @@ class StepCostModel {
   i64 pp_ = 1, tp_ = 1;
   bool moe_ = false, mla_ = false;
   i64 num_experts_ = 0, top_k_ = 0;
+  double ep_tokens_ = 1;  ///< expert parallelism: the replicas whose tokens a rank's experts serve
   double heads_ = 0;
   double per_pair_decode_ = 0, per_pair_prefill_ = 0, mla_extra_per_past_ = 0;
   double weight_bw_ = 0, kv_bw_ = 0, kv_t0_ = 0, attn_flops_ = 0;
