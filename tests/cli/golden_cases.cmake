@@ -98,3 +98,7 @@ kvcap_golden(err_workload_prefix_longer_than_prompts 1 simulate --model llama-3.
 # size --max-concurrency is --concurrent-users in vllm bench serve's words: the same output as size_closed_csv.
 kvcap_golden(size_closed_csv_max_concurrency 0 size --model mixtral-8x7b --prompt-tokens 1K --output-tokens 512 --max-concurrency 200 --ttft-p 1s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,a100-80gb --max-pp 1 --price h100-sxm=2.2 --top 3 --format csv)
 kvcap_golden(err_size_users_twice 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --max-concurrency 8 --concurrent-users 8 --ttft-p 1s --tpot 50ms)
+# A linear-attention hybrid: the raised block size, the state per request, the KV cache groups.
+kvcap_golden(plan_qwen3_next 0 plan --model qwen3-next-80b-a3b --gpu h200 --tensor-parallel-size 2 --max-model-len 32K --contexts 4K,32K)
+# Expert parallelism: DeepSeek-V3 as DP 8 / EP 8 on 8 H200s.
+kvcap_golden(plan_deepseek_ep8 0 plan --model deepseek-v3 --gpu h200 --num-gpus 8 --enable-expert-parallel --max-model-len 128K --contexts 32K,128K)
