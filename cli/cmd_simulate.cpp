@@ -367,7 +367,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
     ("rate", po::value<std::string>(), "arrivals per second (with --prompt-tokens and --output-tokens); inf: all at once (offline)")
     ("max-concurrency", po::value<std::string>(), "closed loop: at most N requests in flight, each client sending its next when its last "
                                                    "finishes (vllm bench serve --max-concurrency); without --rate, --rate inf")
-    ("think-time", po::value<std::string>(), "closed loop: a client's pause between an answer and its next request (e.g. 2s; default 0s)")
+    ("think-time", po::value<std::string>(), "closed loop: a client's pause between an answer and its next request: 2s (fixed) or exp:2s "
+                                              "(exponential with that mean); default 0s")
     ("num-scheduler-steps", po::value<std::string>()->default_value("1"), "vLLM 0.6 multi-step scheduling: admit waiting requests only every k steps")
     ("client-start", po::value<std::string>()->default_value("staggered"),
      "closed loop: staggered (clients' first requests spread over one request's cycle: the steady state real clients drift "
@@ -496,7 +497,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
     if (n > 10'000'000) throw UsageError("--max-concurrency: at most 10,000,000 clients, got '" + str("max-concurrency") + "'");
     cfg.max_concurrency = static_cast<std::uint32_t>(n);
     if (vm.count("think-time")) {
-      const std::string t = trim(str("think-time"));
+      std::string t = trim(str("think-time"));
+      if (t.rfind("exp:", 0) == 0) cfg.think_time_exponential = true, t = t.substr(4);
+      cfg.think_seed = seed;
       cfg.think_time_s = (t == "0" || t == "0s" || t == "0ms") ? 0.0 : parse_seconds(t, "--think-time");
     }
   }
@@ -553,6 +556,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
           throw UsageError("--max-concurrency/--think-time: the workload file already describes a closed loop (arrival.process: closed)");
         cfg.max_concurrency = static_cast<std::uint32_t>(w.arrival.concurrency);
         cfg.think_time_s = w.arrival.think_time_s;
+        cfg.think_time_exponential = w.arrival.think_time_exponential;
+        cfg.think_seed = seed;
       }
     } else {
       info.workload_source = "flags";
@@ -620,7 +625,8 @@ int cmd_simulate(const std::vector<std::string>& args) {
   }
   if (cfg.max_concurrency > 0) {
     info.workload_desc += "; closed loop: at most " + grouped(cfg.max_concurrency) + " in flight";
-    if (cfg.think_time_s > 0) info.workload_desc += ", think time " + fixed(cfg.think_time_s, 3) + " s";
+    if (cfg.think_time_s > 0)
+      info.workload_desc += ", think time " + std::string(cfg.think_time_exponential ? "exponential, mean " : "") + fixed(cfg.think_time_s, 3) + " s";
   }
   if (vm.count("ttft-target")) slo.ttft_s = parse_seconds(str("ttft-target"), "--ttft-target");
   if (vm.count("tpot-target")) slo.tpot_s = parse_seconds(str("tpot-target"), "--tpot-target");

@@ -19,7 +19,7 @@ using namespace detail;
 const std::map<std::string, std::vector<std::string>>& workload_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
       {"", {"kind", "name", "description", "arrival", "prompt_tokens", "output_tokens", "shared_prefix", "slo"}},
-      {"arrival", {"process", "rate_per_s", "cv", "phases", "concurrency", "think_time_s"}},
+      {"arrival", {"process", "rate_per_s", "cv", "phases", "concurrency", "think_time_s", "think_time_distribution"}},
       {"arrival.phases[]", {"rate_per_s", "duration_s"}},
       {"prompt_tokens", {"distribution", "tokens", "min", "max", "mean", "sigma", "values", "weights"}},
       {"output_tokens", {"distribution", "tokens", "min", "max", "mean", "sigma", "values", "weights"}},
@@ -199,11 +199,16 @@ WorkloadSpec workload_from_yaml(Ctx& c, const YAML::Node& root) {
     // A closed loop (vllm bench serve --max-concurrency N): N clients, requests sent as clients free up.
     set(w.arrival.concurrency, get_int(c, arr, "arrival", "concurrency", true, 1, 10'000'000));
     if (auto t = get_number(c, arr, "arrival", "think_time_s", false, 0, 1e9)) w.arrival.think_time_s = *t;
+    if (auto td = get_string(c, arr, "arrival", "think_time_distribution", false)) {
+      if (*td == "exponential") w.arrival.think_time_exponential = true;
+      else if (*td != "fixed")
+        c.error(arr["think_time_distribution"], "arrival.think_time_distribution", "expected fixed or exponential, got '" + *td + "'");
+    }
     w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
     for (const char* k : {"rate_per_s", "phases"})
       if (present(arr, k)) c.error(arr[k], std::string("arrival.") + k, "does not apply to a closed loop (the clients pace the requests)");
   } else {
-    for (const char* k : {"concurrency", "think_time_s"})
+    for (const char* k : {"concurrency", "think_time_s", "think_time_distribution"})
       if (present(arr, k)) c.error(arr[k], std::string("arrival.") + k, "applies to process: closed only");
   }
   if (phased && !closed) {

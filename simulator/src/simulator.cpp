@@ -11,6 +11,7 @@
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/simulator/event_queue.hpp"
+#include "kvcap/simulator/random.hpp"
 
 namespace kvcap::sim {
 
@@ -568,9 +569,15 @@ SimResult simulate(const SimConfig& cfg, const StepTimer& timer, RequestSource& 
       free_at.pop_front();
     }
   };
+  Rng think_rng(stream_seed(cfg.think_seed, 7));
   auto release = [&](std::uint64_t n, double t) {
     if (!closed) return;
-    for (std::uint64_t i = 0; i < n; ++i) free_at.push_back(t + cfg.think_time_s);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const double think = cfg.think_time_exponential && cfg.think_time_s > 0 ? think_rng.exponential(1.0 / cfg.think_time_s)
+                                                                                : cfg.think_time_s;
+      // Keep free_at sorted: with random think times a later release can free its client earlier.
+      free_at.insert(std::upper_bound(free_at.begin(), free_at.end(), t + think), t + think);
+    }
     if (stalled && pending) {
       stalled = false;
       send_pending(t);

@@ -253,3 +253,33 @@ TEST_CASE("rate phases change the rate at the stated times and end the arrivals"
   w.arrival.phases = {{1, 3}, {0, 1}};
   CHECK_THROWS_WITH(synthetic_source(w, 1, SourceLimits{}), Catch::Contains("arrival.phases[1].rate_per_s"));
 }
+
+TEST_CASE("exponential think times keep the mean and vary per request", "[sim][load]") {
+  auto gaps = [](bool exponential) {
+    Done obs;
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    cfg.observer = &obs;
+    cfg.max_concurrency = 1;  // one client: each gap between a finish and the next send is one think time
+    cfg.think_time_s = 2.0;
+    cfg.think_time_exponential = exponential;
+    cfg.think_seed = 5;
+    WorkloadSpec w = offline_workload();
+    w.prompt = LengthDistribution::fixed_tokens(10);
+    w.output = LengthDistribution::fixed_tokens(2);
+    auto src = synthetic_source(w, 1, SourceLimits{2000, std::nullopt});
+    (void)simulate(cfg, StepTimer::linear(0.001), *src);
+    std::sort(obs.done.begin(), obs.done.end(), [](const auto& a, const auto& b) { return a.arrival_s < b.arrival_s; });
+    std::vector<double> g;
+    for (std::size_t i = 1; i < obs.done.size(); ++i) g.push_back(obs.done[i].arrival_s - obs.done[i - 1].finish_s);
+    return g;
+  };
+  const auto fixed = gaps(false), expo = gaps(true);
+  REQUIRE(expo.size() == 1999);
+  for (double g : fixed) CHECK(g == Approx(2.0));
+  double sum = 0, sq = 0;
+  for (double g : expo) sum += g, sq += g * g;
+  const double mean = sum / 1999, sd = std::sqrt(sq / 1999 - mean * mean);
+  CHECK(mean == Approx(2.0).epsilon(0.08));  // sd of the mean ~ 2.2%
+  CHECK(sd == Approx(2.0).epsilon(0.12));    // exponential: sd = mean
+}

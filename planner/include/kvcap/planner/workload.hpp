@@ -63,7 +63,8 @@ struct ArrivalProcess {
   /// process's unit-rate gaps in operational time (the integral of the rate), so a Poisson process stays one.
   std::vector<RatePhase> phases;
   i64 concurrency = 0;      ///< closed: the number of clients (vllm bench serve --max-concurrency)
-  double think_time_s = 0;  ///< closed: a client's pause between an answer and its next request
+  double think_time_s = 0;  ///< closed: a client's pause between an answer and its next request (mean)
+  bool think_time_exponential = false;  ///< closed: think times exponential with that mean (else all equal)
 
   /// An open-loop renewal process at one rate.
   static ArrivalProcess renewal(Kind kind, double rate_per_s, double cv = 1) {

@@ -81,7 +81,11 @@ struct SimConfig {
   /// time an earlier request finishes (completed, or rejected by the engine) plus `think_time_s`. Its TTFT and
   /// queueing count from the moment it is sent. 0: open loop (the source's arrival times).
   std::uint32_t max_concurrency = 0;
-  double think_time_s = 0;             ///< closed loop: a client's pause between an answer and its next request
+  double think_time_s = 0;             ///< closed loop: a client's pause between an answer and its next request (mean)
+  /// Closed loop: think times drawn exponentially with mean think_time_s (a user reading at a random pace; seeded by
+  /// think_seed) instead of all equal.
+  bool think_time_exponential = false;
+  std::uint64_t think_seed = 0;
   /// Closed loop: client i (0-based) sends its first request `i x client_stagger_s / N` after the start instead
   /// of all N at once. Identical requests sent together stay in lockstep for ever in a simulation (they finish in
   /// the same step and come back together), where real clients drift apart (output lengths, network and
