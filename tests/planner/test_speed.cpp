@@ -454,6 +454,6 @@ TEST_CASE("expert parallelism: experts split over DP x TP ranks, each replica ke
   no_ep.tensor_parallel_size = 8;
   const auto without = decode_step(make_speed_context(m, g, no_ep), 16, 4096);
   CHECK(with_ep.stage.communication_s > 0);
-  CHECK(with_ep.stage.weight_bytes < 0.5 * plan_memory(m, g, Deployment{}, {8192}).stages[0].weights_bytes);
+  CHECK(with_ep.stage.weight_bytes < 0.5 * static_cast<double>(plan_memory(m, g, Deployment{}, {8192}).stages[0].weights_bytes));
   CHECK(without.stage.communication_s > 0);  // TP all-reduces
 }
