@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 
 #include "kvcap/planner/error.hpp"
@@ -206,6 +207,23 @@ void derive_max_model_len(Ctx& c, YAML::Node& cfg, const std::string& p, const s
   m.max_position_embeddings = static_cast<std::int64_t>(derived);
   if (longrope && ompe) m.default_max_model_len = *ompe;
 }
+/// config.json `layer_types` mapped through `names` (its strings to kvcap's layer kinds); an entry outside them is
+/// an error at that entry naming the accepted ones. Returns whether the key was there.
+bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool required,
+                      std::initializer_list<std::pair<const char*, LayerAttention>> names, std::vector<LayerAttention>& out) {
+  const auto lt = get_string_list(c, cfg, p, "layer_types", required);
+  if (!lt) return false;
+  std::string accepted;
+  for (const auto& n : names) accepted += (accepted.empty() ? "" : " or ") + std::string(n.first);
+  for (std::size_t i = 0; i < lt->size(); ++i) {
+    const auto& s = (*lt)[i];
+    const auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return s == n.first; });
+    if (it != names.end()) out.push_back(it->second);
+    else c.error(cfg["layer_types"][i], join(p, "layer_types") + "[" + std::to_string(i) + "]",
+                 "expected " + accepted + ", got '" + s + "'");
+  }
+  return true;
+}
 }  // namespace
 
 ModelSpec import_hf(const std::string& text, const std::string& file) {
@@ -297,15 +315,9 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   bool use_sw = true;
   if (auto u = get_bool(c, cfg, p, "use_sliding_window", false)) use_sw = *u;
   if (use_sw && present(cfg, "sliding_window")) set(m.sliding_window, get_int(c, cfg, p, "sliding_window", false, 1, kMaxDim));
-  if (auto lt = get_string_list(c, cfg, p, "layer_types", false); lt && m.sliding_window > 0) {
-    for (std::size_t i = 0; i < lt->size(); ++i) {
-      const auto& s = (*lt)[i];
-      if (s == "sliding_attention") m.layer_pattern.push_back(LayerAttention::sliding);
-      else if (s == "full_attention") m.layer_pattern.push_back(LayerAttention::full);
-      else c.error(cfg["layer_types"][i], join(p, "layer_types") + "[" + std::to_string(i) + "]",
-                   "expected sliding_attention or full_attention, got '" + s + "'");
-    }
-  }
+  if (m.sliding_window > 0)
+    read_layer_types(c, cfg, p, false, {{"sliding_attention", LayerAttention::sliding}, {"full_attention", LayerAttention::full}},
+                     m.layer_pattern);
 
   if (t == "granitemoehybrid" || t == "jamba") {
     // Mamba hybrids. Granite 4.0 H (vllm/model_executor/models/granitemoehybrid.py): layer_types of "mamba" (Mamba-2)
@@ -326,15 +338,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
       set(a.num_value_heads, get_int(c, cfg, p, "mamba_n_heads", true, 1, kMaxDim));
       set(a.value_head_dim, get_int(c, cfg, p, "mamba_d_head", true, 1, kMaxDim));
       set(a.n_groups, get_int(c, cfg, p, "mamba_n_groups", false, 1, kMaxDim));
-      if (auto lt = get_string_list(c, cfg, p, "layer_types", true)) {
-        for (std::size_t i = 0; i < lt->size(); ++i) {
-          const auto& s = (*lt)[i];
-          if (s == "mamba") m.layer_pattern.push_back(LayerAttention::linear);
-          else if (s == "attention") m.layer_pattern.push_back(LayerAttention::full);
-          else c.error(cfg["layer_types"][i], join(p, "layer_types") + "[" + std::to_string(i) + "]",
-                       "expected mamba or attention, got '" + s + "'");
-        }
-      }
+      read_layer_types(c, cfg, p, true, {{"mamba", LayerAttention::linear}, {"attention", LayerAttention::full}}, m.layer_pattern);
       std::int64_t experts = 0, shared = 0;
       set(experts, get_int(c, cfg, p, "num_local_experts", false, 0, 1'000'000));
       set(shared, get_int(c, cfg, p, "shared_intermediate_size", false, 0, kMaxDim));
@@ -384,15 +388,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
       else
         a.state_dtype = *dt;
     }
-    if (auto lt = get_string_list(c, cfg, p, "layer_types", false)) {
-      for (std::size_t i = 0; i < lt->size(); ++i) {
-        const auto& s = (*lt)[i];
-        if (s == "linear_attention") m.layer_pattern.push_back(LayerAttention::linear);
-        else if (s == "full_attention") m.layer_pattern.push_back(LayerAttention::full);
-        else c.error(cfg["layer_types"][i], join(p, "layer_types") + "[" + std::to_string(i) + "]",
-                     "expected linear_attention or full_attention, got '" + s + "'");
-      }
-    } else {
+    if (!read_layer_types(c, cfg, p, false, {{"linear_attention", LayerAttention::linear}, {"full_attention", LayerAttention::full}},
+                          m.layer_pattern)) {
       std::int64_t interval = 4;
       if (auto fi = get_int(c, cfg, p, "full_attention_interval", false, 1, 1'000'000)) interval = *fi;
       m.layer_pattern.assign(static_cast<std::size_t>(interval), LayerAttention::linear);
