@@ -165,10 +165,8 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   o.load = load_of(p, cfg, w, requests);
   auto src = sim::synthetic_source(w, 0, sim::SourceLimits{requests, std::nullopt});
   const SpeedContext ctx = make_speed_context(model, gpu, plan, engine.speed);
-  cfg.request_overhead_s = engine.speed.request_overhead_s;
   cfg.replica.num_scheduler_steps = scheduler_steps(p);
-  if (cfg.max_concurrency > 0)
-    cfg.client_stagger_s = sim::closed_loop_cycle_s(ctx, cfg.max_concurrency, p.isl, p.osl, 0);
+  sim::apply_speed_model(cfg, ctx, p.isl, p.osl, true);
   const sim::SimResult r = sim::simulate(cfg, sim::StepTimer::roofline(ctx), *src);
   o.tpot_s = p.medians ? r.tpot_s.p50 : r.tpot_s.mean;
   o.ttft_s = p.medians ? r.ttft_s.p50 : r.ttft_s.mean;

@@ -638,7 +638,6 @@ int cmd_simulate(const std::vector<std::string>& args) {
                           std::string(speed.calibration ? "calibrated: " + vm["calibration"].as<std::string>()
                                                         : engine == "datasheet" ? "datasheet x default efficiencies"
                                                                                 : "engine profile " + engine) + ")";
-  cfg.request_overhead_s = speed.options.request_overhead_s;
   if (!speed.calibration) info.expected_error = error_band(engine_profile(engine));
   cfg.replica.num_scheduler_steps = parse_int(str("num-scheduler-steps"), "--num-scheduler-steps", 1, 1024);
   const std::string client_start = str("client-start");
@@ -648,11 +647,9 @@ int cmd_simulate(const std::vector<std::string>& args) {
   const bool one_wave = limits.num_requests && *limits.num_requests < 2ull * cfg.max_concurrency;
   if (cfg.max_concurrency > 0 && client_start == "staggered" && one_wave)
     info.workload_desc += "; clients together (fewer than 2 x " + grouped(cfg.max_concurrency) + " requests: one wave)";
-  if (cfg.max_concurrency > 0 && client_start == "staggered" && !one_wave) {
-    cfg.client_stagger_s = sim::closed_loop_cycle_s(speed, cfg.max_concurrency, std::llround(std::max(1.0, mean_prompt)),
-                                                    std::llround(std::max(1.0, mean_output)), cfg.think_time_s);
-    info.workload_desc += "; clients staggered over " + fixed(cfg.client_stagger_s, 2) + " s";
-  }
+  sim::apply_speed_model(cfg, speed, std::llround(std::max(1.0, mean_prompt)), std::llround(std::max(1.0, mean_output)),
+                         client_start == "staggered" && !one_wave);
+  if (cfg.client_stagger_s > 0) info.workload_desc += "; clients staggered over " + fixed(cfg.client_stagger_s, 2) + " s";
   const sim::StepTimer timer = sim::StepTimer::roofline(speed);
 
   // Outputs beside the report.

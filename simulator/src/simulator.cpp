@@ -69,6 +69,12 @@ i64 ReplicaConfig::side_blocks(i64 tokens, i64 step_tokens) const {
   return static_cast<i64>(ceil_div(blocks, static_cast<u64>(std::max<i64>(1, full_groups))));
 }
 
+void apply_speed_model(SimConfig& cfg, const SpeedContext& c, i64 mean_prompt_tokens, i64 mean_output_tokens, bool staggered) {
+  cfg.request_overhead_s = c.options.request_overhead_s;
+  if (cfg.max_concurrency > 0 && staggered)
+    cfg.client_stagger_s = closed_loop_cycle_s(c, cfg.max_concurrency, mean_prompt_tokens, mean_output_tokens, cfg.think_time_s);
+}
+
 ReplicaConfig replica_config(const MemoryPlan& plan) {
   ReplicaConfig c;
   if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");

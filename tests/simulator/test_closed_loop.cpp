@@ -38,6 +38,14 @@ WorkloadSpec offline_workload() {
   return w;
 }
 
+/// The offline workload with fixed prompt and output lengths.
+WorkloadSpec fixed_workload(i64 prompt, i64 output) {
+  WorkloadSpec w = offline_workload();
+  w.prompt = LengthDistribution::fixed_tokens(prompt);
+  w.output = LengthDistribution::fixed_tokens(output);
+  return w;
+}
+
 /// Requests in flight (sent, not finished) just after time t.
 int in_flight_at(const std::vector<RequestRecord>& rs, double t) {
   int n = 0;
@@ -163,9 +171,7 @@ TEST_CASE("staggered clients start spread over the stagger; together they all st
     cfg.observer = &obs;
     cfg.max_concurrency = 4;
     cfg.client_stagger_s = stagger;
-    WorkloadSpec w = offline_workload();
-    w.prompt = LengthDistribution::fixed_tokens(100);
-    w.output = LengthDistribution::fixed_tokens(50);
+    const WorkloadSpec w = fixed_workload(100, 50);
     auto src = synthetic_source(w, 1, SourceLimits{40, std::nullopt});
     (void)simulate(cfg, StepTimer::linear(0.01, 1e-5, 1e-8), *src);
     std::vector<double> t;
@@ -191,9 +197,7 @@ TEST_CASE("the front end's request overhead delays admission and adds to TTFT an
     cfg.replica = roomy_replica();
     cfg.observer = &obs;
     cfg.request_overhead_s = overhead;
-    WorkloadSpec w = offline_workload();
-    w.prompt = LengthDistribution::fixed_tokens(100);
-    w.output = LengthDistribution::fixed_tokens(10);
+    const WorkloadSpec w = fixed_workload(100, 10);
     auto src = synthetic_source(w, 1, SourceLimits{1, std::nullopt});
     (void)simulate(cfg, StepTimer::linear(0.01), *src);
     REQUIRE(obs.done.size() == 1);
@@ -264,9 +268,7 @@ TEST_CASE("exponential think times keep the mean and vary per request", "[sim][l
     cfg.think_time_s = 2.0;
     cfg.think_time_exponential = exponential;
     cfg.think_seed = 5;
-    WorkloadSpec w = offline_workload();
-    w.prompt = LengthDistribution::fixed_tokens(10);
-    w.output = LengthDistribution::fixed_tokens(2);
+    const WorkloadSpec w = fixed_workload(10, 2);
     auto src = synthetic_source(w, 1, SourceLimits{2000, std::nullopt});
     (void)simulate(cfg, StepTimer::linear(0.001), *src);
     std::sort(obs.done.begin(), obs.done.end(), [](const auto& a, const auto& b) { return a.arrival_s < b.arrival_s; });
