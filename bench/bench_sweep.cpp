@@ -10,7 +10,7 @@
 
 #include "kvcap/planner/sweep.hpp"
 #include "kvcap/profiles/profiles.hpp"
-#include "sweep_writer.hpp"
+#include "report/sweep.hpp"
 
 using namespace kvcap;
 using Clock = std::chrono::steady_clock;

@@ -16,11 +16,11 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "format.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/profiles/profiles.hpp"
-#include "kvcap/simulator/simulator.hpp"
+#include "kvcap/simulator/run.hpp"
 
 namespace kvcap::cli {
 
@@ -105,22 +105,23 @@ Deployment deployment_for(const Point& p) {
 }
 
 /// The load of a point as `kvcap simulate` options: closed loop, Poisson at a rate, or all at once.
-std::string load_of(const Point& p, sim::SimConfig& cfg, WorkloadSpec& w, std::uint64_t& requests) {
+std::string load_of(const Point& p, sim::SimulationRequest& r) {
+  auto& w = r.workload;
   w.prompt = LengthDistribution::fixed_tokens(p.isl);
   w.output = LengthDistribution::fixed_tokens(p.osl);
   if (p.concurrency) {
-    cfg.max_concurrency = static_cast<std::uint32_t>(*p.concurrency);
+    r.max_concurrency = static_cast<std::uint32_t>(*p.concurrency);
     w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
-    requests = static_cast<std::uint64_t>(std::max<i64>(10 * *p.concurrency, 40));
+    r.limits.num_requests = static_cast<std::uint64_t>(std::max<i64>(10 * *p.concurrency, 40));
     return "closed " + std::to_string(*p.concurrency);
   }
   if (p.rate_per_s) {
     w.arrival.rate_per_s = *p.rate_per_s;
-    requests = static_cast<std::uint64_t>(std::max(300.0, std::round(*p.rate_per_s * 300)));
+    r.limits.num_requests = static_cast<std::uint64_t>(std::max(300.0, std::round(*p.rate_per_s * 300)));
     return "poisson " + fixed(*p.rate_per_s, 1) + "/s";
   }
   w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
-  requests = 2000;
+  r.limits.num_requests = 2000;
   return "offline";
 }
 
@@ -158,16 +159,11 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
     o.skipped = "does not fit in memory";
     return o;
   }
-  sim::SimConfig cfg;
-  cfg.replica = sim::replica_config(plan);
-  WorkloadSpec w;
-  std::uint64_t requests = 0;
-  o.load = load_of(p, cfg, w, requests);
-  auto src = sim::synthetic_source(w, 0, sim::SourceLimits{requests, std::nullopt});
-  const SpeedContext ctx = make_speed_context(model, gpu, plan, engine.speed);
-  cfg.replica.num_scheduler_steps = scheduler_steps(p);
-  sim::apply_speed_model(cfg, ctx, p.isl, p.osl, true);
-  const sim::SimResult r = sim::simulate(cfg, sim::StepTimer::roofline(ctx), *src);
+  sim::SimulationRequest request;
+  o.load = load_of(p, request);
+  request.speed = make_speed_context(model, gpu, plan, engine.speed);
+  request.num_scheduler_steps = scheduler_steps(p);
+  const sim::SimResult r = sim::run_simulation(request).result;
   o.tpot_s = p.medians ? r.tpot_s.p50 : r.tpot_s.mean;
   o.ttft_s = p.medians ? r.ttft_s.p50 : r.ttft_s.mean;
   o.output_tokens_per_s = r.output_tokens_per_s;

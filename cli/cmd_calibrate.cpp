@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "common.hpp"
-#include "format.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/kernels/calibrate.h"
 #include "kvcap/profiles/profiles.hpp"
 

@@ -10,8 +10,8 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "format.hpp"
-#include "junit.hpp"
+#include "kvcap/planner/text.hpp"
+#include "report/junit.hpp"
 #include "kvcap/escape.hpp"
 #include "kvcap/profiles/requirements.hpp"
 

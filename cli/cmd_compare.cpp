@@ -3,10 +3,10 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "format.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/escape.hpp"
 #include "kvcap/profiles/profiles.hpp"
-#include "report.hpp"
+#include "report/plan.hpp"
 
 namespace kvcap::cli {
 

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "format.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/planner/params.hpp"
 #include "kvcap/profiles/profiles.hpp"
 

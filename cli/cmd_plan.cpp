@@ -5,7 +5,7 @@
 #include "common.hpp"
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/profiles/profiles.hpp"
-#include "report.hpp"
+#include "report/plan.hpp"
 
 namespace kvcap::cli {
 

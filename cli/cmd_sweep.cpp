@@ -2,11 +2,11 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "format.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/planner/sweep.hpp"
 #include "kvcap/profiles/profiles.hpp"
-#include "report.hpp"
-#include "sweep_writer.hpp"
+#include "report/plan.hpp"
+#include "report/sweep.hpp"
 
 namespace kvcap::cli {
 

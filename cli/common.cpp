@@ -14,93 +14,15 @@
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "kvcap/profiles/flags.hpp"
 #include "kvcap/profiles/units.hpp"
 
 namespace kvcap::cli {
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t");
-  const auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-namespace {
-
-// Splits "12.5GiB" into number and suffix; throws UsageError naming the flag.
-std::pair<double, std::string> number_and_unit(const std::string& in, const std::string& flag, const char* expected) {
-  const std::string s = trim(in);
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end == s.c_str() || errno == ERANGE || !std::isfinite(v))
-    throw UsageError(flag + ": expected " + expected + ", got '" + in + "'");
-  return {v, trim(std::string(end))};
-}
-}  // namespace
-
-std::int64_t parse_tokens(const std::string& in, const std::string& flag) {
-  auto [v, unit] = number_and_unit(in, flag, "a token count such as 4096, 32K or 1M");
-  const auto mult = profiles::token_unit_multiplier(unit);
-  if (!mult) throw UsageError(flag + ": unknown unit '" + unit + "' in '" + in + "'; " + profiles::kTokenUnitsHelp);
-  const double t = v * *mult;
-  if (t < 1 || t != std::floor(t) || t > 9.0e15)
-    throw UsageError(flag + ": expected a whole number of tokens >= 1, got '" + in + "'");
-  return static_cast<std::int64_t>(t);
-}
-
-std::uint64_t parse_bytes(const std::string& in, const std::string& flag) {
-  auto [v, unit] = number_and_unit(in, flag, "a size such as 40GiB, 80GB or 42949672960");
-  const auto mult = profiles::byte_unit_multiplier(unit);
-  if (!mult) throw UsageError(flag + ": unknown unit '" + unit + "'; " + profiles::kByteUnitsHelp);
-  const double b = std::floor(v * *mult);
-  if (v < 0 || b > 1.8e19) throw UsageError(flag + ": expected a size between 0 and 2^64 bytes, got '" + in + "'");
-  return static_cast<std::uint64_t>(b);
-}
-
-std::vector<std::string> split_list(const std::string& s, char sep, bool keep_empty) {
-  std::vector<std::string> r;
-  std::size_t start = 0;
-  while (true) {
-    const auto p = s.find(sep, start);
-    std::string item = trim(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
-    if (keep_empty || !item.empty()) r.push_back(std::move(item));
-    if (p == std::string::npos) break;
-    start = p + 1;
-  }
-  return r;
-}
 
 std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag) {
   auto r = split_list(s);
   if (r.empty()) throw UsageError(flag + ": expected a comma-separated list, got '" + s + "'");
   return r;
-}
-
-std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& flag) {
-  std::vector<std::int64_t> r;
-  for (const auto& item : split_list(s)) r.push_back(parse_tokens(item, flag));
-  if (r.empty()) throw UsageError(flag + ": expected a comma-separated list of token counts, e.g. 1K,32K,128K");
-  return r;
-}
-
-double parse_seconds(const std::string& in, const std::string& flag) {
-  auto [v, unit] = number_and_unit(in, flag, "a duration with a unit such as 2s, 50ms or 800us");
-  // A bare number is ambiguous (is --tpot 40 forty seconds or forty milliseconds?): a unit is required.
-  if (unit.empty())
-    throw UsageError(flag + ": '" + in + "' has no unit; write " + trim(in) + "ms or " + trim(in) +
-                     "s (a bare number is ambiguous)");
-  const auto mult = profiles::seconds_unit_multiplier(unit);
-  if (!mult) throw UsageError(flag + ": unknown unit '" + unit + "'; " + profiles::kSecondsUnitsHelp);
-  if (!(v > 0)) throw UsageError(flag + ": expected a positive duration, got '" + in + "'");
-  const double s = v * *mult;
-  if (!(s <= 3.2e9)) throw UsageError(flag + ": at most 100 years, got '" + in + "'");
-  return s;
-}
-
-DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&)) {
-  auto d = parse_dtype(s);
-  if (!d || !accept(info(*d))) throw UsageError(flag + ": unknown value '" + s + "'; expected one of " + dtype_names(accept));
-  return *d;
 }
 
 po::options_description deployment_options(bool with_model_gpu) {
@@ -184,66 +106,23 @@ nlohmann::ordered_json findings_json(const std::vector<Finding>& findings) {
   return j;
 }
 
-double parse_real(const std::string& s, const std::string& flag, const std::string& expected, double lo, double hi) {
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < lo || v > hi)
-    throw UsageError(flag + ": expected " + expected + ", got '" + s + "'");
-  return v;
-}
-
-std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min, std::int64_t max) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  const std::string range = max == std::numeric_limits<std::int64_t>::max()
-                                ? ">= " + std::to_string(min)
-                                : "between " + std::to_string(min) + " and " + std::to_string(max);
-  if (s.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
-    throw UsageError(flag + ": expected an integer " + range + ", got '" + s + "'");
-  return v;
+profiles::FlagTexts flag_texts(const po::variables_map& vm, const po::options_description& options) {
+  profiles::FlagTexts flags;
+  for (const auto& opt : options.options()) {
+    const std::string& name = opt->long_name();
+    if (!vm.count(name)) continue;
+    const auto& v = vm[name].value();
+    if (const auto* on = boost::any_cast<bool>(&v)) {
+      if (*on) flags[name] = "";
+    } else {
+      flags[name] = boost::any_cast<std::string>(v);
+    }
+  }
+  return flags;
 }
 
 Deployment deployment_from(const po::variables_map& vm) {
-  Deployment d;
-  auto str = [&](const char* k) { return vm[k].as<std::string>(); };
-  if (vm.count("num-gpus")) d.num_gpus = parse_int(str("num-gpus"), "--num-gpus", 1, kMaxGpuCount);
-  d.tensor_parallel_size = parse_int(str("tensor-parallel-size"), "--tensor-parallel-size", 1, kMaxGpuCount);
-  d.pipeline_parallel_size = parse_int(str("pipeline-parallel-size"), "--pipeline-parallel-size", 1, kMaxGpuCount);
-  d.gpu_memory_utilization = parse_real(str("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
-  d.dtype = parse_dtype_flag(str("dtype"), "--dtype", [](const DTypeInfo& i) { return i.activation_ok; });
-  d.quantization = parse_dtype_flag(str("quantization"), "--quantization", [](const DTypeInfo& i) { return i.weights_ok; });
-  d.kv_cache_dtype = parse_dtype_flag(str("kv-cache-dtype"), "--kv-cache-dtype", [](const DTypeInfo& i) { return i.kv_ok; });
-  d.block_size = parse_int(str("block-size"), "--block-size", 1);
-  if (vm.count("max-model-len")) d.max_model_len = parse_tokens(str("max-model-len"), "--max-model-len");
-  if (vm.count("max-num-batched-tokens"))
-    d.max_num_batched_tokens = parse_tokens(str("max-num-batched-tokens"), "--max-num-batched-tokens");
-  if (vm.count("max-num-seqs")) d.max_num_seqs = parse_int(str("max-num-seqs"), "--max-num-seqs", 1, 1'000'000'000);
-  if (vm.count("kv-cache-memory")) {
-    for (const auto& item : split_list(str("kv-cache-memory"), ',', true))
-      d.kv_cache_memory_bytes.push_back(parse_bytes(item, "--kv-cache-memory"));
-  }
-  if (vm.count("activation-peak-memory")) d.activation_peak_bytes = parse_bytes(str("activation-peak-memory"), "--activation-peak-memory");
-  if (vm.count("non-torch-memory")) d.non_torch_bytes = parse_bytes(str("non-torch-memory"), "--non-torch-memory");
-  d.shared_prefix_tokens = str("shared-prefix-tokens") == "0" ? 0 : parse_tokens(str("shared-prefix-tokens"), "--shared-prefix-tokens");
-  d.enable_expert_parallel = vm["enable-expert-parallel"].as<bool>();
-  const bool off = vm["disable-hybrid-kv-cache-manager"].as<bool>(), on = vm["hybrid-chunked-local"].as<bool>();
-  if (off && on) throw UsageError("--disable-hybrid-kv-cache-manager and --hybrid-chunked-local contradict each other; give one");
-  if (off) d.hybrid_kv_cache_manager = Deployment::Hybrid::off;
-  if (on) d.hybrid_kv_cache_manager = Deployment::Hybrid::on;
-  const std::string mcm = str("mamba-cache-mode");
-  if (mcm == "none") d.mamba_cache_mode = Deployment::MambaCache::none;
-  else if (mcm == "align") d.mamba_cache_mode = Deployment::MambaCache::align;
-  else if (mcm != "auto") throw UsageError("--mamba-cache-mode: expected auto, none or align, got '" + mcm + "'");
-  d.mamba_ssm_cache_dtype = parse_dtype_flag(str("mamba-ssm-cache-dtype"), "--mamba-ssm-cache-dtype", [](const DTypeInfo& i) { return i.activation_ok; });
-  d.vllm_version = str("vllm-version");
-  try {
-    legacy_kv_size_log(d.vllm_version);
-  } catch (const SpecError& e) {
-    throw UsageError("--vllm-version: " + e.reason());
-  }
-  return d;
+  return profiles::deployment_from_flags(flag_texts(vm, deployment_options(false)));
 }
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,

@@ -16,47 +16,39 @@
 #include "kvcap/planner/deployment.hpp"
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
+#include "kvcap/planner/text.hpp"
+#include "kvcap/profiles/flags.hpp"
+#include "kvcap/profiles/units.hpp"
 
 namespace kvcap::cli {
 
 namespace po = boost::program_options;
 
-/// A bad command line: printed with the subcommand's usage hint, exit code 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+/// A bad command line: printed with the subcommand's usage hint, exit code 2. The value grammar of the
+/// profiles room (units.hpp: tokens, bytes, durations, lengths) throws the same type.
+using UsageError = profiles::InputError;
 
-/// `s` without leading and trailing blanks and tabs.
-std::string trim(const std::string& s);
-/// "a, b,,c" -> {"a", "b", "c"}: items trimmed; empty items dropped unless keep_empty.
-std::vector<std::string> split_list(const std::string& s, char sep = ',', bool keep_empty = false);
+using profiles::kMaxGpuCount;
+using profiles::kPositive;
+using profiles::parse_bytes;
+using profiles::parse_dtype_text;
+using profiles::parse_int;
+using profiles::parse_length;
+using profiles::parse_real;
+using profiles::parse_seconds;
+using profiles::parse_token_list;
+using profiles::parse_tokens;
+using profiles::split_list;
+
 /// A comma-separated list of names (models, GPUs); UsageError naming `flag` when it has none.
 std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag);
-/// Token counts as vLLM reads them (--max-model-len): lowercase k/m/g are decimal (1k = 1000),
-/// uppercase K/M/G binary (1K = 1024).
-std::int64_t parse_tokens(const std::string& s, const std::string& flag);
-/// Byte sizes: plain bytes, or with a unit: KiB/MiB/GiB/TiB (2^10...) or KB/MB/GB/TB (10^3...).
-std::uint64_t parse_bytes(const std::string& s, const std::string& flag);
-/// A comma-separated list of token counts, e.g. "1K,4K,32K,128K".
-std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& flag);
-/// A finite real number in [lo, hi]; otherwise UsageError "flag: expected <expected>, got 's'".
-double parse_real(const std::string& s, const std::string& flag, const std::string& expected,
-                  double lo = -1.7976931348623157e308, double hi = 1.7976931348623157e308);
-/// Smallest positive double, for "> 0" ranges of parse_real.
-inline constexpr double kPositive = 4.9406564584124654e-324;
-/// A plain integer in [min, max] (counts of GPUs, requests); UsageError naming `flag` otherwise.
-std::int64_t parse_int(const std::string& s, const std::string& flag, std::int64_t min,
-                       std::int64_t max = std::numeric_limits<std::int64_t>::max());
-/// The most GPUs any flag may name (a bound on work, far above any real cluster).
-inline constexpr std::int64_t kMaxGpuCount = 100000;
-/// A duration with its unit: "2s", "50ms", "800us", "1.5min"; a bare number is a UsageError (ambiguous).
-double parse_seconds(const std::string& s, const std::string& flag);
-DType parse_dtype_flag(const std::string& s, const std::string& flag, bool (*accept)(const DTypeInfo&));
 
 /// --model/--gpu and the deployment flags shared by plan, compare, size, simulate, sweep.
 po::options_description deployment_options(bool with_model_gpu = true);
+/// The deployment those flags describe (profiles/flags.hpp: the one reader of them, shared with the dashboard).
 Deployment deployment_from(const po::variables_map& vm);
+/// The values `vm` holds for the options of `options`, as typed (defaults included; a switch present when on).
+profiles::FlagTexts flag_texts(const po::variables_map& vm, const po::options_description& options);
 
 /// A plausibility error (planner/plausibility.hpp) that stops the command: printed as "kvcap CMD: error CODE: ...",
 /// exit code f.exit_code.

@@ -9,7 +9,8 @@
 #include <stdexcept>
 
 #include "dashboard_window.hpp"
-#include "kvcap/planner/dtype.hpp"
+#include "kvcap/profiles/flags.hpp"
+#include "kvcap/profiles/units.hpp"
 
 namespace {
 
@@ -18,38 +19,6 @@ using kvcap::gui::DashboardSettings;
 [[noreturn]] void usage_error(const QString& msg) {
   std::fprintf(stderr, "kvcap-gui: error: %s\n(see: kvcap-gui --help)\n", qPrintable(msg));
   std::exit(2);
-}
-
-// Token counts as vLLM reads them: K/M = x1024, k/m = x1000.
-long long tokens(const QString& flag, const QString& v) {
-  static const QRegularExpression re(QStringLiteral("^(\\d+)([kKmM]?)$"));
-  const auto m = re.match(v.trimmed());
-  if (!m.hasMatch())
-    usage_error(QStringLiteral("--%1: expected a token count such as 8192 or 8K, got '%2'").arg(flag, v));
-  bool ok = false;
-  const long long n = m.captured(1).toLongLong(&ok);
-  const QString u = m.captured(2);
-  const long long mult = u == "K" ? 1024 : u == "M" ? 1024 * 1024 : u == "k" ? 1000 : u == "m" ? 1000000 : 1;
-  // Range-checked with the flag named: no silent 0 from an overflowing digit string, no wrapped product.
-  if (!ok || n > 9'000'000'000'000'000LL / mult)
-    usage_error(QStringLiteral("--%1: expected a token count of at most 9e15, got '%2'").arg(flag, v));
-  return n * mult;
-}
-
-long long integer(const QString& flag, const QString& v, long long min) {
-  bool ok = false;
-  const long long n = v.toLongLong(&ok);
-  if (!ok || n < min)
-    usage_error(QStringLiteral("--%1: expected an integer >= %2, got '%3'").arg(flag).arg(min).arg(v));
-  return n;
-}
-
-kvcap::DType dtype(const QString& flag, const QString& v, bool (*accept)(const kvcap::DTypeInfo&)) {
-  const auto d = kvcap::parse_dtype(v.toStdString());
-  if (!d || !accept(kvcap::info(*d)))
-    usage_error(QStringLiteral("--%1: unknown value '%2'; expected one of %3")
-                    .arg(flag, v, QString::fromStdString(kvcap::dtype_names(accept))));
-  return *d;
 }
 
 bool has_flag(int argc, char** argv, const char* flag) {
@@ -144,26 +113,20 @@ int main(int argc, char** argv) {
     const QFileInfo fi(p.value(gpu));
     s.gpu = fi.exists() ? fi.absoluteFilePath().toStdString() : p.value(gpu).toStdString();
   }
-  kvcap::Deployment& d = s.deployment;
-  if (p.isSet(tp)) d.tensor_parallel_size = integer("tensor-parallel-size", p.value(tp), 1);
-  if (p.isSet(pp)) d.pipeline_parallel_size = integer("pipeline-parallel-size", p.value(pp), 1);
-  d.num_gpus =
-      p.isSet(num_gpus) ? integer("num-gpus", p.value(num_gpus), 1) : d.tensor_parallel_size * d.pipeline_parallel_size;
-  if (p.isSet(quant))
-    d.quantization = dtype("quantization", p.value(quant), [](const kvcap::DTypeInfo& i) { return i.weights_ok; });
-  if (p.isSet(kv))
-    d.kv_cache_dtype = dtype("kv-cache-dtype", p.value(kv), [](const kvcap::DTypeInfo& i) { return i.kv_ok; });
-  if (p.isSet(util)) {
-    bool ok = false;
-    d.gpu_memory_utilization = p.value(util).toDouble(&ok);
-    if (!ok || !(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
-      usage_error(
-          QStringLiteral("--gpu-memory-utilization: expected a fraction in (0, 1], got '%1'").arg(p.value(util)));
+  // The deployment flags through the one reader every front end uses (profiles/flags.hpp): "1.5K" means here what
+  // it means to `kvcap plan`.
+  kvcap::profiles::FlagTexts flags;
+  for (const auto* o : {&num_gpus, &tp, &pp, &quant, &kv, &util, &block, &batched, &prefix})
+    if (p.isSet(*o)) flags[o->names().first().toStdString()] = p.value(*o).toStdString();
+  try {
+    kvcap::Deployment& d = s.deployment;
+    d = kvcap::profiles::deployment_from_flags(flags, d);
+    if (!p.isSet(num_gpus)) d.num_gpus = d.tensor_parallel_size * d.pipeline_parallel_size;
+    if (p.isSet(speed_ctx))
+      s.speed_context_tokens = kvcap::profiles::parse_tokens(p.value(speed_ctx).toStdString(), "--speed-context");
+  } catch (const kvcap::profiles::InputError& e) {
+    usage_error(QString::fromStdString(e.what()));
   }
-  if (p.isSet(block)) d.block_size = integer("block-size", p.value(block), 1);
-  if (p.isSet(batched)) d.max_num_batched_tokens = tokens("max-num-batched-tokens", p.value(batched));
-  if (p.isSet(prefix)) d.shared_prefix_tokens = tokens("shared-prefix-tokens", p.value(prefix));
-  if (p.isSet(speed_ctx)) s.speed_context_tokens = tokens("speed-context", p.value(speed_ctx));
   w.controls()->set_settings(s);
   if (p.isSet(calibration)) w.load_calibration(p.value(calibration));  // a bad file shows in the panel
   if (p.isSet(timeline)) w.load_timeline(p.value(timeline));

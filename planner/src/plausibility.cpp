@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include "kvcap/planner/text.hpp"
 
 namespace kvcap {
 
@@ -15,16 +16,6 @@ Finding warning(const std::string& code, std::string msg) {
   return {code, Finding::Level::warning, std::move(msg), kExitOk};
 }
 
-std::string gib(double bytes) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / 1073741824.0);
-  return buf;
-}
-std::string num(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
 std::string stage_name(const MemoryPlan& p, const StagePlan& st) {
   return p.stages.size() > 1 ? "pipeline stage " + std::to_string(st.stage) + ": " : "";
 }
@@ -54,7 +45,7 @@ void check_stages(const GpuSpec& g, const MemoryPlan& p, std::vector<Finding>& r
     if (st.available_kv_bytes <= 0) {
       r.push_back(error("KVCAP-E101", stage_name(p, st) + "vLLM would not start: no memory left for the KV cache (" +
                                           "weights, activation peak and non-torch memory exceed the " +
-                                          gib(static_cast<double>(st.requested_bytes)) + " requested)"));
+                                          gib_text(static_cast<double>(st.requested_bytes)) + " requested)"));
       continue;
     }
     // --kv-cache-memory is used as given by vLLM (it skips the profiling run), so it must fit in the device
@@ -64,9 +55,9 @@ void check_stages(const GpuSpec& g, const MemoryPlan& p, std::vector<Finding>& r
     if (st.kv_memory_given && held > static_cast<double>(g.memory_bytes))
       r.push_back(error("KVCAP-E103", stage_name(p, st) +
                                           "KV cache memory (--kv-cache-memory, kv_cache_memory_bytes) " +
-                                          gib(static_cast<double>(st.available_kv_bytes)) +
-                                          " plus weights, activation peak and non-torch memory (" + gib(held) +
-                                          " in all) exceeds the " + gib(static_cast<double>(g.memory_bytes)) +
+                                          gib_text(static_cast<double>(st.available_kv_bytes)) +
+                                          " plus weights, activation peak and non-torch memory (" + gib_text(held) +
+                                          " in all) exceeds the " + gib_text(static_cast<double>(g.memory_bytes)) +
                                           " of one " + g.display_name));
   }
 }
@@ -97,7 +88,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
     // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".
     r.push_back(error("KVCAP-E102", "vLLM would not start: one request of max_model_len " +
                                         std::to_string(d.max_model_len) + " tokens does not fit in the KV cache (" +
-                                        num(p.max_concurrency, 2) + "x); the longest that fits is " +
+                                        fixed(p.max_concurrency, 2) + "x); the longest that fits is " +
                                         std::to_string(p.max_model_len_that_fits) +
                                         " tokens: lower --max-model-len or add memory"));
   return r;
@@ -116,7 +107,7 @@ std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 ba
   const double fit = context > 0 ? concurrency_at(m, p, context) : 0;
   if (static_cast<double>(batch) > fit)
     r.push_back(error("KVCAP-E105", "a batch of " + std::to_string(batch) + " requests of " + std::to_string(context) +
-                                        " tokens does not fit in the KV cache (at most " + num(std::floor(fit), 0) +
+                                        " tokens does not fit in the KV cache (at most " + fixed(std::floor(fit), 0) +
                                         " per replica); vLLM would queue or preempt the rest, so the speed shown is "
                                         "not reachable"));
   if (batch > d.max_num_seqs)
@@ -183,16 +174,16 @@ std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, b
     const double ratio = static_cast<double>(c.device_memory_bytes) / static_cast<double>(g.memory_bytes);
     if (ratio < 0.95 || ratio > 1.05)
       mismatch("302", "the calibration's device '" + c.device + "' has " +
-                          gib(static_cast<double>(c.device_memory_bytes)) + ", the " + g.display_name + " profile " +
-                          gib(static_cast<double>(g.memory_bytes)) + ": another variant of the " + want);
+                          gib_text(static_cast<double>(c.device_memory_bytes)) + ", the " + g.display_name + " profile " +
+                          gib_text(static_cast<double>(g.memory_bytes)) + ": another variant of the " + want);
   }
   return r;
 }
 
 std::optional<Finding> check_offered_load(double offered_per_s, double capacity_per_s) {
   if (!(offered_per_s > capacity_per_s) || !(capacity_per_s > 0)) return std::nullopt;
-  return warning("KVCAP-W202", "offered load " + num(offered_per_s, 2) + " req/s exceeds the capacity of about " +
-                                   num(capacity_per_s, 2) + " req/s (" + num(offered_per_s / capacity_per_s, 2) +
+  return warning("KVCAP-W202", "offered load " + fixed(offered_per_s, 2) + " req/s exceeds the capacity of about " +
+                                   fixed(capacity_per_s, 2) + " req/s (" + fixed(offered_per_s / capacity_per_s, 2) +
                                    "x): queues grow without bound and latency percentiles depend on the run's length");
 }
 

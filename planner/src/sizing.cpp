@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include "kvcap/planner/text.hpp"
 
 namespace kvcap {
 
@@ -15,25 +16,17 @@ double dbl(i64 v) {
   return static_cast<double>(v);
 }
 
-std::string num(double v, int decimals) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", decimals, v);
-  return b;
-}
-std::string gib(double bytes) {
-  return num(bytes / 1073741824.0, 1) + " GiB";
-}
 /// "2.10 s", "41.3 ms", "0.012 ms" for reasons.
 std::string dur(double s) {
   if (!std::isfinite(s)) return "unbounded";
-  if (s >= 1) return num(s, 2) + " s";
-  if (s >= 1e-3) return num(s * 1e3, 1) + " ms";
-  return num(s * 1e3, 3) + " ms";
+  if (s >= 1) return fixed(s, 2) + " s";
+  if (s >= 1e-3) return fixed(s * 1e3, 1) + " ms";
+  return fixed(s * 1e3, 3) + " ms";
 }
 
 void positive_finite(double v, const char* field, const char* what) {
   if (!std::isfinite(v) || !(v > 0))
-    throw SpecError(field, std::string("must be ") + what + " (got " + num(v, 6) + ")");
+    throw SpecError(field, std::string("must be ") + what + " (got " + fixed(v, 6) + ")");
 }
 
 /// Squared coefficient of variation of a length distribution (0 for fixed lengths).
@@ -118,9 +111,9 @@ SizingWorkload sizing_workload(const WorkloadSpec& spec) {
 
 void validate(const SizingWorkload& w) {
   if (!std::isfinite(w.prompt_tokens) || w.prompt_tokens < 1)
-    throw SpecError("prompt_tokens", "must be a mean of at least 1 token (got " + num(w.prompt_tokens, 2) + ")");
+    throw SpecError("prompt_tokens", "must be a mean of at least 1 token (got " + fixed(w.prompt_tokens, 2) + ")");
   if (!std::isfinite(w.output_tokens) || w.output_tokens < 1)
-    throw SpecError("output_tokens", "must be a mean of at least 1 token (got " + num(w.output_tokens, 2) + ")");
+    throw SpecError("output_tokens", "must be a mean of at least 1 token (got " + fixed(w.output_tokens, 2) + ")");
   const bool open = w.arrival_rate_per_s != 0, closed = w.concurrent_users != 0;
   if (open == closed)
     throw SpecError("workload",
@@ -138,7 +131,7 @@ void validate(const SizingTargets& t) {
   positive_finite(t.ttft_s, "ttft_target_s", "a positive, finite number of seconds");
   positive_finite(t.tpot_s, "tpot_target_s", "a positive, finite number of seconds");
   if (!(t.ttft_percentile > 0 && t.ttft_percentile < 1))
-    throw SpecError("ttft_percentile", "must be in (0, 1), e.g. 0.9 for p90 (got " + num(t.ttft_percentile, 4) + ")");
+    throw SpecError("ttft_percentile", "must be in (0, 1), e.g. 0.9 for p90 (got " + fixed(t.ttft_percentile, 4) + ")");
 }
 
 // Kingman (1961), "The single server queue in heavy traffic": E[W] ~ rho/(1-rho) (ca2+cs2)/2 E[S];
@@ -301,8 +294,8 @@ void fill_op(SizingCandidate& r, const ReplicaModel& rm, const OperatingPoint& o
 std::string does_not_fit_reason(const MemoryPlan& p, i64 max_context, i64 mean_context) {
   const StagePlan& s = p.stages[p.binding_stage];
   if (s.available_kv_bytes <= 0)
-    return "weights " + gib(dbl(s.weights_bytes)) + " + activation peak " + gib(dbl(s.activation_peak_bytes)) +
-           " + non-torch " + gib(dbl(s.non_torch_bytes)) + " per GPU exceed the " + gib(dbl(s.requested_bytes)) +
+    return "weights " + gib_text(dbl(s.weights_bytes)) + " + activation peak " + gib_text(dbl(s.activation_peak_bytes)) +
+           " + non-torch " + gib_text(dbl(s.non_torch_bytes)) + " per GPU exceed the " + gib_text(dbl(s.requested_bytes)) +
            " requested (gpu_memory_utilization x device memory)";
   if (!p.fits())
     return "KV cache of " + std::to_string(p.kv_capacity_tokens) + " tokens per replica cannot hold one request of " +
@@ -413,7 +406,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   }
   if (replicas_d * dbl(r.gpus_per_replica) > dbl(s.max_gpus)) {
     r.status = CandidateStatus::too_many_gpus;
-    r.reason = "needs " + num(replicas_d, 0) + " replicas x " + std::to_string(r.gpus_per_replica) +
+    r.reason = "needs " + fixed(replicas_d, 0) + " replicas x " + std::to_string(r.gpus_per_replica) +
                " GPUs > max_gpus " + std::to_string(s.max_gpus);
     return r;
   }

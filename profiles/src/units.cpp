@@ -5,15 +5,11 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "kvcap/planner/error.hpp"
+#include "kvcap/planner/text.hpp"
+
 namespace kvcap::profiles {
 
-namespace {
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-}  // namespace
 
 std::optional<std::pair<double, std::string>> split_number_unit(std::string_view text) {
   const std::string s(trim(text));
@@ -69,6 +65,150 @@ std::optional<double> parse_seconds_text(std::string_view text) {
   const auto mult = seconds_unit_multiplier(nu->second);
   if (!mult) return std::nullopt;
   return nu->first * *mult;
+}
+
+namespace {
+
+// Splits "12.5GiB" into number and suffix (a sign allowed, so that "-5" is out of range, not malformed).
+std::pair<double, std::string> number_and_unit(const std::string& in, const std::string& what, const char* expected) {
+  const std::string s(trim(in));
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end == s.c_str() || errno == ERANGE || !std::isfinite(v))
+    throw InputError(what + ": expected " + expected + ", got '" + in + "'");
+  return {v, std::string(trim(end))};
+}
+
+const char* const kLengthForms =
+    " (forms: 512 | uniform:128-2K | lognormal:mean=1K,sigma=0.9[,min=16,max=8K] | empirical:128@0.5,1K@0.5)";
+
+LengthDistribution lognormal_from(const std::string& rest, const std::string& spec, const std::string& what) {
+  LengthDistribution d = LengthDistribution::lognormal_tokens(0, -1);
+  for (const auto& kv : split_list(rest, ',', true)) {
+    const auto eq = kv.find('=');
+    const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    if (k == "mean") d.lognormal_mean_tokens = static_cast<double>(parse_tokens(v, what + " mean"));
+    else if (k == "sigma") d.sigma = parse_real(v, what + " sigma", "a number such as 0.9");
+    else if (k == "min") d.min_tokens = parse_tokens(v, what + " min");
+    else if (k == "max") d.max_tokens = parse_tokens(v, what + " max");
+    else throw InputError(what + ": unknown lognormal parameter '" + k + "' in '" + spec + "'" + kLengthForms);
+  }
+  if (d.lognormal_mean_tokens <= 0 || d.sigma < 0) throw InputError(what + ": lognormal needs mean= and sigma=" + kLengthForms);
+  return d;
+}
+
+LengthDistribution empirical_from(const std::string& rest, const std::string& spec, const std::string& what) {
+  std::vector<i64> values;
+  std::vector<double> weights;
+  for (const auto& item : split_list(rest, ',', true)) {
+    const auto at = item.find('@');
+    values.push_back(parse_tokens(item.substr(0, at), what));
+    if (at != std::string::npos) weights.push_back(parse_real(item.substr(at + 1), what, "a weight such as 0.3"));
+  }
+  if (!weights.empty() && weights.size() != values.size())
+    throw InputError(what + ": give a weight for every value or for none, in '" + spec + "'" + kLengthForms);
+  return LengthDistribution::empirical_tokens(values, weights);
+}
+
+}  // namespace
+
+std::int64_t parse_tokens(const std::string& in, const std::string& what) {
+  auto [v, unit] = number_and_unit(in, what, "a token count such as 4096, 32K or 1M");
+  const auto mult = token_unit_multiplier(unit);
+  if (!mult) throw InputError(what + ": unknown unit '" + unit + "' in '" + in + "'; " + kTokenUnitsHelp);
+  const double t = v * *mult;
+  if (t > 9.0e15) throw InputError(what + ": expected a token count of at most 9e15, got '" + in + "'");
+  if (t < 1 || t != std::floor(t)) throw InputError(what + ": expected a whole number of tokens >= 1, got '" + in + "'");
+  return static_cast<std::int64_t>(t);
+}
+
+std::uint64_t parse_bytes(const std::string& in, const std::string& what) {
+  auto [v, unit] = number_and_unit(in, what, "a size such as 40GiB, 80GB or 42949672960");
+  const auto mult = byte_unit_multiplier(unit);
+  if (!mult) throw InputError(what + ": unknown unit '" + unit + "'; " + kByteUnitsHelp);
+  const double b = std::floor(v * *mult);
+  if (v < 0 || b > 1.8e19) throw InputError(what + ": expected a size between 0 and 2^64 bytes, got '" + in + "'");
+  return static_cast<std::uint64_t>(b);
+}
+
+std::vector<std::string> split_list(const std::string& s, char sep, bool keep_empty) {
+  std::vector<std::string> r;
+  std::size_t start = 0;
+  while (true) {
+    const auto p = s.find(sep, start);
+    std::string item(trim(std::string_view(s).substr(start, p == std::string::npos ? std::string::npos : p - start)));
+    if (keep_empty || !item.empty()) r.push_back(std::move(item));
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return r;
+}
+
+std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& what) {
+  std::vector<std::int64_t> r;
+  for (const auto& item : split_list(s)) r.push_back(parse_tokens(item, what));
+  if (r.empty()) throw InputError(what + ": expected a comma-separated list of token counts, e.g. 1K,32K,128K");
+  return r;
+}
+
+double parse_seconds(const std::string& in, const std::string& what) {
+  auto [v, unit] = number_and_unit(in, what, "a duration with a unit such as 2s, 50ms or 800us");
+  // A bare number is ambiguous (is --tpot 40 forty seconds or forty milliseconds?): a unit is required.
+  if (unit.empty())
+    throw InputError(what + ": '" + in + "' has no unit; write " + std::string(trim(in)) + "ms or " + std::string(trim(in)) +
+                     "s (a bare number is ambiguous)");
+  const auto mult = seconds_unit_multiplier(unit);
+  if (!mult) throw InputError(what + ": unknown unit '" + unit + "'; " + kSecondsUnitsHelp);
+  if (!(v > 0)) throw InputError(what + ": expected a positive duration, got '" + in + "'");
+  const double s = v * *mult;
+  if (!(s <= 3.2e9)) throw InputError(what + ": at most 100 years, got '" + in + "'");
+  return s;
+}
+
+double parse_real(const std::string& s, const std::string& what, const std::string& expected, double lo, double hi) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < lo || v > hi)
+    throw InputError(what + ": expected " + expected + ", got '" + s + "'");
+  return v;
+}
+
+std::int64_t parse_int(const std::string& s, const std::string& what, std::int64_t min, std::int64_t max) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  const std::string range = max == std::numeric_limits<std::int64_t>::max()
+                                ? ">= " + std::to_string(min)
+                                : "between " + std::to_string(min) + " and " + std::to_string(max);
+  if (s.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+    throw InputError(what + ": expected an integer " + range + ", got '" + s + "'");
+  return v;
+}
+
+LengthDistribution parse_length(const std::string& spec, const std::string& what) {
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos) return LengthDistribution::fixed_tokens(parse_tokens(spec, what));
+  const std::string kind = spec.substr(0, colon), rest = spec.substr(colon + 1);
+  LengthDistribution d;
+  if (kind == "uniform") {
+    const auto dash = rest.find('-');
+    if (dash == std::string::npos) throw InputError(what + ": expected uniform:MIN-MAX, got '" + spec + "'" + kLengthForms);
+    d = LengthDistribution::uniform_tokens(parse_tokens(rest.substr(0, dash), what), parse_tokens(rest.substr(dash + 1), what));
+  } else if (kind == "lognormal") {
+    d = lognormal_from(rest, spec, what);
+  } else if (kind == "empirical") {
+    d = empirical_from(rest, spec, what);
+  } else {
+    throw InputError(what + ": unknown distribution '" + kind + "'" + kLengthForms);
+  }
+  try {
+    validate(d, what);
+  } catch (const SpecError& e) {
+    throw InputError(e.what());
+  }
+  return d;
 }
 
 }  // namespace kvcap::profiles

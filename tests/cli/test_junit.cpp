@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "junit.hpp"
+#include "report/junit.hpp"
 
 using namespace kvcap::cli;
 

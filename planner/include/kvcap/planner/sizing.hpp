@@ -115,6 +115,15 @@ void validate(const SizingTargets& t);
 /// The whole search. Candidates that the model or GPU reject come back with status and reason.
 SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const SizingTargets& t, const SizingSpace& s);
 
+/// What `kvcap size` (and any front end) asks of the sizer, as one value.
+struct SizingRequest {
+  ModelSpec model;
+  SizingWorkload workload;
+  SizingTargets targets;
+  SizingSpace space;
+};
+inline SizingResult size_cluster(const SizingRequest& r) { return size_cluster(r.model, r.workload, r.targets, r.space); }
+
 // ---- The queueing model, exposed for tests (docs/sizing.md, "Queueing") ---------------------------
 
 /// Kingman's G/G/1 mean wait: rho / (1 - rho) x (ca2 + cs2) / 2 x E[S]; exact (Pollaczek-Khinchine)

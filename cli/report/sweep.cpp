@@ -1,4 +1,4 @@
-#include "sweep_writer.hpp"
+#include "report/sweep.hpp"
 
 #include <charconv>
 #include <cmath>

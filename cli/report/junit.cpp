@@ -1,4 +1,4 @@
-#include "junit.hpp"
+#include "report/junit.hpp"
 
 #include <cstdio>
 

@@ -1,9 +1,9 @@
-#include "format.hpp"
+#include "kvcap/planner/text.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-namespace kvcap::cli {
+namespace kvcap {
 
 std::string fixed(double v, int decimals) {
   if (std::isinf(v)) return "unbounded";
@@ -13,6 +13,8 @@ std::string fixed(double v, int decimals) {
 }
 
 std::string gib(double bytes, int decimals) { return fixed(bytes / 1073741824.0, decimals); }
+
+std::string gib_text(double bytes, int decimals) { return gib(bytes, decimals) + " GiB"; }
 
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -28,16 +30,22 @@ std::string human_tokens(std::int64_t t) {
 }
 
 std::string grouped(std::uint64_t v) {
-  std::string s = std::to_string(v), r;
-  int n = 0;
-  for (auto it = s.rbegin(); it != s.rend(); ++it) {
-    if (n && n % 3 == 0) r.insert(r.begin(), ',');
-    r.insert(r.begin(), *it);
-    ++n;
+  const std::string s = std::to_string(v);
+  std::string r;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) r += ',';
+    r += s[i];
   }
   return r;
 }
 
 std::string billions(double v) { return fixed(v / 1e9, 2) + "B"; }
 
-}  // namespace kvcap::cli
+std::string_view trim(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace kvcap

@@ -1,21 +1,14 @@
-#include "report.hpp"
+#include "report/plan.hpp"
 
 #include <cmath>
 #include <iomanip>
 #include <sstream>
 
 #include "common.hpp"
-#include "format.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/escape.hpp"
 
 namespace kvcap::cli {
-
-Format parse_format(const std::string& s, bool allow_csv) {
-  if (s == "table") return Format::table;
-  if (s == "json") return Format::json;
-  if (s == "csv" && allow_csv) return Format::csv;
-  throw UsageError("--format: expected table, json" + std::string(allow_csv ? " or csv" : "") + ", got '" + s + "'");
-}
 
 namespace {
 std::string attention_desc(const ModelSpec& m) {

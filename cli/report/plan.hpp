@@ -8,11 +8,9 @@
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/speed.hpp"
+#include "report/format.hpp"
 
 namespace kvcap::cli {
-
-enum class Format { table, json, csv };
-Format parse_format(const std::string& s, bool allow_csv = true);
 
 void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p);
 /// `findings` (the plausibility policy's) go into "findings" and, as "CODE: message", into "warnings".

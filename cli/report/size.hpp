@@ -1,0 +1,21 @@
+#pragma once
+// Reporters of `kvcap size`: one sizing result as a table for people, JSON or CSV. Foreign text (GPU and model
+// names, reasons) goes through cli/escape.
+#include <cstdint>
+#include <ostream>
+
+#include "kvcap/planner/sizing.hpp"
+
+namespace kvcap::cli {
+
+struct SizingReportOptions {
+  std::int64_t top = 10;           ///< table rows (0: every feasible candidate)
+  bool explain = false;            ///< list the rejected candidates and why
+  bool prices_overridden = false;  ///< --price was given
+};
+
+void report_sizing_table(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o);
+void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o);
+void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o);
+
+}  // namespace kvcap::cli

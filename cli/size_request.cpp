@@ -1,0 +1,215 @@
+// `kvcap size`'s flags -> SizingRequest (size_request.hpp). docs/sizing.md.
+#include "size_request.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+
+#include "kvcap/profiles/profiles.hpp"
+
+namespace kvcap::cli {
+
+namespace {
+
+/// "90", "p90", "99.9" -> 0.90, 0.90, 0.999.
+double parse_percentile(const std::string& in, const std::string& flag) {
+  std::string s = in;
+  if (!s.empty() && (s[0] == 'p' || s[0] == 'P')) s = s.substr(1);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno == ERANGE || !(v > 0 && v < 100))
+    throw UsageError(flag + ": expected a percentile strictly between 0 and 100 such as 90, p90 or 99.9, got '" + in + "'");
+  return v / 100;
+}
+
+/// The deployment flags every candidate shares (vLLM names).
+po::options_description size_deployment_options() {
+  po::options_description dep("Deployment (every candidate; vLLM flag names)");
+  dep.add_options()
+    ("gpu-memory-utilization", po::value<std::string>()->default_value("0.9"), "fraction of device memory vLLM may use")
+    ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
+    ("block-size", po::value<std::string>()->default_value("16"), "tokens per KV block")
+    ("max-model-len", po::value<std::string>(), "context limit per request (default: prompt + output of the workload)")
+    ("max-num-batched-tokens", po::value<std::string>(), "token budget per step (default: vLLM serve's)")
+    ("max-num-seqs", po::value<std::string>(), "sequences per step (default: vLLM serve's)");
+  return dep;
+}
+
+/// --workload, or --prompt-tokens and --output-tokens; --rate or --concurrent-users / --max-concurrency.
+std::optional<WorkloadSpec> workload_into(const po::variables_map& vm, SizingWorkload& w) {
+  auto str = [&](const char* k) { return vm[k].as<std::string>(); };
+  // Workload: a file, or flags; --rate / --concurrent-users override the file's arrivals.
+  std::optional<WorkloadSpec> spec;
+  if (vm.count("workload")) {
+    if (vm.count("prompt-tokens") || vm.count("output-tokens"))
+      throw UsageError("--workload: give the lengths in the workload file or with --prompt-tokens/--output-tokens, not both");
+    spec = profiles::load_workload_file(str("workload"));
+    w = sizing_workload(*spec);
+  } else {
+    if (!vm.count("prompt-tokens") || !vm.count("output-tokens"))
+      throw UsageError("give --workload FILE, or --prompt-tokens and --output-tokens (mean tokens per request)");
+    w.prompt_tokens = static_cast<double>(parse_tokens(str("prompt-tokens"), "--prompt-tokens"));
+    w.output_tokens = static_cast<double>(parse_tokens(str("output-tokens"), "--output-tokens"));
+  }
+  if (vm.count("concurrent-users") && vm.count("max-concurrency"))
+    throw UsageError("--concurrent-users and --max-concurrency name the same thing: give one");
+  const char* users_flag = vm.count("max-concurrency") ? "max-concurrency" : "concurrent-users";
+  if (vm.count("rate") && vm.count(users_flag))
+    throw UsageError(std::string("--rate and --") + users_flag + ": give one (open loop: a rate; closed loop: a number of users)");
+  if (vm.count("rate")) {
+    w.arrival_rate_per_s = parse_real(str("rate"), "--rate", "a positive number of requests per second such as 10 or 0.5", kPositive);
+    w.concurrent_users = 0;
+    if (!spec) w.arrival_scv = 1;
+  } else if (vm.count(users_flag)) {
+    w.concurrent_users = parse_int(str(users_flag), std::string("--") + users_flag, 1);
+    w.arrival_rate_per_s = 0;
+  } else if (!spec) {
+    throw UsageError("give --rate R (requests per second, open loop) or --concurrent-users U (closed loop)");
+  } else if (!(w.arrival_rate_per_s > 0) && w.concurrent_users == 0) {
+    throw UsageError("--workload: the file has no arrival rate; give --rate or --concurrent-users");
+  }
+  if (spec && spec->arrival.kind == ArrivalProcess::Kind::closed && spec->arrival.think_time_s > 0 && w.concurrent_users > 0)
+    std::cerr << "kvcap size: note: the workload's think time (" << spec->arrival.think_time_s
+              << " s) is not in size's queueing model: its " << w.concurrent_users
+              << " clients are sized as always busy (conservative); kvcap simulate runs the think time\n";
+
+  return spec;
+}
+
+/// --ttft-p at --ttft-percentile and --tpot, or the workload file's slo.
+SizingTargets targets_of(const po::variables_map& vm, const std::optional<WorkloadSpec>& spec) {
+  auto str = [&](const char* k) { return vm[k].as<std::string>(); };
+  SizingTargets t;
+  t.ttft_percentile = parse_percentile(str("ttft-percentile"), "--ttft-percentile");
+  if (vm.count("ttft-p")) t.ttft_s = parse_seconds(str("ttft-p"), "--ttft-p");
+  else if (spec && spec->slo.ttft_s) t.ttft_s = *spec->slo.ttft_s;
+  else throw UsageError("--ttft-p is required (the TTFT target at --ttft-percentile, e.g. 2s), or an slo.ttft_s in the workload file");
+  if (vm.count("tpot")) t.tpot_s = parse_seconds(str("tpot"), "--tpot");
+  else if (spec && spec->slo.tpot_s) t.tpot_s = *spec->slo.tpot_s;
+  else throw UsageError("--tpot is required (the mean time per output token target, e.g. 50ms), or an slo.tpot_s in the workload file");
+
+  return t;
+}
+
+/// --price USD per GPU-hour over the profiles' prices.
+void prices_into(const std::string& text, std::vector<GpuSpec>& gpus) {
+  for (const auto& item : split_list(text)) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("--price: expected GPU=USD_PER_GPU_HOUR items such as h100-sxm=2.5, got '" + item + "'");
+    const std::string g = item.substr(0, eq);
+    const double usd = parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
+    bool found = false;
+    for (auto& gs : gpus)
+      if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
+    if (!found) {
+      std::string names;
+      for (const auto& gs : gpus) names += (names.empty() ? "" : ", ") + gs.name;
+      throw UsageError("--price: '" + g + "' is not among the GPUs searched (" + names + ")");
+    }
+  }
+}
+
+/// The search space: GPU types and prices, formats, parallelism bounds, the shared deployment, speed.
+SizingSpace space_of(const po::variables_map& vm) {
+  auto str = [&](const char* k) { return vm[k].as<std::string>(); };
+  SizingSpace s;
+  for (const auto& g : vm.count("gpus") ? split_list(str("gpus")) : profiles::builtin_gpu_names())
+    s.gpus.push_back(profiles::resolve_gpu(g));
+  if (s.gpus.empty()) throw UsageError("--gpus: expected a comma-separated list of GPU names, e.g. h100-sxm,h200");
+  if (vm.count("price")) {
+    for (const auto& item : split_list(str("price"))) {
+      const auto eq = item.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw UsageError("--price: expected GPU=USD_PER_GPU_HOUR items such as h100-sxm=2.5, got '" + item + "'");
+      const std::string g = item.substr(0, eq);
+      const double usd = parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
+      bool found = false;
+      for (auto& gs : s.gpus)
+        if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
+      if (!found) {
+        std::string names;
+        for (const auto& gs : s.gpus) names += (names.empty() ? "" : ", ") + gs.name;
+        throw UsageError("--price: '" + g + "' is not among the GPUs searched (" + names + ")");
+      }
+    }
+  }
+  if (vm.count("price")) prices_into(str("price"), s.gpus);
+  if (vm.count("quantization"))
+    for (const auto& q : split_list(str("quantization")))
+      s.weight_dtypes.push_back(parse_dtype_text(q, "--quantization", [](const DTypeInfo& i) { return i.weights_ok; }));
+  for (const auto& k : split_list(str("kv-cache-dtype")))
+    s.kv_dtypes.push_back(parse_dtype_text(k, "--kv-cache-dtype", [](const DTypeInfo& i) { return i.kv_ok; }));
+  if (s.kv_dtypes.empty()) throw UsageError("--kv-cache-dtype: expected a comma-separated list such as auto,fp8");
+  s.max_tp = parse_int(str("max-tp"), "--max-tp", 1);
+  s.max_pp = parse_int(str("max-pp"), "--max-pp", 1);
+  s.max_gpus_per_replica = parse_int(str("max-gpus-per-replica"), "--max-gpus-per-replica", 1);
+  s.max_gpus = parse_int(str("max-gpus"), "--max-gpus", 1);
+  s.base = profiles::deployment_from_flags(flag_texts(vm, size_deployment_options()));
+  // A calibration measures one device: it applies only when exactly one GPU type is searched.
+  if (vm.count("calibration")) {
+    if (s.gpus.size() != 1)
+      throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
+                       std::to_string(s.gpus.size()) + ")");
+    s.calibration = calibration_from(vm, s.gpus.front());
+  }
+  s.speed = speed_options_from(vm);
+  s.speed = speed_options_from(vm);
+  return s;
+}
+
+}  // namespace
+
+po::options_description size_options() {
+  po::options_description work("Workload (a file, or mean lengths with a rate or a number of users)");
+  work.add_options()
+    ("model,m", po::value<std::string>(), "model: built-in name, YAML profile, or Hugging Face config.json")
+    ("workload,w", po::value<std::string>(), "workload YAML (kind: workload): arrival rate, length distributions, slo")
+    ("prompt-tokens", po::value<std::string>(), "mean prompt tokens per request (e.g. 2K)")
+    ("output-tokens", po::value<std::string>(), "mean output tokens per request")
+    ("rate", po::value<std::string>(), "open loop: requests per second over the whole cluster (overrides the file's)")
+    ("concurrent-users", po::value<std::string>(), "closed loop: users each sending the next request as the last ends")
+    ("max-concurrency", po::value<std::string>(), "the same as --concurrent-users, in vllm bench serve's words (no think time; "
+                                                  "`kvcap simulate --max-concurrency N --think-time T` runs one)");
+  po::options_description targets("Targets");
+  targets.add_options()
+    ("ttft-p", po::value<std::string>(), "TTFT target at the percentile --ttft-percentile (e.g. 2s, 800ms)")
+    ("ttft-percentile", po::value<std::string>()->default_value("90"), "percentile of the TTFT target (90, p99, 99.9)")
+    ("tpot", po::value<std::string>(), "mean time per output token target (e.g. 50ms)");
+  po::options_description search("Search space");
+  search.add_options()
+    ("gpus", po::value<std::string>(), "GPU types (built-in names or YAML profiles), comma-separated (default: all built-in)")
+    ("quantization,q", po::value<std::string>(), "weight formats to try (default: the checkpoint's, plus fp8 for 16-bit checkpoints); e.g. auto,fp8,int4")
+    ("kv-cache-dtype", po::value<std::string>()->default_value("auto,fp8"), "KV formats to try (auto = the model dtype)")
+    ("max-tp", po::value<std::string>()->default_value("8"), "largest tensor-parallel size (1, 2, 4, ... are tried)")
+    ("max-pp", po::value<std::string>()->default_value("8"), "largest pipeline-parallel size (1, 2, 4, ... are tried)")
+    ("max-gpus-per-replica", po::value<std::string>()->default_value("8"), "TP x PP limit: one node")
+    ("max-gpus", po::value<std::string>()->default_value("100000"), "reject candidates needing more GPUs in total")
+    ("price", po::value<std::string>(), "price per GPU-hour in USD overriding the profiles', e.g. h100-sxm=2.5,h200=3.1");
+  po::options_description out("Output");
+  out.add_options()
+    ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (programs)")
+    ("top", po::value<std::string>()->default_value("10"), "rows in the table (0: all that meet the targets)")
+    ("explain", "also list every rejected candidate and why it failed")
+    ("help,h", "show this help");
+  po::options_description desc;
+  desc.add(work).add(targets).add(search).add(size_deployment_options()).add(speed_options()).add(out);
+  return desc;
+}
+
+SizeCommand size_command_from(const po::variables_map& vm) {
+  if (!vm.count("model")) throw UsageError("--model is required (a built-in name such as llama-3.1-70b, a YAML profile, or a config.json)");
+  SizeCommand c;
+  c.format = parse_format(vm["format"].as<std::string>());
+  const auto spec = workload_into(vm, c.request.workload);
+  c.request.targets = targets_of(vm, spec);
+  c.request.model = profiles::resolve_model(vm["model"].as<std::string>());
+  c.request.space = space_of(vm);
+  c.report.top = parse_int(vm["top"].as<std::string>(), "--top", 0);
+  c.report.explain = vm.count("explain") > 0;
+  c.report.prices_overridden = vm.count("price") > 0;
+  return c;
+}
+
+}  // namespace kvcap::cli

@@ -1,0 +1,22 @@
+#pragma once
+// Numbers as people read them in tables and messages, and the blank-trimming every text reader needs: one owner
+// for the whole project (planner messages, the CLI's reporters, the loaders, the simulator's trace reader, the
+// GUI). Programs get exact numbers in JSON and CSV instead.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kvcap {
+
+std::string fixed(double v, int decimals);             ///< "3.21"; "unbounded" for infinity
+std::string gib(double bytes, int decimals = 2);       ///< "71.27" (GiB = 2^30 bytes; no unit)
+std::string gib_text(double bytes, int decimals = 2);  ///< "71.27 GiB"
+std::string human_bytes(double bytes);                 ///< "80.0 KiB", "1.25 GiB" (binary units)
+std::string human_tokens(std::int64_t tokens);         ///< "1K", "128K", "1M", "1536"
+std::string grouped(std::uint64_t v);                  ///< "420,208"
+std::string billions(double v);                        ///< "70.55B"
+
+/// `s` without leading and trailing blanks (space, tab, CR, LF).
+std::string_view trim(std::string_view s);
+
+}  // namespace kvcap

@@ -1,0 +1,82 @@
+// The deployment flags' reader (flags.hpp), over the value grammar of units.hpp.
+#include "kvcap/profiles/flags.hpp"
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/profiles/units.hpp"
+
+namespace kvcap::profiles {
+
+DType parse_dtype_text(const std::string& s, const std::string& what, bool (*accept)(const DTypeInfo&)) {
+  auto d = parse_dtype(s);
+  if (!d || !accept(info(*d))) throw InputError(what + ": unknown value '" + s + "'; expected one of " + dtype_names(accept));
+  return *d;
+}
+
+namespace {
+
+bool activation(const DTypeInfo& i) { return i.activation_ok; }
+bool weights(const DTypeInfo& i) { return i.weights_ok; }
+bool kv(const DTypeInfo& i) { return i.kv_ok; }
+
+/// --mamba-cache-mode.
+Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
+  if (mcm == "none") return Deployment::MambaCache::none;
+  if (mcm == "align") return Deployment::MambaCache::align;
+  if (mcm == "auto") return Deployment::MambaCache::auto_;
+  throw InputError("--mamba-cache-mode: expected auto, none or align, got '" + mcm + "'");
+}
+
+}  // namespace
+
+Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
+  // In the order of `kvcap plan --help`: the first malformed flag is the one reported.
+  const auto given = [&](const char* k) { return f.count(k) > 0; };
+  const auto text = [&](const char* k) { return f.at(k); };
+  if (given("num-gpus")) d.num_gpus = parse_int(text("num-gpus"), "--num-gpus", 1, kMaxGpuCount);
+  if (given("tensor-parallel-size"))
+    d.tensor_parallel_size = parse_int(text("tensor-parallel-size"), "--tensor-parallel-size", 1, kMaxGpuCount);
+  if (given("pipeline-parallel-size"))
+    d.pipeline_parallel_size = parse_int(text("pipeline-parallel-size"), "--pipeline-parallel-size", 1, kMaxGpuCount);
+  if (given("gpu-memory-utilization"))
+    d.gpu_memory_utilization =
+        parse_real(text("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
+  if (given("dtype")) d.dtype = parse_dtype_text(text("dtype"), "--dtype", activation);
+  if (given("quantization")) d.quantization = parse_dtype_text(text("quantization"), "--quantization", weights);
+  if (given("kv-cache-dtype")) d.kv_cache_dtype = parse_dtype_text(text("kv-cache-dtype"), "--kv-cache-dtype", kv);
+  if (given("block-size")) d.block_size = parse_int(text("block-size"), "--block-size", 1);
+  if (given("max-model-len")) d.max_model_len = parse_tokens(text("max-model-len"), "--max-model-len");
+  if (given("max-num-batched-tokens"))
+    d.max_num_batched_tokens = parse_tokens(text("max-num-batched-tokens"), "--max-num-batched-tokens");
+  if (given("max-num-seqs")) d.max_num_seqs = parse_int(text("max-num-seqs"), "--max-num-seqs", 1, 1'000'000'000);
+  if (given("kv-cache-memory")) {
+    d.kv_cache_memory_bytes.clear();
+    for (const auto& item : split_list(text("kv-cache-memory"), ',', true))
+      d.kv_cache_memory_bytes.push_back(parse_bytes(item, "--kv-cache-memory"));
+  }
+  if (given("activation-peak-memory"))
+    d.activation_peak_bytes = parse_bytes(text("activation-peak-memory"), "--activation-peak-memory");
+  if (given("non-torch-memory")) d.non_torch_bytes = parse_bytes(text("non-torch-memory"), "--non-torch-memory");
+  if (given("shared-prefix-tokens"))
+    d.shared_prefix_tokens =
+        text("shared-prefix-tokens") == "0" ? 0 : parse_tokens(text("shared-prefix-tokens"), "--shared-prefix-tokens");
+  if (given("enable-expert-parallel")) d.enable_expert_parallel = true;
+  const bool off = given("disable-hybrid-kv-cache-manager"), on = given("hybrid-chunked-local");
+  if (off && on)
+    throw InputError("--disable-hybrid-kv-cache-manager and --hybrid-chunked-local contradict each other; give one");
+  if (off) d.hybrid_kv_cache_manager = Deployment::Hybrid::off;
+  if (on) d.hybrid_kv_cache_manager = Deployment::Hybrid::on;
+  if (given("mamba-cache-mode")) d.mamba_cache_mode = mamba_cache_mode(text("mamba-cache-mode"));
+  if (given("mamba-ssm-cache-dtype"))
+    d.mamba_ssm_cache_dtype = parse_dtype_text(text("mamba-ssm-cache-dtype"), "--mamba-ssm-cache-dtype", activation);
+  if (given("vllm-version")) {
+    d.vllm_version = text("vllm-version");
+    try {
+      legacy_kv_size_log(d.vllm_version);
+    } catch (const SpecError& e) {
+      throw InputError("--vllm-version: " + e.reason());
+    }
+  }
+  return d;
+}
+
+}  // namespace kvcap::profiles

@@ -1,0 +1,86 @@
+#pragma once
+// A simulation run as one value in and one value out: what `kvcap simulate`, `kvcap accuracy` and the sizing
+// search's verification ask of the simulator. The request says what to simulate (the deployment's speed
+// context, what arrives, the cluster and scheduler settings, the closed loop); run_simulation() assembles the
+// SimConfig (replica_config of the memory plan, the overrides, the engine profile's costs, the closed loop's
+// stagger), draws or replays the requests and runs them. Front ends only map their inputs to a request and pick
+// a reporter. docs/architecture.md, docs/simulator.md.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "kvcap/planner/plausibility.hpp"
+#include "kvcap/planner/speed.hpp"
+#include "kvcap/planner/workload.hpp"
+#include "kvcap/simulator/simulator.hpp"
+#include "kvcap/simulator/workload.hpp"
+
+namespace kvcap::sim {
+
+struct SimulationRequest {
+  /// Model, GPU, memory plan (blocks per replica, max_model_len, budgets), speed options, calibration.
+  SpeedContext speed;
+  /// What arrives: a trace's requests (replayed, cut at `limits`), or else `workload` drawn with `seed`
+  /// (arrivals, lengths, shared prefixes; a closed loop when its arrival process is `closed`).
+  std::optional<std::vector<RequestSpec>> trace;
+  WorkloadSpec workload;
+  SourceLimits limits;
+  std::uint64_t seed = 0;
+
+  /// Cluster and scheduler: overrides of what the memory plan implies.
+  std::optional<std::uint32_t> replicas;  ///< default: the plan's data-parallel replicas
+  RouterPolicy router = RouterPolicy::round_robin;
+  Allocator allocator = Allocator::paged;
+  bool prefix_caching = true;
+  i64 num_scheduler_steps = 1;            ///< vLLM 0.6 multi-step scheduling (1: every step)
+
+  /// Closed loop (`vllm bench serve --max-concurrency`): > 0 keeps at most this many requests in flight. A workload
+  /// whose arrival process is `closed` sets these itself.
+  std::uint32_t max_concurrency = 0;
+  double think_time_s = 0;
+  bool think_time_exponential = false;
+  /// Clients' first requests spread over one cycle (SimConfig::client_stagger_s); a run of fewer than 2N requests
+  /// is one wave of a benchmark and starts together whatever this says.
+  bool staggered_start = true;
+
+  LatencyTargets slo;                     ///< goodput targets (each one given overrides the workload's)
+  double timeline_interval_s = 0;         ///< > 0: Observer::on_sample every this many simulated seconds
+  Observer* observer = nullptr;
+  std::function<void(const Progress&)> progress;
+  bool check_invariants = false;
+};
+
+/// SpecError when one request of max_model_len does not fit the plan's KV cache (vLLM would refuse to start).
+void check_fits(const MemoryPlan& plan);
+
+/// The configuration a request runs with: replica_config(plan) with the overrides, the closed loop, the engine
+/// profile's front-end cost and the stagger (apply_speed_model). check_fits first.
+SimConfig config_for(const SimulationRequest& r);
+
+/// Whether a closed loop's clients start together because the run is one wave (fewer than 2N requests).
+bool one_wave(const SimulationRequest& r);
+
+/// Mean prompt and output lengths of what arrives (the trace's, or the workload's distributions').
+std::pair<double, double> mean_lengths_tokens(const SimulationRequest& r);
+
+/// Simulated seconds over which requests arrive, as far as the request tells before running: the trace's span or
+/// the phases' sum, cut at limits.duration_s, or num_requests / rate; 0 when unknown (a closed loop).
+double arrival_span_s(const SimulationRequest& r, double trace_span_s = 0);
+
+/// Rows a timeline at `interval_s` writes over `span_s` for `replicas` replicas (the drain after the last arrival
+/// adds to it).
+double timeline_rows(double span_s, double interval_s, std::uint32_t replicas);
+
+struct SimulationRun {
+  SimConfig config;               ///< as run (replicas, stagger, front-end cost)
+  SimResult result;
+  double wall_s = 0;              ///< wall-clock time of the simulation itself
+  /// The plausibility policy's findings on the run: KVCAP-W202 when an open loop was fed beyond what it serves.
+  std::vector<Finding> findings;
+};
+
+/// Runs the request: config_for, the requests (a fresh source each call), simulate(), findings.
+SimulationRun run_simulation(const SimulationRequest& r);
+
+}  // namespace kvcap::sim

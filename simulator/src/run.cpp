@@ -1,0 +1,122 @@
+// A simulation run from one request value (run.hpp): the assembly `kvcap simulate` and `kvcap accuracy` used to
+// do each by hand.
+#include "kvcap/simulator/run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/planner/text.hpp"
+
+namespace kvcap::sim {
+
+namespace {
+
+/// The closed loop the request runs: its own settings, or the workload's when its arrival process is `closed`.
+struct ClosedLoop {
+  std::uint32_t clients = 0;
+  double think_time_s = 0;
+  bool exponential = false;
+};
+
+ClosedLoop closed_loop_of(const SimulationRequest& r) {
+  const auto& a = r.workload.arrival;
+  if (!r.trace && a.kind == ArrivalProcess::Kind::closed)
+    return {static_cast<std::uint32_t>(a.concurrency), a.think_time_s, a.think_time_exponential};
+  return {r.max_concurrency, r.think_time_s, r.think_time_exponential};
+}
+
+std::unique_ptr<RequestSource> source_of(const SimulationRequest& r) {
+  if (r.trace) return list_source(*r.trace, r.limits);
+  return synthetic_source(r.workload, r.seed, r.limits);
+}
+
+}  // namespace
+
+bool one_wave(const SimulationRequest& r) {
+  const ClosedLoop loop = closed_loop_of(r);
+  return loop.clients > 0 && r.limits.num_requests && *r.limits.num_requests < 2ull * loop.clients;
+}
+
+std::pair<double, double> mean_lengths_tokens(const SimulationRequest& r) {
+  if (!r.trace) return {r.workload.prompt.mean_tokens(), r.workload.output.mean_tokens()};
+  double prompt = 0, output = 0;
+  for (const auto& q : *r.trace) prompt += static_cast<double>(q.prompt_tokens), output += static_cast<double>(q.output_tokens);
+  if (r.trace->empty()) return {0, 0};
+  const auto n = static_cast<double>(r.trace->size());
+  return {prompt / n, output / n};
+}
+
+void check_fits(const MemoryPlan& plan) {
+  if (!plan.fits())
+    throw SpecError("max_model_len", "one request of max_model_len " + grouped(static_cast<std::uint64_t>(plan.dep.max_model_len)) +
+                                         " tokens does not fit in the KV cache (" + grouped(plan.kv_capacity_tokens) +
+                                         " tokens per replica); vLLM would refuse to start: lower --max-model-len or add memory");
+}
+
+SimConfig config_for(const SimulationRequest& r) {
+  const MemoryPlan& plan = r.speed.plan;
+  check_fits(plan);
+  SimConfig cfg;
+  cfg.replica = replica_config(plan);
+  cfg.replica.allocator = r.allocator;
+  cfg.replica.prefix_caching = r.prefix_caching;
+  cfg.replica.num_scheduler_steps = r.num_scheduler_steps;
+  cfg.num_replicas = r.replicas ? *r.replicas : static_cast<std::uint32_t>(plan.dep.replicas);
+  cfg.router = r.router;
+  cfg.slo = r.workload.slo;
+  if (r.slo.ttft_s) cfg.slo.ttft_s = r.slo.ttft_s;
+  if (r.slo.tpot_s) cfg.slo.tpot_s = r.slo.tpot_s;
+  const ClosedLoop loop = closed_loop_of(r);
+  cfg.max_concurrency = loop.clients;
+  if (loop.clients > 0) {
+    cfg.think_time_s = loop.think_time_s;
+    cfg.think_time_exponential = loop.exponential;
+    cfg.think_seed = r.seed;
+  }
+  cfg.timeline_interval_s = r.timeline_interval_s;
+  cfg.observer = r.observer;
+  cfg.progress = r.progress;
+  cfg.check_invariants = r.check_invariants;
+  const auto [prompt, output] = mean_lengths_tokens(r);
+  apply_speed_model(cfg, r.speed, std::llround(std::max(1.0, prompt)), std::llround(std::max(1.0, output)),
+                    r.staggered_start && !one_wave(r));
+  return cfg;
+}
+
+double arrival_span_s(const SimulationRequest& r, double trace_span_s) {
+  const auto& lim = r.limits;
+  if (r.trace) return lim.duration_s ? std::min(*lim.duration_s, trace_span_s) : trace_span_s;
+  double phases_s = 0;
+  for (const auto& ph : r.workload.arrival.phases) phases_s += ph.duration_s;
+  if (phases_s > 0) return lim.duration_s ? std::min(*lim.duration_s, phases_s) : phases_s;
+  if (lim.duration_s) return *lim.duration_s;
+  if (lim.num_requests && std::isfinite(r.workload.arrival.rate_per_s))
+    return static_cast<double>(*lim.num_requests) / r.workload.arrival.rate_per_s;
+  return 0;
+}
+
+double timeline_rows(double span_s, double interval_s, std::uint32_t replicas) {
+  return (span_s / interval_s + 1) * replicas;
+}
+
+SimulationRun run_simulation(const SimulationRequest& r) {
+  SimulationRun run;
+  run.config = config_for(r);
+  const StepTimer timer = StepTimer::roofline(r.speed);
+  auto source = source_of(r);
+  const auto t0 = std::chrono::steady_clock::now();
+  run.result = simulate(run.config, timer, *source);
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Offered load beyond what the replicas serve (KVCAP-W202): the run's latency percentiles then grow with its
+  // length (overloaded: offered > 1.02 x the saturated completion rate, and a queue that built up).
+  const bool closed = run.config.max_concurrency > 0;
+  if (overloaded(run.result, closed)) {
+    const auto [offered, served] = offered_and_served_per_s(run.result, closed);
+    if (auto f = check_offered_load(offered, served)) run.findings.push_back(*f);
+  }
+  return run;
+}
+
+}  // namespace kvcap::sim
