@@ -1,6 +1,7 @@
 #include "kvcap/planner/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 
 #include "kvcap/planner/error.hpp"
@@ -84,6 +85,47 @@ const EngineProfile& engine_profile_for(std::string_view label) {
   if (l.find("sglang") != std::string::npos) return engine_profile("sglang");
   if (l.find("vllm") != std::string::npos) return engine_profile("vllm");
   return engine_profile("datasheet");
+}
+
+
+const std::vector<EngineKnob>& engine_knobs() {
+  auto range = [](double lo, double hi, double step) {
+    std::vector<double> v;
+    for (double x = lo; x <= hi + 1e-9; x += step) v.push_back(std::round(x * 1000) / 1000);
+    return v;
+  };
+  static const std::vector<EngineKnob> k = {
+      {"bandwidth_efficiency", [](EngineProfile& e) { return &e.speed.bandwidth_efficiency; }, range(0.65, 0.90, 0.05)},
+      {"compute_efficiency_16bit", [](EngineProfile& e) { return &e.speed.compute_efficiency_16bit; }, range(0.45, 0.85, 0.05)},
+      {"compute_efficiency_8bit", [](EngineProfile& e) { return &e.speed.compute_efficiency_8bit; }, range(0.35, 0.80, 0.05)},
+      {"step_overhead_s", [](EngineProfile& e) { return &e.speed.step_overhead_s; },
+       {0, 0.25e-3, 0.5e-3, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3, 8e-3}},
+      {"layer_overhead_s", [](EngineProfile& e) { return &e.speed.layer_overhead_s; }, {0, 10e-6, 20e-6, 30e-6, 50e-6, 75e-6, 100e-6}},
+      {"request_overhead_s", [](EngineProfile& e) { return &e.speed.request_overhead_s; },
+       {0, 5e-3, 10e-3, 15e-3, 20e-3, 30e-3, 40e-3, 50e-3, 60e-3, 80e-3, 100e-3, 120e-3}},
+  };
+  return k;
+}
+
+EngineProfile fit_engine_profile(EngineProfile start, const std::function<double(const EngineProfile&)>& objective,
+                                 int rounds) {
+  double best = objective(start);
+  for (int r = 0; r < rounds; ++r) {
+    bool moved = false;
+    for (const auto& k : engine_knobs()) {
+      double* f = k.field(start);
+      const double keep = *f;
+      double best_v = keep;
+      for (double v : k.grid) {
+        *f = v;
+        const double o = objective(start);
+        if (o < best - 1e-9) best = o, best_v = v, moved = moved || v != keep;
+      }
+      *f = best_v;
+    }
+    if (!moved) break;
+  }
+  return start;
 }
 
 }  // namespace kvcap

@@ -11,6 +11,7 @@
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/workload.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "kvcap/profiles/units.hpp"
 #include "reader.hpp"
 
 namespace kvcap::profiles {
@@ -106,8 +107,22 @@ std::optional<std::vector<T>> number_list(Ctx& c, const YAML::Node& map, const s
   return r;
 }
 
+/// `prompt_tokens: "lognormal:mean=1K,sigma=0.9"`: the text form, in the grammar of the CLI's --prompt-tokens
+/// (profiles/units.hpp parse_length), so a workload reads the same in a file and on a command line.
+LengthDistribution length_from_text(Ctx& c, const YAML::Node& n, const std::string& key) {
+  try {
+    return parse_length(n.Scalar(), key);
+  } catch (const InputError& e) {
+    std::string msg = e.what();
+    if (msg.rfind(key + ": ", 0) == 0) msg = msg.substr(key.size() + 2);
+    c.error(n, key, msg);
+    return {};
+  }
+}
+
 LengthDistribution length_from_yaml(Ctx& c, const YAML::Node& root, const char* key) {
   LengthDistribution d;
+  if (root.IsMap() && root[key] && root[key].IsScalar()) return length_from_text(c, root[key], key);
   const YAML::Node n = get_map(c, root, "", key, true);
   if (!n.IsMap()) return d;
   const std::string path = key;

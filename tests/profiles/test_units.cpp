@@ -33,3 +33,60 @@ TEST_CASE("durations", "[units]") {
   CHECK_FALSE(parse_seconds_text("2h"));
   CHECK_FALSE(parse_seconds_text("fast"));
 }
+
+// ---- The value grammar of flags, dashboard fields and workload files (issue 12: one grammar) ------------------
+
+TEST_CASE("flag values: one grammar, errors that name the flag and say what was expected", "[units][flags]") {
+  CHECK(parse_tokens("1.5K", "--max-model-len") == 1536);
+  CHECK(parse_tokens("32k", "--max-model-len") == 32000);
+  CHECK(parse_bytes("4.7GiB", "--kv-cache-memory") == static_cast<std::uint64_t>(4.7 * 1073741824.0));
+  CHECK(parse_bytes("80GB", "--kv-cache-memory") == 80'000'000'000ull);
+  CHECK(parse_seconds("40ms", "--tpot") == Approx(0.040));
+  const auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message([] { parse_tokens("99999999999999999999K", "--shared-prefix-tokens"); }) ==
+        "--shared-prefix-tokens: expected a token count of at most 9e15, got '99999999999999999999K'");
+  CHECK(message([] { parse_tokens("-4", "--max-model-len"); }) ==
+        "--max-model-len: expected a whole number of tokens >= 1, got '-4'");
+  CHECK(message([] { parse_tokens("32KiB", "--max-model-len"); }).rfind("--max-model-len: unknown unit 'KiB'", 0) == 0);
+  CHECK(message([] { parse_seconds("40", "--tpot"); }) ==
+        "--tpot: '40' has no unit; write 40ms or 40s (a bare number is ambiguous)");
+  CHECK(message([] { parse_int("1e3", "--num-gpus", 1, 100000); }) ==
+        "--num-gpus: expected an integer between 1 and 100000, got '1e3'");
+  CHECK(split_list(" a, b,,c ") == std::vector<std::string>{"a", "b", "c"});
+  CHECK(split_list("a,,b", ',', true) == std::vector<std::string>{"a", "", "b"});
+}
+
+TEST_CASE("length distributions: the text grammar of --prompt-tokens and of workload files", "[units][workload]") {
+  const auto fixed = parse_length("2K", "--prompt-tokens");
+  CHECK(fixed.kind == kvcap::LengthDistribution::Kind::fixed);
+  CHECK(fixed.tokens == 2048);
+  const auto u = parse_length("uniform:128-2K", "--prompt-tokens");
+  CHECK(u.kind == kvcap::LengthDistribution::Kind::uniform);
+  CHECK(u.min_tokens == 128);
+  CHECK(u.max_tokens == 2048);
+  CHECK(u.mean_tokens() == Approx(1088));
+  const auto l = parse_length("lognormal:mean=1K,sigma=0.9,min=16,max=8K", "--prompt-tokens");
+  CHECK(l.kind == kvcap::LengthDistribution::Kind::lognormal);
+  CHECK(l.lognormal_mean_tokens == 1024);
+  CHECK(l.sigma == 0.9);
+  CHECK(l.min_tokens == 16);
+  CHECK(l.max_tokens == 8192);
+  const auto e = parse_length("empirical:128@0.25,1K@0.75", "--output-tokens");
+  CHECK(e.values == std::vector<kvcap::i64>{128, 1024});
+  CHECK(e.mean_tokens() == Approx(0.25 * 128 + 0.75 * 1024));
+  CHECK_THROWS_WITH(parse_length("uniform:2K-128", "--prompt-tokens"), Catch::Contains("--prompt-tokens"));
+  CHECK_THROWS_WITH(parse_length("normal:1K", "--prompt-tokens"),
+                    Catch::StartsWith("--prompt-tokens: unknown distribution 'normal'"));
+  CHECK_THROWS_WITH(parse_length("lognormal:mean=1K", "--prompt-tokens"),
+                    Catch::StartsWith("--prompt-tokens: lognormal needs mean= and sigma="));
+  CHECK_THROWS_WITH(parse_length("empirical:1K@0.5,2K", "--prompt-tokens"),
+                    Catch::Contains("give a weight for every value or for none"));
+  CHECK_THROWS_AS(parse_length("x", "--prompt-tokens"), InputError);
+}

@@ -185,3 +185,28 @@ TEST_CASE("workload files describe closed loops and rate phases", "[profiles][wo
   CHECK_THROWS_WITH(profiles::parse_workload(replace(phased, "duration_s: 600}\n    -", "duration: 600}\n    -"), "w.yaml"),
                     Catch::Contains("arrival.phases[0].duration"));
 }
+
+TEST_CASE("lengths in the text form of --prompt-tokens read as the mapping form does", "[workload][units]") {
+  const std::string head = "kind: workload\nname: w\narrival: {process: poisson, rate_per_s: 2}\n";
+  const auto text = profiles::parse_workload(
+      head + "prompt_tokens: \"lognormal:mean=1K,sigma=0.8,min=16,max=8K\"\noutput_tokens: uniform:32-512\n", "w.yaml");
+  const auto map = profiles::parse_workload(head +
+                                                "prompt_tokens: {distribution: lognormal, mean: 1024, sigma: 0.8, min: 16, "
+                                                "max: 8192}\noutput_tokens: {distribution: uniform, min: 32, max: 512}\n",
+                                            "w.yaml");
+  CHECK(text.prompt.kind == LengthDistribution::Kind::lognormal);
+  CHECK(text.prompt.mean_tokens() == map.prompt.mean_tokens());
+  CHECK(text.prompt.min_tokens == map.prompt.min_tokens);
+  CHECK(text.prompt.max_tokens == map.prompt.max_tokens);
+  CHECK(text.output.kind == LengthDistribution::Kind::uniform);
+  CHECK(text.output.min_tokens == 32);
+  CHECK(text.output.max_tokens == 512);
+  CHECK(profiles::parse_workload(head + "prompt_tokens: 2K\noutput_tokens: 128\n", "w.yaml").prompt.tokens == 2048);
+
+  const auto e = errors(head + "prompt_tokens: \"uniform:2K\"\noutput_tokens: 128\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].line == 4);
+  CHECK(e[0].column == 16);
+  CHECK(e[0].key_path == "prompt_tokens");
+  CHECK(e[0].message.rfind("expected uniform:MIN-MAX, got 'uniform:2K'", 0) == 0);
+}

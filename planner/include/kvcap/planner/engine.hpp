@@ -5,6 +5,7 @@
 // that engine in shared/fixtures/serving_measurements.json, each constant within physical bounds, with the
 // fit's residuals and leave-one-out errors recorded in docs/accuracy.md. Calibration (calibration.yaml) still
 // replaces the efficiencies where it is given.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,5 +35,21 @@ const EngineProfile& engine_profile(std::string_view name);
 /// The profile of an engine as the fixtures name it ("vLLM", "SGLang", "TensorRT-LLM", "NIM (TensorRT-LLM
 /// backend)"); "datasheet" when unknown.
 const EngineProfile& engine_profile_for(std::string_view engine_label);
+
+/// One constant of a profile that `kvcap accuracy --fit` fits, with its grid within physical bounds: achieved /
+/// datasheet HBM bandwidth 0.65-0.90 (decode kernels on A100/H100 reach 65-90% of it; STREAM about 90%), GEMM
+/// efficiency 0.45-0.85 (16-bit) and 0.35-0.80 (fp8), overheads in seconds. A constant that settles on a bound says
+/// the model misses something there (docs/accuracy.md).
+struct EngineKnob {
+  const char* name;
+  double* (*field)(EngineProfile&);
+  std::vector<double> grid;
+};
+const std::vector<EngineKnob>& engine_knobs();
+
+/// Coordinate descent from `start`: each round sets every knob in turn to the grid value that lowers `objective`
+/// most; stops after `rounds` or when a round moves nothing.
+EngineProfile fit_engine_profile(EngineProfile start, const std::function<double(const EngineProfile&)>& objective,
+                                 int rounds);
 
 }  // namespace kvcap

@@ -1,0 +1,219 @@
+// kvcap accuracy's scorecard (scorecard.hpp). Every published serving measurement of serving_measurements.json (vLLM, SGLang,
+// TensorRT-LLM, NIM; fields documented in the file's "about") runs through the simulator with the load its source
+// describes: closed-loop clients as `simulate --max-concurrency N` (num_requests = 10 x N, AIPerf's default in the
+// sources), open-loop Poisson arrivals at the rate, offline as `--rate inf`. It prints predicted vs measured TPOT,
+// TTFT and output throughput per point, and the mean absolute percentage error per engine and metric.
+// `--max-mape` turns it into a regression gate for CI (docs/accuracy.md).
+#include "scorecard.hpp"
+
+#include <cctype>
+#include <fstream>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "kvcap/planner/text.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "kvcap/simulator/run.hpp"
+
+namespace kvcap::cli {
+
+namespace {
+
+std::optional<double> opt_number(const nlohmann::json& j, const char* k) {
+  if (!j.contains(k) || j[k].is_null()) return std::nullopt;
+  return j[k].get<double>();
+}
+
+/// The built-in profile of a published model (Llama 3.3 70B has Llama 3.1 70B's architecture); "" when none.
+std::string builtin_model(const std::string& hf) {
+  std::string s;
+  for (char c : hf) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.find("llama-3.1-8b") != std::string::npos) return "llama-3.1-8b";
+  if (s.find("llama-3.1-70b") != std::string::npos || s.find("llama-3.3-70b") != std::string::npos)
+    return "llama-3.1-70b";
+  return "";
+}
+
+Deployment deployment_for(const Point& p) {
+  Deployment d;
+  d.tensor_parallel_size = p.tp;
+  d.pipeline_parallel_size = p.pp;
+  d.num_gpus = p.tp * p.pp;
+  const bool fp8 = p.weight_dtype == "fp8" || p.model_hf.find("FP8") != std::string::npos;
+  if (fp8) d.quantization = DType::fp8;
+  // TensorRT-LLM (and NIM on it) serves ModelOpt FP8 checkpoints with an FP8 KV cache (the fixtures' note on S2-076).
+  const bool trtllm = p.engine.find("TensorRT") != std::string::npos;
+  if (p.kv_dtype == "fp8" || (p.kv_dtype.empty() && trtllm && fp8)) d.kv_cache_dtype = DType::fp8;
+  return d;
+}
+
+/// The load of a point as `kvcap simulate` options: closed loop, Poisson at a rate, or all at once.
+std::string load_of(const Point& p, sim::SimulationRequest& r) {
+  auto& w = r.workload;
+  w.prompt = LengthDistribution::fixed_tokens(p.isl);
+  w.output = LengthDistribution::fixed_tokens(p.osl);
+  if (p.concurrency) {
+    r.max_concurrency = static_cast<std::uint32_t>(*p.concurrency);
+    w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+    r.limits.num_requests = static_cast<std::uint64_t>(std::max<i64>(10 * *p.concurrency, 40));
+    return "closed " + std::to_string(*p.concurrency);
+  }
+  if (p.rate_per_s) {
+    w.arrival.rate_per_s = *p.rate_per_s;
+    r.limits.num_requests = static_cast<std::uint64_t>(std::max(300.0, std::round(*p.rate_per_s * 300)));
+    return "poisson " + fixed(*p.rate_per_s, 1) + "/s";
+  }
+  w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+  r.limits.num_requests = 2000;
+  return "offline";
+}
+
+/// The source's multi-step scheduling (vLLM 0.6 "--num-scheduler-steps N" in the point's server flags), else 1.
+i64 scheduler_steps(const Point& p) {
+  const std::string flag = "--num-scheduler-steps ";
+  const auto at = p.note.find(flag);
+  if (at == std::string::npos) return 1;
+  i64 n = 0;
+  for (std::size_t i = at + flag.size(); i < p.note.size() && std::isdigit(static_cast<unsigned char>(p.note[i])); ++i)
+    n = n * 10 + (p.note[i] - '0');
+  return std::max<i64>(1, n);
+}
+
+}  // namespace
+
+std::vector<Point> read_points(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("--fixtures: cannot read " + path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(path + ": not valid JSON: " + e.what());
+  }
+  std::vector<Point> pts;
+  for (const auto& j : doc.at("points")) {
+    Point p;
+    p.id = j.at("id").get<std::string>();
+    p.model_hf = j.at("model_hf").get<std::string>();
+    p.gpu = j.at("gpu").get<std::string>();
+    p.engine = j.at("engine").get<std::string>();
+    p.weight_dtype = j.value("weight_dtype", "");
+    p.kv_dtype = j["kv_dtype"].is_string() ? j["kv_dtype"].get<std::string>() : "";
+    p.note = j.value("note", "");
+    p.tp = j.value("tp", 1);
+    p.pp = j["pp"].is_number() ? j["pp"].get<i64>() : 1;
+    p.isl = j.at("isl").get<i64>();
+    p.osl = j.at("osl").get<i64>();
+    if (j["batch_or_concurrency"].is_number()) p.concurrency = j["batch_or_concurrency"].get<i64>();
+    p.rate_per_s = opt_number(j, "request_rate");
+    if (auto v = opt_number(j, "tpot_ms")) p.tpot_s = *v / 1000;
+    if (auto v = opt_number(j, "ttft_ms")) p.ttft_s = *v / 1000;
+    p.output_tokens_per_s = opt_number(j, "output_tok_s");
+    p.medians = p.note.find("median") != std::string::npos;
+    pts.push_back(p);
+  }
+  return pts;
+}
+
+Outcome run_point(const Point& p, const EngineProfile& engine) {
+  Outcome o;
+  o.model = builtin_model(p.model_hf);
+  if (o.model.empty()) {
+    o.skipped = "no built-in profile for " + p.model_hf;
+    return o;
+  }
+  if (p.note.find("multi-turn") != std::string::npos) {
+    o.skipped = "multi-turn chat with rate phases: not expressible yet";
+    return o;
+  }
+  const ModelSpec model = profiles::resolve_model(o.model);
+  const GpuSpec gpu = profiles::resolve_gpu(p.gpu);
+  Deployment d = deployment_for(p);
+  MemoryPlan plan = plan_memory(model, gpu, d, {});
+  if (!plan.fits()) {  // a benchmarker sets --max-model-len to what the run needs when the default does not fit
+    d.max_model_len = p.isl + p.osl;
+    plan = plan_memory(model, gpu, d, {});
+  }
+  if (!plan.fits()) {
+    o.skipped = "does not fit in memory";
+    return o;
+  }
+  sim::SimulationRequest request;
+  o.load = load_of(p, request);
+  request.speed = make_speed_context(model, gpu, plan, engine.speed);
+  request.num_scheduler_steps = scheduler_steps(p);
+  const sim::SimResult r = sim::run_simulation(request).result;
+  o.tpot_s = p.medians ? r.tpot_s.p50 : r.tpot_s.mean;
+  o.ttft_s = p.medians ? r.ttft_s.p50 : r.ttft_s.mean;
+  o.output_tokens_per_s = r.output_tokens_per_s;
+  return o;
+}
+
+/// Signed relative error of a prediction, when the point has a measurement.
+std::optional<double> rel_err(double predicted, const std::optional<double>& measured) {
+  if (!measured || !(*measured > 0)) return std::nullopt;
+  return (predicted - *measured) / *measured;
+}
+
+void score(Scores& s, const Point& p, const Outcome& o) {
+  for (const std::string& key : {p.engine, std::string("all")}) {
+    s[key]["tpot"].add(rel_err(o.tpot_s, p.tpot_s));
+    s[key]["ttft"].add(rel_err(o.ttft_s, p.ttft_s));
+    s[key]["throughput"].add(rel_err(o.output_tokens_per_s, p.output_tokens_per_s));
+  }
+}
+
+namespace {
+
+/// The mean of the MAPEs (TPOT, TTFT, throughput: those with measurements) over `pts` with `e`; +inf when none ran.
+double objective(const std::vector<const Point*>& pts, const EngineProfile& e) {
+  Mape tpot, ttft, thr;
+  for (const Point* p : pts) {
+    const Outcome o = run_point(*p, e);
+    if (!o.skipped.empty()) continue;
+    tpot.add(rel_err(o.tpot_s, p->tpot_s));
+    ttft.add(rel_err(o.ttft_s, p->ttft_s));
+    thr.add(rel_err(o.output_tokens_per_s, p->output_tokens_per_s));
+  }
+  double sum = 0;
+  int n = 0;
+  for (const Mape* m : {&tpot, &ttft, &thr})
+    if (m->n) sum += m->value(), ++n;
+  return n ? sum / n : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+std::vector<EngineFit> fit_engines(const std::vector<Point>& all) {
+  std::vector<EngineFit> fits;
+  for (const std::string name : {"vllm", "sglang", "trtllm"}) {
+    std::vector<const Point*> pts;
+    for (const auto& p : all)
+      if (engine_profile_for(p.engine).name == name && run_point(p, engine_profile("datasheet")).skipped.empty()) pts.push_back(&p);
+    EngineProfile start = engine_profile("datasheet");
+    start.name = name;
+    EngineFit f;
+    f.name = name;
+    f.points = pts.size();
+    f.mape_datasheet = objective(pts, start);
+    f.profile = fit_engine_profile(start, [&](const EngineProfile& e) { return objective(pts, e); }, 4);
+    f.mape_fitted = objective(pts, f.profile);
+    // Leave one out: refit without each point (2 rounds from the full fit), predict it.
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      std::vector<const Point*> rest;
+      for (std::size_t j = 0; j < pts.size(); ++j)
+        if (j != i) rest.push_back(pts[j]);
+      const EngineProfile e = fit_engine_profile(f.profile, [&](const EngineProfile& x) { return objective(rest, x); }, 2);
+      const Outcome o = run_point(*pts[i], e);
+      f.loo_tpot.add(rel_err(o.tpot_s, pts[i]->tpot_s));
+      f.loo_ttft.add(rel_err(o.ttft_s, pts[i]->ttft_s));
+      f.loo_throughput.add(rel_err(o.output_tokens_per_s, pts[i]->output_tokens_per_s));
+    }
+    fits.push_back(std::move(f));
+  }
+  return fits;
+}
+
+}  // namespace kvcap::cli

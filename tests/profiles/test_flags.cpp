@@ -1,0 +1,48 @@
+// The deployment flags' one reader (profiles/flags.hpp), shared by the CLI and the dashboard (issue 12: the
+// dashboard's own regex refused "1.5K", which the CLI accepts).
+#include <catch2/catch.hpp>
+
+#include "kvcap/profiles/flags.hpp"
+#include "kvcap/profiles/units.hpp"
+
+using namespace kvcap;
+using namespace kvcap::profiles;
+
+TEST_CASE("deployment flags: vLLM names, the value grammar, absent flags keep the base", "[flags]") {
+  Deployment base;
+  base.block_size = 32;
+  base.gpu_memory_utilization = 0.8;
+  const Deployment d = deployment_from_flags({{"tensor-parallel-size", "4"},
+                                              {"max-model-len", "1.5K"},
+                                              {"max-num-batched-tokens", "16k"},
+                                              {"kv-cache-dtype", "fp8"},
+                                              {"kv-cache-memory", "10GiB,12GiB"},
+                                              {"enable-expert-parallel", ""},
+                                              {"mamba-cache-mode", "none"}},
+                                             base);
+  CHECK(d.tensor_parallel_size == 4);
+  CHECK(d.max_model_len == 1536);
+  CHECK(d.max_num_batched_tokens == 16000);
+  CHECK(d.kv_cache_dtype == DType::fp8);
+  CHECK(d.kv_cache_memory_bytes == std::vector<u64>{10ull << 30, 12ull << 30});
+  CHECK(d.enable_expert_parallel);
+  CHECK(d.mamba_cache_mode == Deployment::MambaCache::none);
+  CHECK(d.block_size == 32);                  // from the base
+  CHECK(d.gpu_memory_utilization == 0.8);     // from the base
+  CHECK(d.pipeline_parallel_size == 1);
+}
+
+TEST_CASE("deployment flags: errors name the flag", "[flags]") {
+  CHECK_THROWS_WITH(deployment_from_flags({{"gpu-memory-utilization", "1.5"}}),
+                    "--gpu-memory-utilization: expected a fraction in (0, 1], got '1.5'");
+  CHECK_THROWS_WITH(deployment_from_flags({{"num-gpus", "1000000"}}),
+                    "--num-gpus: expected an integer between 1 and 100000, got '1000000'");
+  CHECK_THROWS_WITH(deployment_from_flags({{"quantization", "fp7"}}), Catch::StartsWith("--quantization: unknown value 'fp7'"));
+  CHECK_THROWS_WITH(deployment_from_flags({{"mamba-cache-mode", "all"}}),
+                    "--mamba-cache-mode: expected auto, none or align, got 'all'");
+  CHECK_THROWS_WITH(deployment_from_flags({{"vllm-version", "0.3"}}), Catch::StartsWith("--vllm-version: "));
+  CHECK_THROWS_WITH(
+      deployment_from_flags({{"disable-hybrid-kv-cache-manager", ""}, {"hybrid-chunked-local", ""}}),
+      Catch::Contains("contradict each other"));
+  CHECK_THROWS_AS(deployment_from_flags({{"max-model-len", "lots"}}), InputError);
+}

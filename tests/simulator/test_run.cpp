@@ -1,0 +1,120 @@
+// A simulation run as one request value (simulator/run.hpp): what `kvcap simulate` and `kvcap accuracy` ask of the
+// simulator, assembled in one place.
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "kvcap/simulator/run.hpp"
+
+using namespace kvcap;
+using namespace kvcap::sim;
+
+namespace {
+
+SimulationRequest llama_request(i64 max_model_len = 8192) {
+  Deployment d;
+  d.kv_cache_memory_bytes = {2ull << 30};  // 1,024 blocks of 16 tokens for Llama 3.1 8B
+  d.max_model_len = max_model_len;
+  const auto model = profiles::resolve_model("llama-3.1-8b");
+  const auto gpu = profiles::resolve_gpu("h100-sxm");
+  SimulationRequest r;
+  r.speed = make_speed_context(model, gpu, plan_memory(model, gpu, d, {}));
+  r.workload.arrival.rate_per_s = 20;
+  r.workload.prompt = LengthDistribution::uniform_tokens(200, 1800);
+  r.workload.output = LengthDistribution::uniform_tokens(20, 300);
+  r.limits.num_requests = 400;
+  r.seed = 7;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("run_simulation is the hand assembly of config, source and simulate, bit for bit", "[sim][run]") {
+  SimulationRequest req = llama_request();
+  req.replicas = 2;
+  req.router = RouterPolicy::least_outstanding;
+  req.prefix_caching = false;
+  const SimulationRun run = run_simulation(req);
+
+  SimConfig cfg;
+  cfg.replica = replica_config(req.speed.plan);
+  cfg.replica.prefix_caching = false;
+  cfg.num_replicas = 2;
+  cfg.router = RouterPolicy::least_outstanding;
+  apply_speed_model(cfg, req.speed, 1000, 160, true);
+  auto src = synthetic_source(req.workload, 7, req.limits);
+  const SimResult manual = simulate(cfg, StepTimer::roofline(req.speed), *src);
+
+  CHECK(run.config.num_replicas == 2);
+  CHECK(run.result.requests_completed == 400);
+  CHECK(run.result.events == manual.events);
+  CHECK(run.result.ttft_s.mean == manual.ttft_s.mean);
+  CHECK(run.result.tpot_s.p99 == manual.tpot_s.p99);
+  CHECK(run.result.end_s == manual.end_s);
+  CHECK(run.result.replicas.size() == 2);
+  CHECK(run.wall_s >= 0);
+}
+
+TEST_CASE("a trace is replayed, and the same request runs the same twice", "[sim][run]") {
+  SimulationRequest req = llama_request();
+  req.trace = std::vector<RequestSpec>{};
+  for (int i = 0; i < 50; ++i) {
+    RequestSpec r;
+    r.arrival_s = 0.1 * i;
+    r.prompt_tokens = 500 + 10 * i;
+    r.output_tokens = 64;
+    req.trace->push_back(r);
+  }
+  req.limits = {};
+  const auto [prompt, output] = mean_lengths_tokens(req);
+  CHECK(prompt == Approx(745));
+  CHECK(output == 64);
+  CHECK(arrival_span_s(req, 4.9) == 4.9);
+  const SimulationRun a = run_simulation(req), b = run_simulation(req);
+  CHECK(a.result.requests_completed == 50);
+  CHECK(a.result.prompt_tokens == 50 * 745);
+  CHECK(a.result.ttft_s.mean == b.result.ttft_s.mean);
+}
+
+TEST_CASE("a workload's closed loop, one wave, and the goodput targets reach the configuration", "[sim][run]") {
+  SimulationRequest req = llama_request();
+  req.workload.arrival.kind = ArrivalProcess::Kind::closed;
+  req.workload.arrival.concurrency = 16;
+  req.workload.arrival.think_time_s = 0.5;
+  req.workload.slo.ttft_s = 1.0;
+  req.slo.tpot_s = 0.05;  // given: joins the workload's TTFT target
+  req.limits.num_requests = 100;
+  SimConfig cfg = config_for(req);
+  CHECK(cfg.max_concurrency == 16);
+  CHECK(cfg.think_time_s == 0.5);
+  CHECK(cfg.slo.ttft_s == 1.0);
+  CHECK(cfg.slo.tpot_s == 0.05);
+  CHECK(cfg.client_stagger_s > 0.5);  // one cycle: a request's end-to-end time plus the think time
+  CHECK_FALSE(one_wave(req));
+  req.limits.num_requests = 31;  // fewer than 2 x 16: one wave of the benchmark, the clients start together
+  CHECK(one_wave(req));
+  CHECK(config_for(req).client_stagger_s == 0);
+  const SimulationRun run = run_simulation(req);
+  CHECK(run.result.requests_completed == 31);
+  CHECK(run.findings.empty());  // a closed loop is never overloaded
+}
+
+TEST_CASE("arrival spans and timeline rows, as far as a request tells before running", "[sim][run]") {
+  SimulationRequest req = llama_request();
+  CHECK(arrival_span_s(req) == Approx(400 / 20.0));
+  req.limits.duration_s = 5;
+  CHECK(arrival_span_s(req) == 5);
+  req.workload.arrival.phases = {{2, 100}, {4, 50}};
+  CHECK(arrival_span_s(req) == 5);  // cut at the duration
+  req.limits.duration_s.reset();
+  CHECK(arrival_span_s(req) == 150);
+  CHECK(timeline_rows(150, 1, 2) == 302);
+}
+
+TEST_CASE("a plan that cannot hold one request of max_model_len is refused before running", "[sim][run]") {
+  SimulationRequest req = llama_request(1'000'000);
+  CHECK_THROWS_AS(check_fits(req.speed.plan), SpecError);
+  CHECK_THROWS_WITH(run_simulation(req), Catch::Contains("vLLM would refuse to start"));
+}
