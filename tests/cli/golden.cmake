@@ -1,11 +1,13 @@
-# Runs ${KVCAP} ${ARGS} (a ;-list; %DATA% expands to tests/data, %FIXTURES% to ../shared/fixtures), compares stdout+stderr with
+# Runs ${KVCAP} ${ARGS} (a ;-list; %DATA% expands to tests/data, %FIXTURES% to ../shared/fixtures, %SOURCE% to the source tree), compares stdout+stderr with
 # ${GOLDEN}/${NAME}.txt and the exit code with ${EXPECT_RC}. Set KVCAP_UPDATE_GOLDEN=1 to rewrite.
 cmake_minimum_required(VERSION 3.25)
 string(REPLACE "%DATA%" "${DATA}" args "${ARGS}")
 string(REPLACE "%FIXTURES%" "${FIXTURES}" args "${args}")
+string(REPLACE "%SOURCE%" "${SOURCE}" args "${args}")
 execute_process(COMMAND ${KVCAP} ${args} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 string(REPLACE "${DATA}" "%DATA%" text "${out}${err}")
 string(REPLACE "${FIXTURES}" "%FIXTURES%" text "${text}")
+string(REPLACE "${SOURCE}" "%SOURCE%" text "${text}")
 set(file ${GOLDEN}/${NAME}.txt)
 if(DEFINED ENV{KVCAP_UPDATE_GOLDEN})
   file(WRITE ${file} "${text}")
