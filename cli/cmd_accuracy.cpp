@@ -3,9 +3,9 @@
 #include <iostream>
 #include <map>
 
-#include "scorecard.hpp"
 #include "common.hpp"
 #include "report/accuracy.hpp"
+#include "scorecard.hpp"
 
 namespace kvcap::cli {
 
@@ -28,6 +28,7 @@ std::map<std::string, double> parse_gate(const std::string& s) {
 
 int cmd_accuracy(const std::vector<std::string>& args) {
   po::options_description desc("Options");
+  // clang-format off
   desc.add_options()("fixtures", po::value<std::string>()->default_value("../shared/fixtures"),
                      "folder holding serving_measurements.json")(
       "max-mape", po::value<std::string>(), "fail (exit 1) when a metric's MAPE over all engines exceeds this, "
@@ -36,6 +37,7 @@ int cmd_accuracy(const std::vector<std::string>& args) {
       "fitted: each point with its engine's profile (vllm, sglang, trtllm); datasheet: every point with the plain roofline")(
       "fit", po::bool_switch(), "fit each engine's profile to its points (coordinate descent) and print the constants "
                                 "with leave-one-out errors; takes minutes")("help,h", "show this help");
+  // clang-format on
   const auto vm = parse(args, desc);
   if (vm.count("help")) {
     print_help("kvcap accuracy [--fixtures DIR] [--max-mape tpot=P,ttft=P,throughput=P]",

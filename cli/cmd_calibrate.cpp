@@ -2,16 +2,16 @@
 // write calibration.yaml (docs/calibration-format.md), with the GPU profile's datasheet figures beside.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <thread>
-#include <algorithm>
 #include <limits>
+#include <thread>
 
 #include "common.hpp"
-#include "kvcap/planner/text.hpp"
 #include "kvcap/kernels/calibrate.h"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
 namespace kvcap::cli {

@@ -1,19 +1,18 @@
 // kvcap check: evaluates the capacity promises of requirement files; pass/fail with the measured value and
 // the margin, exit 1 when any promise fails, and JUnit XML for CI (one testcase per promise).
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "kvcap/planner/text.hpp"
-#include "report/junit.hpp"
 #include "kvcap/escape.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/requirements.hpp"
+#include "report/junit.hpp"
 
 namespace kvcap::cli {
 

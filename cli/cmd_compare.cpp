@@ -3,8 +3,8 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "kvcap/planner/text.hpp"
 #include "kvcap/escape.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "report/plan.hpp"
 

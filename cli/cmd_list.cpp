@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "kvcap/planner/text.hpp"
 #include "kvcap/planner/params.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
 namespace kvcap::cli {

@@ -31,7 +31,8 @@ sim::SimulationRun run(const SimulateCommand& c, SimulationInfo& info, ProgressL
   progress.clear();
   info.plan = &c.request.speed.plan;
   info.cfg = r.config;
-  info.workload_desc = c.info.workload_desc + describe_closed_loop(r.config, c.staggered_asked, sim::one_wave(c.request));
+  info.workload_desc =
+      c.info.workload_desc + describe_closed_loop(r.config, c.staggered_asked, sim::one_wave(c.request));
   if (wall_time) info.wall_s = r.wall_s;
   return r;
 }
@@ -42,7 +43,9 @@ int report_comparison(SimulateCommand& c, Format fmt, ProgressLine& progress, bo
   c.request.allocator = sim::Allocator::contiguous;
   const sim::SimulationRun q = run(c, contiguous, progress, wall_time);
   switch (fmt) {
-    case Format::table: report_allocator_comparison(std::cout, paged, p.result, contiguous, q.result); break;
+    case Format::table:
+      report_allocator_comparison(std::cout, paged, p.result, contiguous, q.result);
+      break;
     case Format::json: {
       nlohmann::ordered_json j;
       j["paged"] = simulation_json(paged, p.result);
@@ -114,14 +117,18 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if ((timeline_file && !*timeline_file) || (requests_file && !*requests_file))
     throw std::runtime_error("writing an output CSV failed (disk full?)");
   switch (fmt) {
-    case Format::table: report_simulation_table(std::cout, info, r.result); break;
+    case Format::table:
+      report_simulation_table(std::cout, info, r.result);
+      break;
     case Format::json: {
       auto j = simulation_json(info, r.result);
       j["findings"] = findings_json(r.findings);
       std::cout << j.dump(2) << "\n";
       break;
     }
-    case Format::csv: report_simulation_csv(std::cout, info, r.result); break;
+    case Format::csv:
+      report_simulation_csv(std::cout, info, r.result);
+      break;
   }
   print_findings("simulate", r.findings);
   return exit_code(r.findings);

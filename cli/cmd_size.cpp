@@ -30,9 +30,15 @@ int cmd_size(const std::vector<std::string>& args) {
   const SizeCommand c = size_command_from(vm);
   const SizingResult r = size_cluster(c.request);
   switch (c.format) {
-    case Format::table: report_sizing_table(std::cout, c.request, r, c.report); break;
-    case Format::json: report_sizing_json(std::cout, c.request, r, c.report); break;
-    case Format::csv: report_sizing_csv(std::cout, c.request, r, c.report); break;
+    case Format::table:
+      report_sizing_table(std::cout, c.request, r, c.report);
+      break;
+    case Format::json:
+      report_sizing_json(std::cout, c.request, r, c.report);
+      break;
+    case Format::csv:
+      report_sizing_csv(std::cout, c.request, r, c.report);
+      break;
   }
   if (r.feasible == 0) {
     std::cerr << "kvcap size: error: " << r.diagnosis << "\n";

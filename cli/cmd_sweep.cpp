@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "common.hpp"
-#include "kvcap/planner/text.hpp"
 #include "kvcap/planner/sweep.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "report/plan.hpp"
 #include "report/sweep.hpp"

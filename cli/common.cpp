@@ -1,20 +1,19 @@
 #include "common.hpp"
 
-#include "kvcap/planner/engine.hpp"
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <new>
 #include <iostream>
+#include <new>
 
 #include "kvcap/escape.hpp"
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/error.hpp"
-#include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/flags.hpp"
+#include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/units.hpp"
 
 namespace kvcap::cli {

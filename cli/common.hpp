@@ -2,16 +2,14 @@
 // Shared pieces of the subcommands: the deployment flags (vLLM names and semantics), value parsers
 // with clear errors, and the subcommand table.
 #include <boost/program_options.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kvcap/planner/deployment.hpp"
 #include "kvcap/planner/plausibility.hpp"

@@ -1,7 +1,7 @@
-// kvcap accuracy's scorecard (scorecard.hpp). Every published serving measurement of serving_measurements.json (vLLM, SGLang,
-// TensorRT-LLM, NIM; fields documented in the file's "about") runs through the simulator with the load its source
-// describes: closed-loop clients as `simulate --max-concurrency N` (num_requests = 10 x N, AIPerf's default in the
-// sources), open-loop Poisson arrivals at the rate, offline as `--rate inf`. It prints predicted vs measured TPOT,
+// kvcap accuracy's scorecard (scorecard.hpp). Every published serving measurement of serving_measurements.json (vLLM,
+// SGLang, TensorRT-LLM, NIM; fields documented in the file's "about") runs through the simulator with the load its
+// source describes: closed-loop clients as `simulate --max-concurrency N` (num_requests = 10 x N, AIPerf's default in
+// the sources), open-loop Poisson arrivals at the rate, offline as `--rate inf`. It prints predicted vs measured TPOT,
 // TTFT and output throughput per point, and the mean absolute percentage error per engine and metric.
 // `--max-mape` turns it into a regression gate for CI (docs/accuracy.md).
 #include "scorecard.hpp"
@@ -9,7 +9,6 @@
 #include <cctype>
 #include <fstream>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
@@ -191,21 +190,24 @@ std::vector<EngineFit> fit_engines(const std::vector<Point>& all) {
   for (const std::string name : {"vllm", "sglang", "trtllm"}) {
     std::vector<const Point*> pts;
     for (const auto& p : all)
-      if (engine_profile_for(p.engine).name == name && run_point(p, engine_profile("datasheet")).skipped.empty()) pts.push_back(&p);
+      if (engine_profile_for(p.engine).name == name && run_point(p, engine_profile("datasheet")).skipped.empty())
+        pts.push_back(&p);
     EngineProfile start = engine_profile("datasheet");
     start.name = name;
     EngineFit f;
     f.name = name;
     f.points = pts.size();
     f.mape_datasheet = objective(pts, start);
-    f.profile = fit_engine_profile(start, [&](const EngineProfile& e) { return objective(pts, e); }, 4);
+    f.profile = fit_engine_profile(
+        start, [&](const EngineProfile& e) { return objective(pts, e); }, 4);
     f.mape_fitted = objective(pts, f.profile);
     // Leave one out: refit without each point (2 rounds from the full fit), predict it.
     for (std::size_t i = 0; i < pts.size(); ++i) {
       std::vector<const Point*> rest;
       for (std::size_t j = 0; j < pts.size(); ++j)
         if (j != i) rest.push_back(pts[j]);
-      const EngineProfile e = fit_engine_profile(f.profile, [&](const EngineProfile& x) { return objective(rest, x); }, 2);
+      const EngineProfile e = fit_engine_profile(
+          f.profile, [&](const EngineProfile& x) { return objective(rest, x); }, 2);
       const Outcome o = run_point(*pts[i], e);
       f.loo_tpot.add(rel_err(o.tpot_s, pts[i]->tpot_s));
       f.loo_ttft.add(rel_err(o.ttft_s, pts[i]->ttft_s));

@@ -20,7 +20,7 @@ struct Point {
   std::optional<i64> concurrency;
   std::optional<double> rate_per_s;
   std::optional<double> tpot_s, ttft_s, output_tokens_per_s;  ///< measured
-  bool medians = false;  ///< the source reports medians of TPOT/TTFT, not means
+  bool medians = false;                                       ///< the source reports medians of TPOT/TTFT, not means
 };
 
 struct Outcome {
@@ -51,11 +51,11 @@ void score(Scores& s, const Point& p, const Outcome& o);
 
 /// One engine profile fitted to its points (kvcap accuracy --fit).
 struct EngineFit {
-  std::string name;                 ///< vllm | sglang | trtllm
+  std::string name;  ///< vllm | sglang | trtllm
   std::size_t points = 0;
   double mape_datasheet = 0, mape_fitted = 0;  ///< mean of the metrics' MAPEs
   EngineProfile profile;
-  Mape loo_tpot, loo_ttft, loo_throughput;    ///< leave-one-out: each point predicted by a fit without it
+  Mape loo_tpot, loo_ttft, loo_throughput;  ///< leave-one-out: each point predicted by a fit without it
 };
 /// Fits vllm, sglang and trtllm (NIM's points count as trtllm's) from the datasheet profile; takes minutes.
 std::vector<EngineFit> fit_engines(const std::vector<Point>& all);

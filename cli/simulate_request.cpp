@@ -13,7 +13,9 @@ namespace kvcap::cli {
 
 namespace {
 
-std::string str(const po::variables_map& vm, const char* k) { return vm[k].as<std::string>(); }
+std::string str(const po::variables_map& vm, const char* k) {
+  return vm[k].as<std::string>();
+}
 
 UsageError no_end() {
   return UsageError("give --duration SECONDS or --num-requests N (a synthetic workload has no end of its own)");
@@ -21,12 +23,15 @@ UsageError no_end() {
 
 /// Exactly one of --workload, --trace and --rate (--max-concurrency alone: vllm bench serve's --request-rate inf).
 void check_sources(const po::variables_map& vm) {
-  if (!vm.count("model")) throw UsageError("--model is required (a built-in name such as llama-3.1-8b, a YAML profile, or a config.json)");
+  if (!vm.count("model"))
+    throw UsageError("--model is required (a built-in name such as llama-3.1-8b, a YAML profile, or a config.json)");
   if (!vm.count("gpu")) throw UsageError("--gpu is required (a built-in name such as h100-sxm, or a YAML profile)");
-  const bool closed_default_rate = vm.count("max-concurrency") && !vm.count("workload") && !vm.count("trace") && !vm.count("rate");
+  const bool closed_default_rate =
+      vm.count("max-concurrency") && !vm.count("workload") && !vm.count("trace") && !vm.count("rate");
   const auto sources = vm.count("workload") + vm.count("trace") + vm.count("rate") + (closed_default_rate ? 1 : 0);
   if (sources != 1)
-    throw UsageError(sources == 0 ? "give a workload: --workload FILE.yaml, --trace FILE.csv, or --rate R with --prompt-tokens and --output-tokens"
+    throw UsageError(sources == 0 ? "give a workload: --workload FILE.yaml, --trace FILE.csv, or --rate R with "
+                                    "--prompt-tokens and --output-tokens"
                                   : "give only one of --workload, --trace and --rate");
   if (vm.count("trace") && (vm.count("prompt-tokens") || vm.count("output-tokens")))
     throw UsageError("--prompt-tokens/--output-tokens do not apply to a trace (its rows give the lengths)");
@@ -48,8 +53,9 @@ void limits_into(const po::variables_map& vm, sim::SimulationRequest& r) {
   // Bounded work: 10^7 requests take about 40 s of CPU (bench/bench_simulate: ~250,000 requests per CPU-second).
   constexpr std::uint64_t kMaxRequests = 10'000'000;
   if (r.limits.num_requests && *r.limits.num_requests > kMaxRequests && !vm.count("force"))
-    throw UsageError("--num-requests " + grouped(*r.limits.num_requests) + ": about " + grouped(*r.limits.num_requests / 250'000 + 1) +
-                     " s of CPU at ~250,000 requests/s; at most " + grouped(kMaxRequests) + " without --force");
+    throw UsageError("--num-requests " + grouped(*r.limits.num_requests) + ": about " +
+                     grouped(*r.limits.num_requests / 250'000 + 1) + " s of CPU at ~250,000 requests/s; at most " +
+                     grouped(kMaxRequests) + " without --force");
   if (rate_text(vm) == "inf" && !r.limits.num_requests)
     throw UsageError("--rate inf sends every request at once: give --num-requests N (a duration would never end it)");
   if (vm.count("think-time") && !vm.count("max-concurrency"))
@@ -63,8 +69,9 @@ void cluster_into(const po::variables_map& vm, const Deployment& dep, SimulateCo
   if (vm.count("replicas")) {
     const i64 want = parse_int(str(vm, "replicas"), "--replicas", 1);
     if (vm.count("num-gpus") && want != plan.dep.replicas)
-      throw UsageError("--replicas " + std::to_string(want) + " disagrees with --num-gpus " + std::to_string(dep.num_gpus) +
-                       " / (TP x PP) = " + std::to_string(plan.dep.replicas) + "; give one of them");
+      throw UsageError("--replicas " + std::to_string(want) + " disagrees with --num-gpus " +
+                       std::to_string(dep.num_gpus) + " / (TP x PP) = " + std::to_string(plan.dep.replicas) +
+                       "; give one of them");
     if (want > 100000) throw UsageError("--replicas: at most 100,000");
     r.replicas = static_cast<std::uint32_t>(want);
   } else if (plan.dep.replicas > 100000) {
@@ -75,9 +82,12 @@ void cluster_into(const po::variables_map& vm, const Deployment& dep, SimulateCo
   r.router = *router;
   const std::string allocator = str(vm, "allocator");
   c.compare_allocators = allocator == "compare";
-  if (allocator == "paged" || c.compare_allocators) r.allocator = sim::Allocator::paged;
-  else if (allocator == "contiguous") r.allocator = sim::Allocator::contiguous;
-  else throw UsageError("--allocator: expected paged, contiguous or compare, got '" + allocator + "'");
+  if (allocator == "paged" || c.compare_allocators)
+    r.allocator = sim::Allocator::paged;
+  else if (allocator == "contiguous")
+    r.allocator = sim::Allocator::contiguous;
+  else
+    throw UsageError("--allocator: expected paged, contiguous or compare, got '" + allocator + "'");
   if (c.compare_allocators && (vm.count("timeline") || vm.count("requests-out")))
     throw UsageError("--timeline and --requests-out follow one run; leave them out with --allocator compare");
   const std::string prefix = str(vm, "prefix-caching");
@@ -85,7 +95,8 @@ void cluster_into(const po::variables_map& vm, const Deployment& dep, SimulateCo
   r.prefix_caching = prefix == "on";
   if (!vm.count("max-concurrency")) return;
   const i64 n = parse_int(str(vm, "max-concurrency"), "--max-concurrency", 1);
-  if (n > 10'000'000) throw UsageError("--max-concurrency: at most 10,000,000 clients, got '" + str(vm, "max-concurrency") + "'");
+  if (n > 10'000'000)
+    throw UsageError("--max-concurrency: at most 10,000,000 clients, got '" + str(vm, "max-concurrency") + "'");
   r.max_concurrency = static_cast<std::uint32_t>(n);
   if (!vm.count("think-time")) return;
   std::string t(trim(str(vm, "think-time")));
@@ -119,16 +130,22 @@ WorkloadSpec workload_from_flags(const po::variables_map& vm) {
   WorkloadSpec w;
   w.name = "flags";
   if (!vm.count("prompt-tokens") || !vm.count("output-tokens"))
-    throw UsageError(std::string(vm.count("rate") ? "--rate" : "--max-concurrency") + " needs --prompt-tokens and --output-tokens");
+    throw UsageError(std::string(vm.count("rate") ? "--rate" : "--max-concurrency") +
+                     " needs --prompt-tokens and --output-tokens");
   const std::string rate = rate_text(vm);
   w.arrival.rate_per_s = rate == "inf" ? std::numeric_limits<double>::infinity()
                                        : parse_real(rate, "--rate", "arrivals per second such as 4.5, or inf");
-  if (!(w.arrival.rate_per_s > 0)) throw UsageError("--rate: expected a positive number of arrivals per second, or inf");
+  if (!(w.arrival.rate_per_s > 0))
+    throw UsageError("--rate: expected a positive number of arrivals per second, or inf");
   const std::string a = str(vm, "arrival");
-  if (a == "poisson") w.arrival.kind = ArrivalProcess::Kind::poisson;
-  else if (a == "gamma") w.arrival.kind = ArrivalProcess::Kind::gamma;
-  else if (a == "fixed" || a == "fixed_rate") w.arrival.kind = ArrivalProcess::Kind::fixed_rate;
-  else throw UsageError("--arrival: expected poisson, gamma or fixed, got '" + a + "'");
+  if (a == "poisson")
+    w.arrival.kind = ArrivalProcess::Kind::poisson;
+  else if (a == "gamma")
+    w.arrival.kind = ArrivalProcess::Kind::gamma;
+  else if (a == "fixed" || a == "fixed_rate")
+    w.arrival.kind = ArrivalProcess::Kind::fixed_rate;
+  else
+    throw UsageError("--arrival: expected poisson, gamma or fixed, got '" + a + "'");
   if (vm.count("cv")) {
     if (w.arrival.kind != ArrivalProcess::Kind::gamma) throw UsageError("--cv applies to --arrival gamma only");
     w.arrival.cv = parse_real(str(vm, "cv"), "--cv", "a coefficient of variation such as 2");
@@ -155,8 +172,11 @@ void workload_into(const po::variables_map& vm, SimulateCommand& c) {
     c.info.workload_source = "workload";
     // Rate phases end the arrivals by themselves; anything else needs a limit.
     if (r.workload.arrival.phases.empty() && !r.limits.duration_s && !r.limits.num_requests) throw no_end();
-    if (r.workload.arrival.kind == ArrivalProcess::Kind::closed && (vm.count("max-concurrency") || vm.count("think-time")))
-      throw UsageError("--max-concurrency/--think-time: the workload file already describes a closed loop (arrival.process: closed)");
+    if (r.workload.arrival.kind == ArrivalProcess::Kind::closed &&
+        (vm.count("max-concurrency") || vm.count("think-time")))
+      throw UsageError(
+          "--max-concurrency/--think-time: the workload file already describes a closed loop (arrival.process: "
+          "closed)");
   } else {
     c.info.workload_source = "flags";
     r.workload = workload_from_flags(vm);
@@ -164,7 +184,8 @@ void workload_into(const po::variables_map& vm, SimulateCommand& c) {
   if (vm.count("workload") && (vm.count("prompt-tokens") || vm.count("output-tokens") || vm.count("cv")))
     throw UsageError("--prompt-tokens/--output-tokens/--cv do not apply with --workload (the file gives them)");
   c.info.workload_name = r.workload.name;
-  c.info.workload_desc = describe_workload(r.workload, vm.count("workload") ? str(vm, "workload") : "", r.limits, r.seed);
+  c.info.workload_desc =
+      describe_workload(r.workload, vm.count("workload") ? str(vm, "workload") : "", r.limits, r.seed);
   c.timeline_span_s = sim::arrival_span_s(r);
 }
 
@@ -174,9 +195,10 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
   r.speed = speed_context_from(vm, model, gpu, r.speed.plan);
   const std::string engine = str(vm, "engine");
   c.info.step_time_source = "roofline speed model (" +
-                            std::string(r.speed.calibration ? "calibrated: " + str(vm, "calibration")
+                            std::string(r.speed.calibration     ? "calibrated: " + str(vm, "calibration")
                                         : engine == "datasheet" ? "datasheet x default efficiencies"
-                                                                : "engine profile " + engine) + ")";
+                                                                : "engine profile " + engine) +
+                            ")";
   if (!r.speed.calibration) c.info.expected_error = error_band(engine_profile(engine));
   r.num_scheduler_steps = parse_int(str(vm, "num-scheduler-steps"), "--num-scheduler-steps", 1, 1024);
   const std::string start = str(vm, "client-start");
@@ -191,15 +213,17 @@ void outputs_into(const po::variables_map& vm, SimulateCommand& c) {
   if (vm.count("requests-out")) c.requests_path = str(vm, "requests-out");
   if (!vm.count("timeline")) return;
   c.timeline_path = str(vm, "timeline");
-  const double interval_s = c.request.timeline_interval_s = parse_seconds(str(vm, "timeline-interval"), "--timeline-interval");
+  const double interval_s = c.request.timeline_interval_s =
+      parse_seconds(str(vm, "timeline-interval"), "--timeline-interval");
   const auto replicas = c.request.replicas.value_or(static_cast<std::uint32_t>(c.request.speed.plan.dep.replicas));
   constexpr double kMaxRows = 2e6;
   const double rows = sim::timeline_rows(c.timeline_span_s, interval_s, replicas);
   if (rows <= kMaxRows || vm.count("force")) return;
   const double need_s = c.timeline_span_s * replicas / kMaxRows;
   throw UsageError("--timeline: about " + grouped(static_cast<std::uint64_t>(std::min(rows, 9e18))) + " rows (" +
-                   fixed(c.timeline_span_s, 0) + " s of arrivals / " + fixed(interval_s, 3) + " s x " + std::to_string(replicas) +
-                   " replicas); at most 2,000,000: use --timeline-interval " + fixed(std::ceil(need_s), 0) + "s or longer, or --force");
+                   fixed(c.timeline_span_s, 0) + " s of arrivals / " + fixed(interval_s, 3) + " s x " +
+                   std::to_string(replicas) + " replicas); at most 2,000,000: use --timeline-interval " +
+                   fixed(std::ceil(need_s), 0) + "s or longer, or --force");
 }
 
 }  // namespace
@@ -207,6 +231,7 @@ void outputs_into(const po::variables_map& vm, SimulateCommand& c) {
 po::options_description simulate_options() {
   auto desc = deployment_options();
   po::options_description wl("Workload (one of --workload, --trace, --rate)");
+  // clang-format off
   wl.add_options()
     ("workload", po::value<std::string>(), "workload file (kind: workload; see profiles/examples/workload-chat.yaml)")
     ("trace", po::value<std::string>(), "CSV trace: arrival time, prompt tokens, output tokens per row (Azure LLM traces auto-detected)")
@@ -228,7 +253,9 @@ po::options_description simulate_options() {
     ("duration", po::value<std::string>(), "arrivals during this many seconds (e.g. 600, 10min); every one runs to completion")
     ("num-requests", po::value<std::string>(), "this many requests (a trace: its first N)")
     ("seed", po::value<std::string>()->default_value("0"), "random seed (same seed, same output)");
+  // clang-format on
   po::options_description cl("Cluster and scheduler");
+  // clang-format off
   cl.add_options()
     ("replicas", po::value<std::string>(), "data-parallel replicas (default: --num-gpus / (TP x PP), else 1)")
     ("router", po::value<std::string>()->default_value("round-robin"), "round-robin, lor (least outstanding requests) or kv (least KV load)")
@@ -236,7 +263,9 @@ po::options_description simulate_options() {
     ("prefix-caching", po::value<std::string>()->default_value("on"), "on or off (vLLM V1 default on; matters for shared-prefix groups)")
     ("ttft-target", po::value<std::string>(), "goodput target for time to first token (default: the workload's slo)")
     ("tpot-target", po::value<std::string>(), "goodput target for time per output token (default: the workload's slo)");
+  // clang-format on
   po::options_description out("Output");
+  // clang-format off
   out.add_options()
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (one summary row)")
     ("timeline", po::value<std::string>(), "write running/waiting/KV per replica over time to this CSV")
@@ -246,6 +275,7 @@ po::options_description simulate_options() {
     ("no-progress", "no progress indicator (it is shown on stderr only when stderr is a terminal)")
     ("force", "run even when --num-requests or the timeline exceed the limits that keep a run to minutes and megabytes")
     ("help,h", "show this help");
+  // clang-format on
   desc.add(speed_options());
   desc.add(wl);
   desc.add(cl);
@@ -266,11 +296,14 @@ SimulateCommand simulate_command_from(const po::variables_map& vm) {
   c.info.model = model.name;
   c.info.model_display = model.display_name.empty() ? model.name : model.display_name;
   c.info.gpu = gpu.name;
-  c.info.gpu_display = std::to_string(r.speed.plan.dep.d.tensor_parallel_size * r.speed.plan.dep.d.pipeline_parallel_size) +
-                       " x " + (gpu.display_name.empty() ? gpu.name : gpu.display_name) + " per replica";
+  c.info.gpu_display =
+      std::to_string(r.speed.plan.dep.d.tensor_parallel_size * r.speed.plan.dep.d.pipeline_parallel_size) + " x " +
+      (gpu.display_name.empty() ? gpu.name : gpu.display_name) + " per replica";
   cluster_into(vm, dep, c);
-  if (vm.count("trace")) trace_into(vm, c);
-  else workload_into(vm, c);
+  if (vm.count("trace"))
+    trace_into(vm, c);
+  else
+    workload_into(vm, c);
   if (vm.count("ttft-target")) r.slo.ttft_s = parse_seconds(str(vm, "ttft-target"), "--ttft-target");
   if (vm.count("tpot-target")) r.slo.tpot_s = parse_seconds(str(vm, "tpot-target"), "--tpot-target");
   speed_into(vm, model, gpu, c);

@@ -12,11 +12,11 @@ namespace kvcap::cli {
 
 struct SimulateCommand {
   sim::SimulationRequest request;
-  SimulationInfo info;               ///< names and descriptions; cfg, plan and wall time are filled after the run
-  bool compare_allocators = false;   ///< --allocator compare: paged, then contiguous, on the same requests
-  bool staggered_asked = true;       ///< --client-start staggered
+  SimulationInfo info;              ///< names and descriptions; cfg, plan and wall time are filled after the run
+  bool compare_allocators = false;  ///< --allocator compare: paged, then contiguous, on the same requests
+  bool staggered_asked = true;      ///< --client-start staggered
   std::optional<std::string> timeline_path, requests_path;
-  double timeline_span_s = 0;        ///< arrivals' span, for the timeline's row estimate
+  double timeline_span_s = 0;  ///< arrivals' span, for the timeline's row estimate
 };
 
 /// The flags of `kvcap simulate` (deployment, speed, workload, cluster, output).

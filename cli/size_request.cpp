@@ -19,13 +19,15 @@ double parse_percentile(const std::string& in, const std::string& flag) {
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
   if (s.empty() || *end != '\0' || errno == ERANGE || !(v > 0 && v < 100))
-    throw UsageError(flag + ": expected a percentile strictly between 0 and 100 such as 90, p90 or 99.9, got '" + in + "'");
+    throw UsageError(flag + ": expected a percentile strictly between 0 and 100 such as 90, p90 or 99.9, got '" + in +
+                     "'");
   return v / 100;
 }
 
 /// The deployment flags every candidate shares (vLLM names).
 po::options_description size_deployment_options() {
   po::options_description dep("Deployment (every candidate; vLLM flag names)");
+  // clang-format off
   dep.add_options()
     ("gpu-memory-utilization", po::value<std::string>()->default_value("0.9"), "fraction of device memory vLLM may use")
     ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
@@ -33,6 +35,7 @@ po::options_description size_deployment_options() {
     ("max-model-len", po::value<std::string>(), "context limit per request (default: prompt + output of the workload)")
     ("max-num-batched-tokens", po::value<std::string>(), "token budget per step (default: vLLM serve's)")
     ("max-num-seqs", po::value<std::string>(), "sequences per step (default: vLLM serve's)");
+  // clang-format on
   return dep;
 }
 
@@ -43,7 +46,8 @@ std::optional<WorkloadSpec> workload_into(const po::variables_map& vm, SizingWor
   std::optional<WorkloadSpec> spec;
   if (vm.count("workload")) {
     if (vm.count("prompt-tokens") || vm.count("output-tokens"))
-      throw UsageError("--workload: give the lengths in the workload file or with --prompt-tokens/--output-tokens, not both");
+      throw UsageError(
+          "--workload: give the lengths in the workload file or with --prompt-tokens/--output-tokens, not both");
     spec = profiles::load_workload_file(str("workload"));
     w = sizing_workload(*spec);
   } else {
@@ -56,9 +60,11 @@ std::optional<WorkloadSpec> workload_into(const po::variables_map& vm, SizingWor
     throw UsageError("--concurrent-users and --max-concurrency name the same thing: give one");
   const char* users_flag = vm.count("max-concurrency") ? "max-concurrency" : "concurrent-users";
   if (vm.count("rate") && vm.count(users_flag))
-    throw UsageError(std::string("--rate and --") + users_flag + ": give one (open loop: a rate; closed loop: a number of users)");
+    throw UsageError(std::string("--rate and --") + users_flag +
+                     ": give one (open loop: a rate; closed loop: a number of users)");
   if (vm.count("rate")) {
-    w.arrival_rate_per_s = parse_real(str("rate"), "--rate", "a positive number of requests per second such as 10 or 0.5", kPositive);
+    w.arrival_rate_per_s =
+        parse_real(str("rate"), "--rate", "a positive number of requests per second such as 10 or 0.5", kPositive);
     w.concurrent_users = 0;
     if (!spec) w.arrival_scv = 1;
   } else if (vm.count(users_flag)) {
@@ -69,7 +75,8 @@ std::optional<WorkloadSpec> workload_into(const po::variables_map& vm, SizingWor
   } else if (!(w.arrival_rate_per_s > 0) && w.concurrent_users == 0) {
     throw UsageError("--workload: the file has no arrival rate; give --rate or --concurrent-users");
   }
-  if (spec && spec->arrival.kind == ArrivalProcess::Kind::closed && spec->arrival.think_time_s > 0 && w.concurrent_users > 0)
+  if (spec && spec->arrival.kind == ArrivalProcess::Kind::closed && spec->arrival.think_time_s > 0 &&
+      w.concurrent_users > 0)
     std::cerr << "kvcap size: note: the workload's think time (" << spec->arrival.think_time_s
               << " s) is not in size's queueing model: its " << w.concurrent_users
               << " clients are sized as always busy (conservative); kvcap simulate runs the think time\n";
@@ -82,12 +89,20 @@ SizingTargets targets_of(const po::variables_map& vm, const std::optional<Worklo
   auto str = [&](const char* k) { return vm[k].as<std::string>(); };
   SizingTargets t;
   t.ttft_percentile = parse_percentile(str("ttft-percentile"), "--ttft-percentile");
-  if (vm.count("ttft-p")) t.ttft_s = parse_seconds(str("ttft-p"), "--ttft-p");
-  else if (spec && spec->slo.ttft_s) t.ttft_s = *spec->slo.ttft_s;
-  else throw UsageError("--ttft-p is required (the TTFT target at --ttft-percentile, e.g. 2s), or an slo.ttft_s in the workload file");
-  if (vm.count("tpot")) t.tpot_s = parse_seconds(str("tpot"), "--tpot");
-  else if (spec && spec->slo.tpot_s) t.tpot_s = *spec->slo.tpot_s;
-  else throw UsageError("--tpot is required (the mean time per output token target, e.g. 50ms), or an slo.tpot_s in the workload file");
+  if (vm.count("ttft-p"))
+    t.ttft_s = parse_seconds(str("ttft-p"), "--ttft-p");
+  else if (spec && spec->slo.ttft_s)
+    t.ttft_s = *spec->slo.ttft_s;
+  else
+    throw UsageError(
+        "--ttft-p is required (the TTFT target at --ttft-percentile, e.g. 2s), or an slo.ttft_s in the workload file");
+  if (vm.count("tpot"))
+    t.tpot_s = parse_seconds(str("tpot"), "--tpot");
+  else if (spec && spec->slo.tpot_s)
+    t.tpot_s = *spec->slo.tpot_s;
+  else
+    throw UsageError(
+        "--tpot is required (the mean time per output token target, e.g. 50ms), or an slo.tpot_s in the workload file");
 
   return t;
 }
@@ -99,7 +114,8 @@ void prices_into(const std::string& text, std::vector<GpuSpec>& gpus) {
     if (eq == std::string::npos || eq == 0)
       throw UsageError("--price: expected GPU=USD_PER_GPU_HOUR items such as h100-sxm=2.5, got '" + item + "'");
     const std::string g = item.substr(0, eq);
-    const double usd = parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
+    const double usd =
+        parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
     bool found = false;
     for (auto& gs : gpus)
       if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
@@ -124,7 +140,8 @@ SizingSpace space_of(const po::variables_map& vm) {
       if (eq == std::string::npos || eq == 0)
         throw UsageError("--price: expected GPU=USD_PER_GPU_HOUR items such as h100-sxm=2.5, got '" + item + "'");
       const std::string g = item.substr(0, eq);
-      const double usd = parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
+      const double usd =
+          parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
       bool found = false;
       for (auto& gs : s.gpus)
         if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
@@ -150,8 +167,10 @@ SizingSpace space_of(const po::variables_map& vm) {
   // A calibration measures one device: it applies only when exactly one GPU type is searched.
   if (vm.count("calibration")) {
     if (s.gpus.size() != 1)
-      throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
-                       std::to_string(s.gpus.size()) + ")");
+      throw UsageError(
+          "--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus "
+          "(got " +
+          std::to_string(s.gpus.size()) + ")");
     s.calibration = calibration_from(vm, s.gpus.front());
   }
   s.speed = speed_options_from(vm);
@@ -163,6 +182,7 @@ SizingSpace space_of(const po::variables_map& vm) {
 
 po::options_description size_options() {
   po::options_description work("Workload (a file, or mean lengths with a rate or a number of users)");
+  // clang-format off
   work.add_options()
     ("model,m", po::value<std::string>(), "model: built-in name, YAML profile, or Hugging Face config.json")
     ("workload,w", po::value<std::string>(), "workload YAML (kind: workload): arrival rate, length distributions, slo")
@@ -172,12 +192,16 @@ po::options_description size_options() {
     ("concurrent-users", po::value<std::string>(), "closed loop: users each sending the next request as the last ends")
     ("max-concurrency", po::value<std::string>(), "the same as --concurrent-users, in vllm bench serve's words (no think time; "
                                                   "`kvcap simulate --max-concurrency N --think-time T` runs one)");
+  // clang-format on
   po::options_description targets("Targets");
+  // clang-format off
   targets.add_options()
     ("ttft-p", po::value<std::string>(), "TTFT target at the percentile --ttft-percentile (e.g. 2s, 800ms)")
     ("ttft-percentile", po::value<std::string>()->default_value("90"), "percentile of the TTFT target (90, p99, 99.9)")
     ("tpot", po::value<std::string>(), "mean time per output token target (e.g. 50ms)");
+  // clang-format on
   po::options_description search("Search space");
+  // clang-format off
   search.add_options()
     ("gpus", po::value<std::string>(), "GPU types (built-in names or YAML profiles), comma-separated (default: all built-in)")
     ("quantization,q", po::value<std::string>(), "weight formats to try (default: the checkpoint's, plus fp8 for 16-bit checkpoints); e.g. auto,fp8,int4")
@@ -187,19 +211,23 @@ po::options_description size_options() {
     ("max-gpus-per-replica", po::value<std::string>()->default_value("8"), "TP x PP limit: one node")
     ("max-gpus", po::value<std::string>()->default_value("100000"), "reject candidates needing more GPUs in total")
     ("price", po::value<std::string>(), "price per GPU-hour in USD overriding the profiles', e.g. h100-sxm=2.5,h200=3.1");
+  // clang-format on
   po::options_description out("Output");
+  // clang-format off
   out.add_options()
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (programs)")
     ("top", po::value<std::string>()->default_value("10"), "rows in the table (0: all that meet the targets)")
     ("explain", "also list every rejected candidate and why it failed")
     ("help,h", "show this help");
+  // clang-format on
   po::options_description desc;
   desc.add(work).add(targets).add(search).add(size_deployment_options()).add(speed_options()).add(out);
   return desc;
 }
 
 SizeCommand size_command_from(const po::variables_map& vm) {
-  if (!vm.count("model")) throw UsageError("--model is required (a built-in name such as llama-3.1-70b, a YAML profile, or a config.json)");
+  if (!vm.count("model"))
+    throw UsageError("--model is required (a built-in name such as llama-3.1-70b, a YAML profile, or a config.json)");
   SizeCommand c;
   c.format = parse_format(vm["format"].as<std::string>());
   const auto spec = workload_into(vm, c.request.workload);

@@ -26,7 +26,8 @@ std::string cell(double pred_s, const std::optional<double>& meas_s, double scal
 
 }  // namespace
 
-void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const std::vector<Outcome>& outs, const Scores& s) {
+void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const std::vector<Outcome>& outs,
+                      const Scores& s) {
   char line[512];
   std::snprintf(line, sizeof line, "%-7s %-13s %-14s %-9s %4s %-14s %-22s %-24s %-24s\n", "point", "engine", "model",
                 "gpu", "TP", "load", "TPOT ms pred/meas", "TTFT ms pred/meas", "output tok/s pred/meas");
@@ -40,8 +41,8 @@ void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const st
       out << line;
       continue;
     }
-    std::snprintf(line, sizeof line, "%-7s %-13s %-14s %-9s %4lld %-14s %-22s %-24s %-24s\n", p.id.c_str(),
-                  eng.c_str(), o.model.c_str(), p.gpu.c_str(), static_cast<long long>(p.tp), o.load.c_str(),
+    std::snprintf(line, sizeof line, "%-7s %-13s %-14s %-9s %4lld %-14s %-22s %-24s %-24s\n", p.id.c_str(), eng.c_str(),
+                  o.model.c_str(), p.gpu.c_str(), static_cast<long long>(p.tp), o.load.c_str(),
                   cell(o.tpot_s, p.tpot_s, 1e3, 1).c_str(), cell(o.ttft_s, p.ttft_s, 1e3, 0).c_str(),
                   cell(o.output_tokens_per_s, p.output_tokens_per_s, 1, 0).c_str());
     out << line;
@@ -57,12 +58,12 @@ void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const st
   }
 }
 
-
 void report_fits(std::ostream& out, const std::vector<EngineFit>& fits) {
-  const std::map<std::string, std::string> label = {{"vllm", "vLLM"}, {"sglang", "SGLang"}, {"trtllm", "TensorRT-LLM and NIM"}};
+  const std::map<std::string, std::string> label = {
+      {"vllm", "vLLM"}, {"sglang", "SGLang"}, {"trtllm", "TensorRT-LLM and NIM"}};
   for (const auto& f : fits) {
-    out << label.at(f.name) << " (" << f.points << " points): mean MAPE " << fixed(f.mape_datasheet, 1) << "% (datasheet) -> "
-        << fixed(f.mape_fitted, 1) << "% (fitted)\n";
+    out << label.at(f.name) << " (" << f.points << " points): mean MAPE " << fixed(f.mape_datasheet, 1)
+        << "% (datasheet) -> " << fixed(f.mape_fitted, 1) << "% (fitted)\n";
     for (const auto& k : engine_knobs()) {
       EngineProfile c = f.profile;
       out << "  " << k.name << " = " << *k.field(c) << "\n";

@@ -8,7 +8,8 @@
 namespace kvcap::cli {
 
 /// Predicted / measured TPOT, TTFT and throughput per point, then the MAPE per engine.
-void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const std::vector<Outcome>& outs, const Scores& s);
+void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const std::vector<Outcome>& outs,
+                      const Scores& s);
 /// Each engine's fitted constants, MAPE before and after, leave-one-out errors.
 void report_fits(std::ostream& out, const std::vector<EngineFit>& fits);
 

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "common.hpp"
-#include "kvcap/planner/text.hpp"
 #include "kvcap/escape.hpp"
+#include "kvcap/planner/text.hpp"
 
 namespace kvcap::cli {
 

@@ -1,12 +1,11 @@
 #pragma once
 // Reporters for a memory plan: one computation, three formats chosen by --format.
 #include <nlohmann/json.hpp>
-
 #include <ostream>
 
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/plausibility.hpp"
-#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "report/format.hpp"
 

@@ -29,13 +29,20 @@ nlohmann::ordered_json summary_json(const sim::LatencySummary& s) {
 std::string describe_length(const LengthDistribution& d) {
   std::ostringstream o;
   switch (d.kind) {
-    case LengthDistribution::Kind::fixed: o << d.tokens; break;
-    case LengthDistribution::Kind::uniform: o << "uniform " << d.min_tokens << "-" << d.max_tokens; break;
+    case LengthDistribution::Kind::fixed:
+      o << d.tokens;
+      break;
+    case LengthDistribution::Kind::uniform:
+      o << "uniform " << d.min_tokens << "-" << d.max_tokens;
+      break;
     case LengthDistribution::Kind::lognormal:
       o << "lognormal mean " << fixed(d.lognormal_mean_tokens, 0) << " sigma " << d.sigma;
-      if (d.min_tokens > 1 || d.max_tokens > 0) o << " in [" << d.min_tokens << ", " << (d.max_tokens > 0 ? std::to_string(d.max_tokens) : "inf") << "]";
+      if (d.min_tokens > 1 || d.max_tokens > 0)
+        o << " in [" << d.min_tokens << ", " << (d.max_tokens > 0 ? std::to_string(d.max_tokens) : "inf") << "]";
       break;
-    case LengthDistribution::Kind::empirical: o << "empirical over " << d.values.size() << " values"; break;
+    case LengthDistribution::Kind::empirical:
+      o << "empirical over " << d.values.size() << " values";
+      break;
   }
   o << " (mean " << fixed(d.mean_tokens(), 1) << ")";
   return o.str();
@@ -46,34 +53,44 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   const auto& d = p.dep;
   const auto& rc = in.cfg.replica;
   o << "Simulation: " << in.model_display << " on " << in.gpu_display << "\n";
-  o << "  " << in.cfg.num_replicas << " replica" << (in.cfg.num_replicas == 1 ? "" : "s") << " x (TP " << d.d.tensor_parallel_size
-    << " x PP " << d.d.pipeline_parallel_size << "), router " << sim::to_string(in.cfg.router) << "; KV cache "
-    << grouped(rc.num_blocks) << " blocks x " << rc.block_size << " tokens per replica ("
+  o << "  " << in.cfg.num_replicas << " replica" << (in.cfg.num_replicas == 1 ? "" : "s") << " x (TP "
+    << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << "), router "
+    << sim::to_string(in.cfg.router) << "; KV cache " << grouped(rc.num_blocks) << " blocks x " << rc.block_size
+    << " tokens per replica ("
     << (rc.allocator == sim::Allocator::paged ? "paged" : "contiguous, max_model_len reserved per request")
-    << (rc.allocator == sim::Allocator::paged ? (rc.prefix_caching ? ", prefix caching" : ", no prefix caching") : "") << ")\n";
-  o << "  max_num_seqs " << rc.max_num_seqs << ", max_num_batched_tokens " << grouped(static_cast<std::uint64_t>(rc.max_num_batched_tokens))
-    << ", max_model_len " << grouped(static_cast<std::uint64_t>(rc.max_model_len)) << "; step time: " << in.step_time_source << "\n";
+    << (rc.allocator == sim::Allocator::paged ? (rc.prefix_caching ? ", prefix caching" : ", no prefix caching") : "")
+    << ")\n";
+  o << "  max_num_seqs " << rc.max_num_seqs << ", max_num_batched_tokens "
+    << grouped(static_cast<std::uint64_t>(rc.max_num_batched_tokens)) << ", max_model_len "
+    << grouped(static_cast<std::uint64_t>(rc.max_model_len)) << "; step time: " << in.step_time_source << "\n";
   o << "  workload: " << in.workload_desc << "\n\n";
 
   const double span = r.end_s - r.first_arrival_s;
-  o << "Requests     " << grouped(r.requests_completed) << " completed of " << grouped(r.requests_arrived) << " arrived";
+  o << "Requests     " << grouped(r.requests_completed) << " completed of " << grouped(r.requests_arrived)
+    << " arrived";
   if (r.requests_rejected) o << ", " << grouped(r.requests_rejected) << " rejected (prompt >= max_model_len)";
   if (r.requests_truncated) o << ", " << grouped(r.requests_truncated) << " outputs cut at max_model_len";
   o << "; simulated " << fixed(span, 1) << " s\n";
-  o << "Throughput   " << fixed(r.requests_per_s, 2) << " req/s, " << grouped(static_cast<std::uint64_t>(std::llround(r.output_tokens_per_s)))
-    << " output tokens/s, " << grouped(static_cast<std::uint64_t>(std::llround(r.prompt_tokens_per_s))) << " prompt tokens/s\n";
+  o << "Throughput   " << fixed(r.requests_per_s, 2) << " req/s, "
+    << grouped(static_cast<std::uint64_t>(std::llround(r.output_tokens_per_s))) << " output tokens/s, "
+    << grouped(static_cast<std::uint64_t>(std::llround(r.prompt_tokens_per_s))) << " prompt tokens/s\n";
   if (in.cfg.slo.ttft_s || in.cfg.slo.tpot_s) {
     o << "Goodput      " << fixed(r.goodput_requests_per_s, 2) << " req/s meeting";
     if (in.cfg.slo.ttft_s) o << " TTFT <= " << secs(*in.cfg.slo.ttft_s);
     if (in.cfg.slo.ttft_s && in.cfg.slo.tpot_s) o << " and";
     if (in.cfg.slo.tpot_s) o << " TPOT <= " << secs(*in.cfg.slo.tpot_s);
     // Over every request that arrived: a rejected request (longer than max_model_len) met no target.
-    o << " (" << fixed(r.requests_arrived ? 100.0 * static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0, 1)
+    o << " ("
+      << fixed(
+             r.requests_arrived ? 100.0 * static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0,
+             1)
       << "% of requests" << (r.requests_rejected ? ", rejected ones counted as failed" : "") << ")\n";
   }
-  o << "Preemptions  " << grouped(r.preemptions) << " (recompute; " << grouped(r.recomputed_tokens) << " tokens computed again)\n";
-  o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max " << fixed(100 * r.kv_utilization_max, 1)
-    << "%; " << fixed(100 * r.kv_waste_fraction, 1) << "% of allocated slots empty\n";
+  o << "Preemptions  " << grouped(r.preemptions) << " (recompute; " << grouped(r.recomputed_tokens)
+    << " tokens computed again)\n";
+  o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max "
+    << fixed(100 * r.kv_utilization_max, 1) << "%; " << fixed(100 * r.kv_waste_fraction, 1)
+    << "% of allocated slots empty\n";
   o << "Queues       running mean " << fixed(r.running_mean, 1) << " (max " << r.running_max << "), waiting mean "
     << fixed(r.waiting_mean, 1) << " (max " << r.waiting_max << ") per replica\n\n";
 
@@ -95,9 +112,9 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
     for (std::size_t i = 0; i < r.replicas.size(); ++i) {
       const auto& s = r.replicas[i];
       char buf[200];
-      std::snprintf(buf, sizeof buf, "  %3zu  %12s %10s %7.1f%% %6.1f%% %4.0f%% %13.1f\n", i, grouped(s.completed).c_str(),
-                    grouped(s.preemptions).c_str(), 100 * s.kv_utilization_mean, 100 * s.kv_utilization_max,
-                    span > 0 ? 100 * s.busy_s / span : 0.0, s.running_mean);
+      std::snprintf(buf, sizeof buf, "  %3zu  %12s %10s %7.1f%% %6.1f%% %4.0f%% %13.1f\n", i,
+                    grouped(s.completed).c_str(), grouped(s.preemptions).c_str(), 100 * s.kv_utilization_mean,
+                    100 * s.kv_utilization_max, span > 0 ? 100 * s.busy_s / span : 0.0, s.running_mean);
       o << buf;
     }
     o << "  balance: busiest replica completed " << fixed(r.balance_max_over_mean, 2) << "x the mean\n";
@@ -105,14 +122,16 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   const auto& b = r.busy_breakdown_s;
   if (b.step_s > 0) {
     auto pct = [&](double v) { return fixed(100 * v / b.step_s, 0) + "%"; };
-    o << "\nStep time    " << grouped(r.steps) << " steps, busy " << fixed(b.step_s, 1) << " s; binding stage per step: weights "
-      << pct(b.weights_read_s) << ", KV read " << pct(b.kv_read_s) << ", GEMM " << pct(b.gemm_s) << ", attention "
-      << pct(b.attention_s) << ", communication " << pct(b.communication_s) << ", overhead " << pct(b.overhead_s)
-      << " (memory and compute overlap)\n";
+    o << "\nStep time    " << grouped(r.steps) << " steps, busy " << fixed(b.step_s, 1)
+      << " s; binding stage per step: weights " << pct(b.weights_read_s) << ", KV read " << pct(b.kv_read_s)
+      << ", GEMM " << pct(b.gemm_s) << ", attention " << pct(b.attention_s) << ", communication "
+      << pct(b.communication_s) << ", overhead " << pct(b.overhead_s) << " (memory and compute overlap)\n";
   }
   if (in.wall_s) {
-    o << "\nSimulated " << grouped(r.requests_arrived) << " requests (" << grouped(r.events) << " events) in " << fixed(*in.wall_s, 2)
-      << " s wall: " << grouped(static_cast<std::uint64_t>(std::llround(*in.wall_s > 0 ? static_cast<double>(r.requests_arrived) / *in.wall_s : 0)))
+    o << "\nSimulated " << grouped(r.requests_arrived) << " requests (" << grouped(r.events) << " events) in "
+      << fixed(*in.wall_s, 2) << " s wall: "
+      << grouped(static_cast<std::uint64_t>(
+             std::llround(*in.wall_s > 0 ? static_cast<double>(r.requests_arrived) / *in.wall_s : 0)))
       << " requests per wall-second\n";
   }
 }
@@ -128,22 +147,24 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
     << grouped(static_cast<std::uint64_t>(rc.max_model_len)) << " (contiguous: " << grouped(per_request)
     << " blocks reserved per request, at most " << grouped(rc.num_blocks / per_request) << " at once)\n";
   o << "  workload: " << paged.workload_desc << "\n\n";
-  o << "              KV slots empty  running mean  running max  KV used mean   req/s  TTFT p50  TTFT p99   E2E p99  preemptions\n";
+  o << "              KV slots empty  running mean  running max  KV used mean   req/s  TTFT p50  TTFT p99   E2E p99  "
+       "preemptions\n";
   auto row = [&](const char* name, const sim::SimResult& r) {
     char buf[320];
     std::snprintf(buf, sizeof buf, "  %-12s %13.1f%% %13.1f %12lld %12.1f%% %7.2f %9s %9s %9s %12s\n", name,
-                  100 * r.kv_waste_fraction, r.running_mean, static_cast<long long>(r.running_max), 100 * r.kv_utilization_mean,
-                  r.requests_per_s, secs(r.ttft_s.p50).c_str(), secs(r.ttft_s.p99).c_str(), secs(r.e2e_s.p99).c_str(),
-                  grouped(r.preemptions).c_str());
+                  100 * r.kv_waste_fraction, r.running_mean, static_cast<long long>(r.running_max),
+                  100 * r.kv_utilization_mean, r.requests_per_s, secs(r.ttft_s.p50).c_str(), secs(r.ttft_s.p99).c_str(),
+                  secs(r.e2e_s.p99).c_str(), grouped(r.preemptions).c_str());
     o << buf;
   };
   row("paged", p);
   row("contiguous", c);
-  o << "\nKV slots empty: time-weighted share of allocated KV slots holding no token (paged: the last partial block of\n"
+  o << "\nKV slots empty: time-weighted share of allocated KV slots holding no token (paged: the last partial block "
+       "of\n"
        "each request; contiguous: everything between a request's length and max_model_len).\n";
   if (paged.wall_s && contiguous.wall_s)
-    o << "\nSimulated 2 x " << grouped(p.requests_arrived) << " requests in " << fixed(*paged.wall_s + *contiguous.wall_s, 2)
-      << " s wall\n";
+    o << "\nSimulated 2 x " << grouped(p.requests_arrived) << " requests in "
+      << fixed(*paged.wall_s + *contiguous.wall_s, 2) << " s wall\n";
 }
 
 nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimResult& r) {
@@ -186,7 +207,8 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   g["ttft_target_s"] = in.cfg.slo.ttft_s ? nlohmann::ordered_json(*in.cfg.slo.ttft_s) : nlohmann::ordered_json(nullptr);
   g["tpot_target_s"] = in.cfg.slo.tpot_s ? nlohmann::ordered_json(*in.cfg.slo.tpot_s) : nlohmann::ordered_json(nullptr);
   g["requests_per_s"] = r.goodput_requests_per_s;
-  g["slo_attainment"] = r.requests_arrived ? static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0.0;
+  g["slo_attainment"] =
+      r.requests_arrived ? static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0.0;
   j["goodput"] = g;
   j["preemptions"] = r.preemptions;
   j["recomputed_tokens"] = r.recomputed_tokens;
@@ -199,9 +221,10 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["prompt_tokens"] = r.prompt_tokens;
   j["output_tokens"] = r.output_tokens;
   const auto& b = r.busy_breakdown_s;
-  j["step_time_breakdown_s"] = {{"busy", b.step_s},        {"weights_read", b.weights_read_s}, {"kv_read", b.kv_read_s},
-                                {"gemm", b.gemm_s},         {"attention", b.attention_s},       {"communication", b.communication_s},
-                                {"overhead", b.overhead_s}, {"pipeline_p2p", b.pipeline_p2p_s}};
+  j["step_time_breakdown_s"] = {{"busy", b.step_s},           {"weights_read", b.weights_read_s},
+                                {"kv_read", b.kv_read_s},     {"gemm", b.gemm_s},
+                                {"attention", b.attention_s}, {"communication", b.communication_s},
+                                {"overhead", b.overhead_s},   {"pipeline_p2p", b.pipeline_p2p_s}};
   nlohmann::ordered_json reps = nlohmann::ordered_json::array();
   for (const auto& s : r.replicas)
     reps.push_back({{"requests_routed", s.routed},
@@ -222,25 +245,30 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["events"] = r.events;
   j["wall_time_s"] = in.wall_s ? nlohmann::ordered_json(*in.wall_s) : nlohmann::ordered_json(nullptr);
   j["simulated_requests_per_wall_s"] =
-      in.wall_s && *in.wall_s > 0 ? nlohmann::ordered_json(static_cast<double>(r.requests_arrived) / *in.wall_s) : nlohmann::ordered_json(nullptr);
+      in.wall_s && *in.wall_s > 0 ? nlohmann::ordered_json(static_cast<double>(r.requests_arrived) / *in.wall_s)
+                                  : nlohmann::ordered_json(nullptr);
   return j;
 }
 
 void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r, bool header) {
   if (header)
-    o << "model,gpu,replicas,router,allocator,requests_completed,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_mean_s,tpot_p50_s,"
-       "tpot_p90_s,tpot_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,requests_per_s,output_tokens_per_s,goodput_requests_per_s,"
-       "preemptions,kv_utilization_mean,kv_utilization_max,kv_waste_fraction,wall_time_s\n";
+    o << "model,gpu,replicas,router,allocator,requests_completed,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_"
+         "mean_s,tpot_p50_s,"
+         "tpot_p90_s,tpot_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,requests_per_s,output_tokens_per_s,goodput_"
+         "requests_per_s,"
+         "preemptions,kv_utilization_mean,kv_utilization_max,kv_waste_fraction,wall_time_s\n";
   // Names come from profiles and config files: RFC 4180 quoting and formula neutralisation (cli/escape).
   o << escape::csv_field(in.model) << ',' << escape::csv_field(in.gpu) << ',' << in.cfg.num_replicas << ','
-    << sim::to_string(in.cfg.router) << ',' << (in.cfg.replica.allocator == sim::Allocator::paged ? "paged" : "contiguous")
-    << ',';
+    << sim::to_string(in.cfg.router) << ','
+    << (in.cfg.replica.allocator == sim::Allocator::paged ? "paged" : "contiguous") << ',';
   char buf[1024];
-  std::snprintf(buf, sizeof buf, "%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,",
-                static_cast<unsigned long long>(r.requests_completed), r.ttft_s.mean, r.ttft_s.p50, r.ttft_s.p90, r.ttft_s.p99,
-                r.tpot_s.mean, r.tpot_s.p50, r.tpot_s.p90, r.tpot_s.p99, r.e2e_s.mean, r.e2e_s.p50, r.e2e_s.p90, r.e2e_s.p99,
-                r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s, static_cast<unsigned long long>(r.preemptions),
-                r.kv_utilization_mean, r.kv_utilization_max, r.kv_waste_fraction);
+  std::snprintf(buf, sizeof buf,
+                "%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,",
+                static_cast<unsigned long long>(r.requests_completed), r.ttft_s.mean, r.ttft_s.p50, r.ttft_s.p90,
+                r.ttft_s.p99, r.tpot_s.mean, r.tpot_s.p50, r.tpot_s.p90, r.tpot_s.p99, r.e2e_s.mean, r.e2e_s.p50,
+                r.e2e_s.p90, r.e2e_s.p99, r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s,
+                static_cast<unsigned long long>(r.preemptions), r.kv_utilization_mean, r.kv_utilization_max,
+                r.kv_waste_fraction);
   o << buf << (in.wall_s ? fixed(*in.wall_s, 3) : "") << "\n";
 }
 
@@ -255,7 +283,8 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
   } else if (!w.arrival.phases.empty()) {
     o << to_string(w.arrival.kind) << " arrivals in " << w.arrival.phases.size() << " phases:";
     for (std::size_t i = 0; i < w.arrival.phases.size(); ++i)
-      o << (i ? "," : "") << " " << w.arrival.phases[i].rate_per_s << " req/s for " << w.arrival.phases[i].duration_s << " s";
+      o << (i ? "," : "") << " " << w.arrival.phases[i].rate_per_s << " req/s for " << w.arrival.phases[i].duration_s
+        << " s";
   } else {
     o << to_string(w.arrival.kind) << " arrivals at " << w.arrival.rate_per_s << " req/s";
     if (w.arrival.kind == ArrivalProcess::Kind::gamma) o << " (cv " << w.arrival.cv << ")";
@@ -270,7 +299,8 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
   return o.str();
 }
 
-std::string describe_trace(const std::string& name, const sim::Trace& t, double speedup, const sim::SourceLimits& limits) {
+std::string describe_trace(const std::string& name, const sim::Trace& t, double speedup,
+                           const sim::SourceLimits& limits) {
   std::ostringstream o;
   o << "trace " << name << " (" << grouped(t.requests.size()) << " requests over " << fixed(t.span_s, 1) << " s";
   if (speedup != 1) o << " after x" << speedup << " speed-up";
@@ -286,24 +316,27 @@ std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked
   if (cfg.max_concurrency == 0) return "";
   std::string d = "; closed loop: at most " + grouped(cfg.max_concurrency) + " in flight";
   if (cfg.think_time_s > 0)
-    d += ", think time " + std::string(cfg.think_time_exponential ? "exponential, mean " : "") + fixed(cfg.think_time_s, 3) + " s";
+    d += ", think time " + std::string(cfg.think_time_exponential ? "exponential, mean " : "") +
+         fixed(cfg.think_time_s, 3) + " s";
   // A run of fewer than 2N requests is one wave of the benchmark: its clients do start together.
-  if (staggered_asked && one_wave) d += "; clients together (fewer than 2 x " + grouped(cfg.max_concurrency) + " requests: one wave)";
+  if (staggered_asked && one_wave)
+    d += "; clients together (fewer than 2 x " + grouped(cfg.max_concurrency) + " requests: one wave)";
   if (cfg.client_stagger_s > 0) d += "; clients staggered over " + fixed(cfg.client_stagger_s, 2) + " s";
   return d;
 }
 
 RequestCsv::RequestCsv(std::ostream& o) : o_(o) {
-  o_ << "id,replica,arrival_s,first_scheduled_s,first_token_s,finish_s,prompt_tokens,output_tokens,cached_prompt_tokens,"
+  o_ << "id,replica,arrival_s,first_scheduled_s,first_token_s,finish_s,prompt_tokens,output_tokens,cached_prompt_"
+        "tokens,"
         "preemptions,truncated\n";
 }
 
 void RequestCsv::on_request_done(const sim::RequestRecord& r) {
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%llu,%u,%.6f,%.6f,%.6f,%.6f,%lld,%lld,%lld,%u,%d\n", static_cast<unsigned long long>(r.id),
-                r.replica, r.arrival_s, r.first_scheduled_s, r.first_token_s, r.finish_s, static_cast<long long>(r.prompt_tokens),
-                static_cast<long long>(r.output_tokens), static_cast<long long>(r.cached_prompt_tokens), r.preemptions,
-                r.truncated ? 1 : 0);
+  std::snprintf(buf, sizeof buf, "%llu,%u,%.6f,%.6f,%.6f,%.6f,%lld,%lld,%lld,%u,%d\n",
+                static_cast<unsigned long long>(r.id), r.replica, r.arrival_s, r.first_scheduled_s, r.first_token_s,
+                r.finish_s, static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.output_tokens),
+                static_cast<long long>(r.cached_prompt_tokens), r.preemptions, r.truncated ? 1 : 0);
   o_ << buf;
 }
 
@@ -315,7 +348,8 @@ std::function<void(const sim::Progress&)> ProgressLine::callback() {
     printed_ = true;
     std::string line = "\r  simulating: " + grouped(p.arrived) + " requests arrived";
     if (p.total && *p.total > 0)
-      line += " of " + grouped(*p.total) + " (" + fixed(100.0 * static_cast<double>(p.arrived) / static_cast<double>(*p.total), 0) + "%)";
+      line += " of " + grouped(*p.total) + " (" +
+              fixed(100.0 * static_cast<double>(p.arrived) / static_cast<double>(*p.total), 0) + "%)";
     line += ", " + grouped(p.completed) + " done, t = " + fixed(p.time_s, 0) + " s   ";
     std::cerr << line << std::flush;
   };

@@ -2,11 +2,10 @@
 // Reporters of `kvcap simulate`: a run's result as a table for people, JSON, or one CSV row; the allocator
 // comparison; the per-request CSV; the one-line descriptions of what was simulated. Foreign text goes through
 // cli/escape.
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -23,8 +22,8 @@ struct SimulationInfo {
   std::string model, model_display, gpu, gpu_display;
   const MemoryPlan* plan = nullptr;
   sim::SimConfig cfg;
-  std::string workload_desc;   ///< one line for people
-  std::string workload_source; ///< "trace" | "workload" | "flags"
+  std::string workload_desc;    ///< one line for people
+  std::string workload_source;  ///< "trace" | "workload" | "flags"
   std::string workload_name;
   std::string step_time_source;
   std::string expected_error;  ///< the engine profile's error band ("" when unknown)
@@ -38,7 +37,8 @@ std::string describe_length(const LengthDistribution& d);
 std::string describe_workload(const WorkloadSpec& w, const std::string& file, const sim::SourceLimits& limits,
                               std::uint64_t seed);
 /// A trace: "trace NAME (N requests over S s; columns ...)".
-std::string describe_trace(const std::string& name, const sim::Trace& t, double speedup, const sim::SourceLimits& limits);
+std::string describe_trace(const std::string& name, const sim::Trace& t, double speedup,
+                           const sim::SourceLimits& limits);
 /// The closed loop as run ("; closed loop: at most N in flight, ..."; "" for an open loop).
 std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked, bool one_wave);
 

@@ -1,9 +1,8 @@
 // Reporters of `kvcap size` (report/size.hpp): the ranked table for people, JSON and CSV for programs.
 #include "report/size.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "kvcap/escape.hpp"
@@ -25,8 +24,12 @@ std::string pct_name(double p) {
   return "p" + s;
 }
 
-std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string pad_left(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+std::string pad_right(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
 
 nlohmann::ordered_json candidate_json(const SizingCandidate& c, bool open_loop) {
   nlohmann::ordered_json j;
@@ -83,7 +86,8 @@ std::string csv_num(double v) {
 
 }  // namespace
 
-void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o) {
+void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingResult& r,
+                        const SizingReportOptions& o) {
   const auto& model = q.model;
   const auto& w = q.workload;
   const auto& t = q.targets;
@@ -95,8 +99,10 @@ void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingR
   auto& jw = j["workload"];
   jw["prompt_tokens"] = w.prompt_tokens;
   jw["output_tokens"] = w.output_tokens;
-  if (open) jw["arrival_rate_per_s"] = w.arrival_rate_per_s, jw["arrival_scv"] = w.arrival_scv;
-  else jw["concurrent_users"] = w.concurrent_users;
+  if (open)
+    jw["arrival_rate_per_s"] = w.arrival_rate_per_s, jw["arrival_scv"] = w.arrival_scv;
+  else
+    jw["concurrent_users"] = w.concurrent_users;
   jw["prompt_scv"] = w.prompt_scv;
   j["targets"] = {{"ttft_s", t.ttft_s}, {"ttft_percentile", t.ttft_percentile}, {"tpot_s", t.tpot_s}};
   j["candidates_searched"] = r.candidates.size();
@@ -125,14 +131,14 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
     for (auto& ch : reason)
       if (ch == '"') ch = '\'';
     out << (ok ? std::to_string(i + 1) : "") << "," << escape::csv_field(c.gpu) << "," << c.tp << "," << c.pp << ","
-        << name(c.weight_dtype) << "," << name(c.kv_dtype) << "," << to_string(c.status) << "," << escape::csv_field(reason, true)
-              << "," << c.gpus_per_replica << "," << c.replicas << "," << c.gpus << "," << c.kv_capacity_tokens << ","
-              << c.max_batch_memory << "," << c.max_batch_targets << "," << (open ? csv_num(c.max_rate_per_replica_per_s) : "")
-              << "," << csv_num(c.rate_per_replica_per_s) << "," << c.batch << "," << csv_num(c.prefill_s) << ","
-              << csv_num(c.prefill_utilization) << "," << csv_num(c.decode_step_s) << "," << to_string(c.decode_bound)
-              << "," << csv_num(c.ttft_s) << "," << csv_num(c.tpot_s) << "," << csv_num(c.e2e_s) << ","
-              << csv_num(c.output_tokens_per_s) << "," << csv_num(c.cost_per_hour_usd) << ","
-              << csv_num(c.cost_per_million_output_tokens_usd) << "\n";
+        << name(c.weight_dtype) << "," << name(c.kv_dtype) << "," << to_string(c.status) << ","
+        << escape::csv_field(reason, true) << "," << c.gpus_per_replica << "," << c.replicas << "," << c.gpus << ","
+        << c.kv_capacity_tokens << "," << c.max_batch_memory << "," << c.max_batch_targets << ","
+        << (open ? csv_num(c.max_rate_per_replica_per_s) : "") << "," << csv_num(c.rate_per_replica_per_s) << ","
+        << c.batch << "," << csv_num(c.prefill_s) << "," << csv_num(c.prefill_utilization) << ","
+        << csv_num(c.decode_step_s) << "," << to_string(c.decode_bound) << "," << csv_num(c.ttft_s) << ","
+        << csv_num(c.tpot_s) << "," << csv_num(c.e2e_s) << "," << csv_num(c.output_tokens_per_s) << ","
+        << csv_num(c.cost_per_hour_usd) << "," << csv_num(c.cost_per_million_output_tokens_usd) << "\n";
   }
 }
 
@@ -146,29 +152,36 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
   if (w.open_loop())
     load << fixed(w.arrival_rate_per_s, w.arrival_rate_per_s < 10 ? 2 : 1) << " req/s (open loop"
          << (w.arrival_scv == 1 ? ", Poisson" : ", gap SCV " + fixed(w.arrival_scv, 2)) << ")";
-  else load << w.concurrent_users << " concurrent users (closed loop, no think time)";
-  out << "Sizing " << escape::terminal_text(q.model.display_name) << " (" << escape::terminal_text(q.model.name) << ") for "
-      << load.str() << ", prompt " << grouped(static_cast<std::uint64_t>(std::llround(w.prompt_tokens))) << " / output "
-      << grouped(static_cast<std::uint64_t>(std::llround(w.output_tokens))) << " tokens (means)";
-  if (s.base.max_model_len) out << ", max_model_len " << grouped(static_cast<std::uint64_t>(*s.base.max_model_len));
-  else if (w.max_context_tokens > 0) out << ", max_model_len " << grouped(static_cast<std::uint64_t>(w.max_context_tokens));
+  else
+    load << w.concurrent_users << " concurrent users (closed loop, no think time)";
+  out << "Sizing " << escape::terminal_text(q.model.display_name) << " (" << escape::terminal_text(q.model.name)
+      << ") for " << load.str() << ", prompt " << grouped(static_cast<std::uint64_t>(std::llround(w.prompt_tokens)))
+      << " / output " << grouped(static_cast<std::uint64_t>(std::llround(w.output_tokens))) << " tokens (means)";
+  if (s.base.max_model_len)
+    out << ", max_model_len " << grouped(static_cast<std::uint64_t>(*s.base.max_model_len));
+  else if (w.max_context_tokens > 0)
+    out << ", max_model_len " << grouped(static_cast<std::uint64_t>(w.max_context_tokens));
   else if (w.max_context_tokens == 0)
     out << ", max_model_len " << grouped(static_cast<std::uint64_t>(std::ceil(w.prompt_tokens + w.output_tokens)));
-  else out << ", max_model_len: the model's";
+  else
+    out << ", max_model_len: the model's";
   out << "\n";
-  out << "Targets: TTFT " << pct_name(q.targets.ttft_percentile) << " <= " << dur(q.targets.ttft_s) << ", TPOT <= "
-      << dur(q.targets.tpot_s) << "; rates " << (s.calibration ? "calibrated" : "datasheet x default efficiencies")
+  out << "Targets: TTFT " << pct_name(q.targets.ttft_percentile) << " <= " << dur(q.targets.ttft_s)
+      << ", TPOT <= " << dur(q.targets.tpot_s) << "; rates "
+      << (s.calibration ? "calibrated" : "datasheet x default efficiencies")
       << "; price per GPU-hour from the GPU profiles" << (o.prices_overridden ? " and --price" : "") << "\n";
   std::size_t counts[6] = {};
   for (const auto& c : r.candidates) ++counts[static_cast<int>(c.status)];
   out << r.candidates.size() << " candidates: " << r.feasible << " meet the targets";
-  const std::pair<CandidateStatus, const char*> kinds[] = {
-      {CandidateStatus::does_not_fit, "do not fit"},  {CandidateStatus::tpot_too_high, "TPOT too high"},
-      {CandidateStatus::ttft_too_high, "TTFT too high"}, {CandidateStatus::too_many_gpus, "too many GPUs"},
-      {CandidateStatus::invalid, "invalid for the model"}};
+  const std::pair<CandidateStatus, const char*> kinds[] = {{CandidateStatus::does_not_fit, "do not fit"},
+                                                           {CandidateStatus::tpot_too_high, "TPOT too high"},
+                                                           {CandidateStatus::ttft_too_high, "TTFT too high"},
+                                                           {CandidateStatus::too_many_gpus, "too many GPUs"},
+                                                           {CandidateStatus::invalid, "invalid for the model"}};
   std::string rej;
   for (const auto& [st, what] : kinds)
-    if (counts[static_cast<int>(st)]) rej += (rej.empty() ? "" : ", ") + std::to_string(counts[static_cast<int>(st)]) + " " + what;
+    if (counts[static_cast<int>(st)])
+      rej += (rej.empty() ? "" : ", ") + std::to_string(counts[static_cast<int>(st)]) + " " + what;
   if (!rej.empty()) out << "; rejected: " << rej << (o.explain ? "" : " (--explain lists them)");
   out << "\n";
 }
@@ -177,18 +190,19 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
 void table_rows(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o) {
   const bool open = q.workload.open_loop();
   const std::string ttft_head = "TTFT " + pct_name(q.targets.ttft_percentile);
-  out << "\n    #  GPU        TP  PP  weights  KV        GPUs  replicas  batch  " << pad_left(ttft_head, 10) << "      TPOT  "
-      << (open ? "max req/s" : "max users") << "    $/hour  $/M out tok\n";
+  out << "\n    #  GPU        TP  PP  weights  KV        GPUs  replicas  batch  " << pad_left(ttft_head, 10)
+      << "      TPOT  " << (open ? "max req/s" : "max users") << "    $/hour  $/M out tok\n";
   const std::size_t n = o.top == 0 ? r.feasible : std::min<std::size_t>(r.feasible, static_cast<std::size_t>(o.top));
   for (std::size_t i = 0; i < n; ++i) {
     const auto& c = r.candidates[i];
-    const double cap =
-        open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas) : static_cast<double>(c.max_batch_targets * c.replicas);
+    const double cap = open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas)
+                            : static_cast<double>(c.max_batch_targets * c.replicas);
     out << pad_left(std::to_string(i + 1), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
         << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
         << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
-        << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6) << pad_left(grouped(static_cast<std::uint64_t>(c.replicas)), 10)
-        << pad_left(std::to_string(c.batch), 7) << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
+        << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
+        << pad_left(grouped(static_cast<std::uint64_t>(c.replicas)), 10) << pad_left(std::to_string(c.batch), 7)
+        << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
         << pad_left(open ? fixed(cap, cap < 10 ? 2 : 1) : grouped(static_cast<std::uint64_t>(cap)), 11)
         << pad_left(c.priced ? fixed(c.cost_per_hour_usd, 2) : "n/a", 10)
         << pad_left(c.priced ? fixed(c.cost_per_million_output_tokens_usd, 3) : "n/a", 13) << "\n";
@@ -199,21 +213,23 @@ void table_rows(std::ostream& out, const SizingRequest& q, const SizingResult& r
 /// The cheapest candidate in words.
 void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
   out << "\nCheapest: " << b.replicas << " x " << escape::terminal_text(b.gpu) << " TP" << b.tp
-      << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << " (" << name(b.weight_dtype) << " weights, " << name(b.kv_dtype)
-      << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus)) << " GPUs, $" << fixed(b.cost_per_hour_usd, 2) << "/hour, $"
-      << fixed(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at " << fixed(b.output_tokens_per_s, 0)
-      << " output tok/s.\n"
+      << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << " (" << name(b.weight_dtype) << " weights, "
+      << name(b.kv_dtype) << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus)) << " GPUs, $"
+      << fixed(b.cost_per_hour_usd, 2) << "/hour, $" << fixed(b.cost_per_million_output_tokens_usd, 3)
+      << " per million output tokens at " << fixed(b.output_tokens_per_s, 0) << " output tok/s.\n"
       << "  per replica: " << (open ? fixed(b.rate_per_replica_per_s, 2) + " req/s, " : "") << b.batch
-      << " requests decoding (at most " << b.max_batch_memory << ": KV cache, max_num_seqs), prefill " << dur(b.prefill_s)
-      << " alone, " << fixed(b.prefill_utilization * 100, 0) << "% of GPU time on prefill, decode step " << dur(b.decode_step_s)
-      << " (" << to_string(b.decode_bound) << "-bound)\n"
+      << " requests decoding (at most " << b.max_batch_memory << ": KV cache, max_num_seqs), prefill "
+      << dur(b.prefill_s) << " alone, " << fixed(b.prefill_utilization * 100, 0)
+      << "% of GPU time on prefill, decode step " << dur(b.decode_step_s) << " (" << to_string(b.decode_bound)
+      << "-bound)\n"
       << "batch: requests decoding at once per replica (Little's law); TTFT includes the prefill queue "
          "(Kingman); docs/sizing.md.\n";
 }
 
 }  // namespace
 
-void report_sizing_table(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o) {
+void report_sizing_table(std::ostream& out, const SizingRequest& q, const SizingResult& r,
+                         const SizingReportOptions& o) {
   table_header(out, q, r, o);
   if (r.feasible > 0) {
     table_rows(out, q, r, o);
@@ -225,8 +241,8 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
     const auto& c = r.candidates[i];
     out << "  " << pad_right(escape::terminal_text(c.gpu), 10) << " TP" << pad_right(std::to_string(c.tp), 2) << " PP"
         << pad_right(std::to_string(c.pp), 2) << " "
-        << pad_right(std::string(name(c.weight_dtype)) + "/" + std::string(name(c.kv_dtype)), 10) << " " << to_string(c.status)
-        << ": " << escape::terminal_text(c.reason) << "\n";
+        << pad_right(std::string(name(c.weight_dtype)) + "/" + std::string(name(c.kv_dtype)), 10) << " "
+        << to_string(c.status) << ": " << escape::terminal_text(c.reason) << "\n";
   }
 }
 

@@ -14,7 +14,8 @@ struct SizingReportOptions {
   bool prices_overridden = false;  ///< --price was given
 };
 
-void report_sizing_table(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o);
+void report_sizing_table(std::ostream& out, const SizingRequest& q, const SizingResult& r,
+                         const SizingReportOptions& o);
 void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o);
 void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o);
 

@@ -1,8 +1,8 @@
 #include "kvcap/planner/engine.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 
 #include "kvcap/planner/error.hpp"
 
@@ -87,7 +87,6 @@ const EngineProfile& engine_profile_for(std::string_view label) {
   return engine_profile("datasheet");
 }
 
-
 const std::vector<EngineKnob>& engine_knobs() {
   auto range = [](double lo, double hi, double step) {
     std::vector<double> v;
@@ -96,12 +95,18 @@ const std::vector<EngineKnob>& engine_knobs() {
   };
   static const std::vector<EngineKnob> k = {
       {"bandwidth_efficiency", [](EngineProfile& e) { return &e.speed.bandwidth_efficiency; }, range(0.65, 0.90, 0.05)},
-      {"compute_efficiency_16bit", [](EngineProfile& e) { return &e.speed.compute_efficiency_16bit; }, range(0.45, 0.85, 0.05)},
-      {"compute_efficiency_8bit", [](EngineProfile& e) { return &e.speed.compute_efficiency_8bit; }, range(0.35, 0.80, 0.05)},
-      {"step_overhead_s", [](EngineProfile& e) { return &e.speed.step_overhead_s; },
+      {"compute_efficiency_16bit", [](EngineProfile& e) { return &e.speed.compute_efficiency_16bit; },
+       range(0.45, 0.85, 0.05)},
+      {"compute_efficiency_8bit", [](EngineProfile& e) { return &e.speed.compute_efficiency_8bit; },
+       range(0.35, 0.80, 0.05)},
+      {"step_overhead_s",
+       [](EngineProfile& e) { return &e.speed.step_overhead_s; },
        {0, 0.25e-3, 0.5e-3, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3, 8e-3}},
-      {"layer_overhead_s", [](EngineProfile& e) { return &e.speed.layer_overhead_s; }, {0, 10e-6, 20e-6, 30e-6, 50e-6, 75e-6, 100e-6}},
-      {"request_overhead_s", [](EngineProfile& e) { return &e.speed.request_overhead_s; },
+      {"layer_overhead_s",
+       [](EngineProfile& e) { return &e.speed.layer_overhead_s; },
+       {0, 10e-6, 20e-6, 30e-6, 50e-6, 75e-6, 100e-6}},
+      {"request_overhead_s",
+       [](EngineProfile& e) { return &e.speed.request_overhead_s; },
        {0, 5e-3, 10e-3, 15e-3, 20e-3, 30e-3, 40e-3, 50e-3, 60e-3, 80e-3, 100e-3, 120e-3}},
   };
   return k;

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+
 #include "kvcap/planner/text.hpp"
 
 namespace kvcap {
 
 namespace {
 constexpr u64 kMiB = 1ull << 20;
-
 
 u64 u(i64 v) { return static_cast<u64>(v); }
 }  // namespace
@@ -270,7 +270,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   for (const auto& st : p.stages) {
     if (st.available_kv_bytes <= 0) {
       const long double need = static_cast<long double>(st.weights_bytes) + st.activation_peak_bytes + st.non_torch_bytes;
-      p.warnings.push_back("stage " + std::to_string(st.stage) + ": no memory left for the KV cache: weights, activation peak " +
+      p.warnings.push_back("stage " + std::to_string(st.stage) +
+                           ": no memory left for the KV cache: weights, activation peak " +
                            "and non-torch memory need " + gib_text(static_cast<double>(need)) + " of the " +
                            gib_text(static_cast<double>(st.requested_bytes)) +
                            " requested (vLLM: \"No available memory for the cache blocks\"); add GPUs (tensor or "

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+
 #include "kvcap/planner/text.hpp"
 
 namespace kvcap {
@@ -174,8 +175,9 @@ std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, b
     const double ratio = static_cast<double>(c.device_memory_bytes) / static_cast<double>(g.memory_bytes);
     if (ratio < 0.95 || ratio > 1.05)
       mismatch("302", "the calibration's device '" + c.device + "' has " +
-                          gib_text(static_cast<double>(c.device_memory_bytes)) + ", the " + g.display_name + " profile " +
-                          gib_text(static_cast<double>(g.memory_bytes)) + ": another variant of the " + want);
+                          gib_text(static_cast<double>(c.device_memory_bytes)) + ", the " + g.display_name +
+                          " profile " + gib_text(static_cast<double>(g.memory_bytes)) + ": another variant of the " +
+                          want);
   }
   return r;
 }

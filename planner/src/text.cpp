@@ -14,7 +14,9 @@ std::string fixed(double v, int decimals) {
 
 std::string gib(double bytes, int decimals) { return fixed(bytes / 1073741824.0, decimals); }
 
-std::string gib_text(double bytes, int decimals) { return gib(bytes, decimals) + " GiB"; }
+std::string gib_text(double bytes, int decimals) {
+  return gib(bytes, decimals) + " GiB";
+}
 
 std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

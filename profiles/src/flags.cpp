@@ -8,15 +8,22 @@ namespace kvcap::profiles {
 
 DType parse_dtype_text(const std::string& s, const std::string& what, bool (*accept)(const DTypeInfo&)) {
   auto d = parse_dtype(s);
-  if (!d || !accept(info(*d))) throw InputError(what + ": unknown value '" + s + "'; expected one of " + dtype_names(accept));
+  if (!d || !accept(info(*d)))
+    throw InputError(what + ": unknown value '" + s + "'; expected one of " + dtype_names(accept));
   return *d;
 }
 
 namespace {
 
-bool activation(const DTypeInfo& i) { return i.activation_ok; }
-bool weights(const DTypeInfo& i) { return i.weights_ok; }
-bool kv(const DTypeInfo& i) { return i.kv_ok; }
+bool activation(const DTypeInfo& i) {
+  return i.activation_ok;
+}
+bool weights(const DTypeInfo& i) {
+  return i.weights_ok;
+}
+bool kv(const DTypeInfo& i) {
+  return i.kv_ok;
+}
 
 /// --mamba-cache-mode.
 Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {

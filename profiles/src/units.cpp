@@ -10,7 +10,6 @@
 
 namespace kvcap::profiles {
 
-
 std::optional<std::pair<double, std::string>> split_number_unit(std::string_view text) {
   const std::string s(trim(text));
   if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return std::nullopt;
@@ -88,13 +87,19 @@ LengthDistribution lognormal_from(const std::string& rest, const std::string& sp
   for (const auto& kv : split_list(rest, ',', true)) {
     const auto eq = kv.find('=');
     const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    if (k == "mean") d.lognormal_mean_tokens = static_cast<double>(parse_tokens(v, what + " mean"));
-    else if (k == "sigma") d.sigma = parse_real(v, what + " sigma", "a number such as 0.9");
-    else if (k == "min") d.min_tokens = parse_tokens(v, what + " min");
-    else if (k == "max") d.max_tokens = parse_tokens(v, what + " max");
-    else throw InputError(what + ": unknown lognormal parameter '" + k + "' in '" + spec + "'" + kLengthForms);
+    if (k == "mean")
+      d.lognormal_mean_tokens = static_cast<double>(parse_tokens(v, what + " mean"));
+    else if (k == "sigma")
+      d.sigma = parse_real(v, what + " sigma", "a number such as 0.9");
+    else if (k == "min")
+      d.min_tokens = parse_tokens(v, what + " min");
+    else if (k == "max")
+      d.max_tokens = parse_tokens(v, what + " max");
+    else
+      throw InputError(what + ": unknown lognormal parameter '" + k + "' in '" + spec + "'" + kLengthForms);
   }
-  if (d.lognormal_mean_tokens <= 0 || d.sigma < 0) throw InputError(what + ": lognormal needs mean= and sigma=" + kLengthForms);
+  if (d.lognormal_mean_tokens <= 0 || d.sigma < 0)
+    throw InputError(what + ": lognormal needs mean= and sigma=" + kLengthForms);
   return d;
 }
 
@@ -119,7 +124,8 @@ std::int64_t parse_tokens(const std::string& in, const std::string& what) {
   if (!mult) throw InputError(what + ": unknown unit '" + unit + "' in '" + in + "'; " + kTokenUnitsHelp);
   const double t = v * *mult;
   if (t > 9.0e15) throw InputError(what + ": expected a token count of at most 9e15, got '" + in + "'");
-  if (t < 1 || t != std::floor(t)) throw InputError(what + ": expected a whole number of tokens >= 1, got '" + in + "'");
+  if (t < 1 || t != std::floor(t))
+    throw InputError(what + ": expected a whole number of tokens >= 1, got '" + in + "'");
   return static_cast<std::int64_t>(t);
 }
 
@@ -156,8 +162,8 @@ double parse_seconds(const std::string& in, const std::string& what) {
   auto [v, unit] = number_and_unit(in, what, "a duration with a unit such as 2s, 50ms or 800us");
   // A bare number is ambiguous (is --tpot 40 forty seconds or forty milliseconds?): a unit is required.
   if (unit.empty())
-    throw InputError(what + ": '" + in + "' has no unit; write " + std::string(trim(in)) + "ms or " + std::string(trim(in)) +
-                     "s (a bare number is ambiguous)");
+    throw InputError(what + ": '" + in + "' has no unit; write " + std::string(trim(in)) + "ms or " +
+                     std::string(trim(in)) + "s (a bare number is ambiguous)");
   const auto mult = seconds_unit_multiplier(unit);
   if (!mult) throw InputError(what + ": unknown unit '" + unit + "'; " + kSecondsUnitsHelp);
   if (!(v > 0)) throw InputError(what + ": expected a positive duration, got '" + in + "'");
@@ -194,8 +200,10 @@ LengthDistribution parse_length(const std::string& spec, const std::string& what
   LengthDistribution d;
   if (kind == "uniform") {
     const auto dash = rest.find('-');
-    if (dash == std::string::npos) throw InputError(what + ": expected uniform:MIN-MAX, got '" + spec + "'" + kLengthForms);
-    d = LengthDistribution::uniform_tokens(parse_tokens(rest.substr(0, dash), what), parse_tokens(rest.substr(dash + 1), what));
+    if (dash == std::string::npos)
+      throw InputError(what + ": expected uniform:MIN-MAX, got '" + spec + "'" + kLengthForms);
+    d = LengthDistribution::uniform_tokens(parse_tokens(rest.substr(0, dash), what),
+                                           parse_tokens(rest.substr(dash + 1), what));
   } else if (kind == "lognormal") {
     d = lognormal_from(rest, spec, what);
   } else if (kind == "empirical") {

@@ -1,6 +1,8 @@
 // YAML workload files (`kind: workload`) -> planner WorkloadSpec. Keys in workload_keys(); every problem
 // is a located diagnostic (file:line:col, key path, did-you-mean for unknown keys). Example:
 // profiles/examples/workload-chat.yaml.
+#include "kvcap/planner/workload.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -9,7 +11,6 @@
 #include <type_traits>
 
 #include "kvcap/planner/error.hpp"
-#include "kvcap/planner/workload.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/units.hpp"
 #include "reader.hpp"

@@ -42,7 +42,8 @@ bool one_wave(const SimulationRequest& r) {
 std::pair<double, double> mean_lengths_tokens(const SimulationRequest& r) {
   if (!r.trace) return {r.workload.prompt.mean_tokens(), r.workload.output.mean_tokens()};
   double prompt = 0, output = 0;
-  for (const auto& q : *r.trace) prompt += static_cast<double>(q.prompt_tokens), output += static_cast<double>(q.output_tokens);
+  for (const auto& q : *r.trace)
+    prompt += static_cast<double>(q.prompt_tokens), output += static_cast<double>(q.output_tokens);
   if (r.trace->empty()) return {0, 0};
   const auto n = static_cast<double>(r.trace->size());
   return {prompt / n, output / n};
@@ -50,9 +51,10 @@ std::pair<double, double> mean_lengths_tokens(const SimulationRequest& r) {
 
 void check_fits(const MemoryPlan& plan) {
   if (!plan.fits())
-    throw SpecError("max_model_len", "one request of max_model_len " + grouped(static_cast<std::uint64_t>(plan.dep.max_model_len)) +
-                                         " tokens does not fit in the KV cache (" + grouped(plan.kv_capacity_tokens) +
-                                         " tokens per replica); vLLM would refuse to start: lower --max-model-len or add memory");
+    throw SpecError("max_model_len",
+                    "one request of max_model_len " + grouped(static_cast<std::uint64_t>(plan.dep.max_model_len)) +
+                        " tokens does not fit in the KV cache (" + grouped(plan.kv_capacity_tokens) +
+                        " tokens per replica); vLLM would refuse to start: lower --max-model-len or add memory");
 }
 
 SimConfig config_for(const SimulationRequest& r) {

@@ -1,7 +1,6 @@
 // The JUnit writer: text that XML 1.0 can carry, and the counts CI systems read (issue 4). The written
 // files are also parsed with a standard XML parser by the cli.check.junit_* tests (tests/cli/check_junit.py).
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "report/junit.hpp"

@@ -1,6 +1,5 @@
 // Numbers as people read them (planner/text.hpp): the one copy every room uses.
 #include <catch2/catch.hpp>
-
 #include <limits>
 
 #include "kvcap/planner/text.hpp"

@@ -27,8 +27,8 @@ TEST_CASE("deployment flags: vLLM names, the value grammar, absent flags keep th
   CHECK(d.kv_cache_memory_bytes == std::vector<u64>{10ull << 30, 12ull << 30});
   CHECK(d.enable_expert_parallel);
   CHECK(d.mamba_cache_mode == Deployment::MambaCache::none);
-  CHECK(d.block_size == 32);                  // from the base
-  CHECK(d.gpu_memory_utilization == 0.8);     // from the base
+  CHECK(d.block_size == 32);               // from the base
+  CHECK(d.gpu_memory_utilization == 0.8);  // from the base
   CHECK(d.pipeline_parallel_size == 1);
 }
 
@@ -37,12 +37,12 @@ TEST_CASE("deployment flags: errors name the flag", "[flags]") {
                     "--gpu-memory-utilization: expected a fraction in (0, 1], got '1.5'");
   CHECK_THROWS_WITH(deployment_from_flags({{"num-gpus", "1000000"}}),
                     "--num-gpus: expected an integer between 1 and 100000, got '1000000'");
-  CHECK_THROWS_WITH(deployment_from_flags({{"quantization", "fp7"}}), Catch::StartsWith("--quantization: unknown value 'fp7'"));
+  CHECK_THROWS_WITH(deployment_from_flags({{"quantization", "fp7"}}),
+                    Catch::StartsWith("--quantization: unknown value 'fp7'"));
   CHECK_THROWS_WITH(deployment_from_flags({{"mamba-cache-mode", "all"}}),
                     "--mamba-cache-mode: expected auto, none or align, got 'all'");
   CHECK_THROWS_WITH(deployment_from_flags({{"vllm-version", "0.3"}}), Catch::StartsWith("--vllm-version: "));
-  CHECK_THROWS_WITH(
-      deployment_from_flags({{"disable-hybrid-kv-cache-manager", ""}, {"hybrid-chunked-local", ""}}),
-      Catch::Contains("contradict each other"));
+  CHECK_THROWS_WITH(deployment_from_flags({{"disable-hybrid-kv-cache-manager", ""}, {"hybrid-chunked-local", ""}}),
+                    Catch::Contains("contradict each other"));
   CHECK_THROWS_AS(deployment_from_flags({{"max-model-len", "lots"}}), InputError);
 }

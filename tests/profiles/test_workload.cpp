@@ -190,10 +190,11 @@ TEST_CASE("lengths in the text form of --prompt-tokens read as the mapping form 
   const std::string head = "kind: workload\nname: w\narrival: {process: poisson, rate_per_s: 2}\n";
   const auto text = profiles::parse_workload(
       head + "prompt_tokens: \"lognormal:mean=1K,sigma=0.8,min=16,max=8K\"\noutput_tokens: uniform:32-512\n", "w.yaml");
-  const auto map = profiles::parse_workload(head +
-                                                "prompt_tokens: {distribution: lognormal, mean: 1024, sigma: 0.8, min: 16, "
-                                                "max: 8192}\noutput_tokens: {distribution: uniform, min: 32, max: 512}\n",
-                                            "w.yaml");
+  const auto map =
+      profiles::parse_workload(head +
+                                   "prompt_tokens: {distribution: lognormal, mean: 1024, sigma: 0.8, min: 16, "
+                                   "max: 8192}\noutput_tokens: {distribution: uniform, min: 32, max: 512}\n",
+                               "w.yaml");
   CHECK(text.prompt.kind == LengthDistribution::Kind::lognormal);
   CHECK(text.prompt.mean_tokens() == map.prompt.mean_tokens());
   CHECK(text.prompt.min_tokens == map.prompt.min_tokens);

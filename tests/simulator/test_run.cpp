@@ -1,7 +1,6 @@
 // A simulation run as one request value (simulator/run.hpp): what `kvcap simulate` and `kvcap accuracy` ask of the
 // simulator, assembled in one place.
 #include <catch2/catch.hpp>
-
 #include <limits>
 
 #include "kvcap/planner/error.hpp"

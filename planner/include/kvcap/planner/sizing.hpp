@@ -122,7 +122,9 @@ struct SizingRequest {
   SizingTargets targets;
   SizingSpace space;
 };
-inline SizingResult size_cluster(const SizingRequest& r) { return size_cluster(r.model, r.workload, r.targets, r.space); }
+inline SizingResult size_cluster(const SizingRequest& r) {
+  return size_cluster(r.model, r.workload, r.targets, r.space);
+}
 
 // ---- The queueing model, exposed for tests (docs/sizing.md, "Queueing") ---------------------------
 

@@ -33,7 +33,7 @@ struct SimulationRequest {
   RouterPolicy router = RouterPolicy::round_robin;
   Allocator allocator = Allocator::paged;
   bool prefix_caching = true;
-  i64 num_scheduler_steps = 1;            ///< vLLM 0.6 multi-step scheduling (1: every step)
+  i64 num_scheduler_steps = 1;  ///< vLLM 0.6 multi-step scheduling (1: every step)
 
   /// Closed loop (`vllm bench serve --max-concurrency`): > 0 keeps at most this many requests in flight. A workload
   /// whose arrival process is `closed` sets these itself.
@@ -44,8 +44,8 @@ struct SimulationRequest {
   /// is one wave of a benchmark and starts together whatever this says.
   bool staggered_start = true;
 
-  LatencyTargets slo;                     ///< goodput targets (each one given overrides the workload's)
-  double timeline_interval_s = 0;         ///< > 0: Observer::on_sample every this many simulated seconds
+  LatencyTargets slo;              ///< goodput targets (each one given overrides the workload's)
+  double timeline_interval_s = 0;  ///< > 0: Observer::on_sample every this many simulated seconds
   Observer* observer = nullptr;
   std::function<void(const Progress&)> progress;
   bool check_invariants = false;
@@ -73,9 +73,9 @@ double arrival_span_s(const SimulationRequest& r, double trace_span_s = 0);
 double timeline_rows(double span_s, double interval_s, std::uint32_t replicas);
 
 struct SimulationRun {
-  SimConfig config;               ///< as run (replicas, stagger, front-end cost)
+  SimConfig config;  ///< as run (replicas, stagger, front-end cost)
   SimResult result;
-  double wall_s = 0;              ///< wall-clock time of the simulation itself
+  double wall_s = 0;  ///< wall-clock time of the simulation itself
   /// The plausibility policy's findings on the run: KVCAP-W202 when an open loop was fed beyond what it serves.
   std::vector<Finding> findings;
 };
