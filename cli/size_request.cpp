@@ -80,30 +80,27 @@ std::optional<WorkloadSpec> workload_into(const po::variables_map& vm, SizingWor
     std::cerr << "kvcap size: note: the workload's think time (" << spec->arrival.think_time_s
               << " s) is not in size's queueing model: its " << w.concurrent_users
               << " clients are sized as always busy (conservative); kvcap simulate runs the think time\n";
-
   return spec;
+}
+
+/// A target's flag, else the workload file's slo, else an error saying what is needed.
+double target_s(const po::variables_map& vm, const char* flag, const std::optional<double>& from_file,
+                const std::string& needed) {
+  if (vm.count(flag)) return parse_seconds(vm[flag].as<std::string>(), std::string("--") + flag);
+  if (from_file) return *from_file;
+  throw UsageError(needed);
 }
 
 /// --ttft-p at --ttft-percentile and --tpot, or the workload file's slo.
 SizingTargets targets_of(const po::variables_map& vm, const std::optional<WorkloadSpec>& spec) {
-  auto str = [&](const char* k) { return vm[k].as<std::string>(); };
   SizingTargets t;
-  t.ttft_percentile = parse_percentile(str("ttft-percentile"), "--ttft-percentile");
-  if (vm.count("ttft-p"))
-    t.ttft_s = parse_seconds(str("ttft-p"), "--ttft-p");
-  else if (spec && spec->slo.ttft_s)
-    t.ttft_s = *spec->slo.ttft_s;
-  else
-    throw UsageError(
-        "--ttft-p is required (the TTFT target at --ttft-percentile, e.g. 2s), or an slo.ttft_s in the workload file");
-  if (vm.count("tpot"))
-    t.tpot_s = parse_seconds(str("tpot"), "--tpot");
-  else if (spec && spec->slo.tpot_s)
-    t.tpot_s = *spec->slo.tpot_s;
-  else
-    throw UsageError(
-        "--tpot is required (the mean time per output token target, e.g. 50ms), or an slo.tpot_s in the workload file");
-
+  t.ttft_percentile = parse_percentile(vm["ttft-percentile"].as<std::string>(), "--ttft-percentile");
+  t.ttft_s = target_s(vm, "ttft-p", spec ? spec->slo.ttft_s : std::nullopt,
+                      "--ttft-p is required (the TTFT target at --ttft-percentile, e.g. 2s), or an slo.ttft_s in the "
+                      "workload file");
+  t.tpot_s = target_s(vm, "tpot", spec ? spec->slo.tpot_s : std::nullopt,
+                      "--tpot is required (the mean time per output token target, e.g. 50ms), or an slo.tpot_s in the "
+                      "workload file");
   return t;
 }
 
