@@ -123,7 +123,7 @@ bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer
 
 /// The blocks running request `s` needs for `n` more tokens (kv_cache_manager.allocate_slots: all or nothing, in
 /// every group), preempting until they fit; false when `s` itself was preempted.
-bool Replica::grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs) {
+inline bool Replica::grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs) {
   Request& r = slots_[s];
   while (true) {
     const i64 table_need = kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
@@ -275,7 +275,7 @@ ReplicaStats Replica::finish(double start, double end) {
   return s;
 }
 
-void Replica::add_to_step(Request& r, i64 n, StepLoad& load) {
+inline void Replica::add_to_step(Request& r, i64 n, StepLoad& load) {
   r.scheduled = n;
   sum_slot_tokens_ += n;
   timer_.add(load, r.computed, n, r.computed + n == r.num_tokens);
@@ -307,7 +307,7 @@ void Replica::preempt(std::uint32_t victim, double now, std::uint64_t for_id, i6
   waiting_tokens_ += v.num_tokens;
 }
 
-void Replica::count_tokens(Request& r, i64 from, i64 to) {
+inline void Replica::count_tokens(Request& r, i64 from, i64 to) {
   // Positions below the request's high-water mark were computed before a preemption: recomputed.
   const i64 again = std::max<i64>(0, std::min(to, r.computed_high_water) - from);
   stats_.recomputed_tokens += static_cast<std::uint64_t>(again);
@@ -331,7 +331,7 @@ void Replica::complete(std::uint32_t s, double now) {
   free_slots_.push_back(s);
 }
 
-void Replica::integrate(double now) {
+inline void Replica::integrate(double now) {
   const double dt = now - last_t_;
   if (dt > 0) {
     const double used = static_cast<double>(kv_.num_used());

@@ -55,15 +55,17 @@ class Replica {
 
  private:
   bool schedule_running(double now, i64& budget, StepLoad& load, Observer* obs);
-  bool grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs);
   void admit_waiting(double now, i64& budget, StepLoad& load);
   bool admit(std::uint32_t s, double now, i64& budget, StepLoad& load);
   double start_step(double now, const StepLoad& load, Observer* obs);
-  void add_to_step(Request& r, i64 n, StepLoad& load);
   void preempt(std::uint32_t victim, double now, std::uint64_t for_id, i64 need, Observer* obs);
-  void count_tokens(Request& r, i64 from, i64 to);
   void complete(std::uint32_t s, double now);
-  void integrate(double now);
+  // Once per request per step (or per event): inline, defined in replica.cpp where they are called, so that
+  // the scheduler's loops pay no call for them (as when the scheduler was one function).
+  inline bool grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs);
+  inline void add_to_step(Request& r, i64 n, StepLoad& load);
+  inline void count_tokens(Request& r, i64 from, i64 to);
+  inline void integrate(double now);
 
   std::uint32_t index_;
   i64 burst_left_ = 0;  ///< steps left in the current multi-step burst (no admission until 0)
