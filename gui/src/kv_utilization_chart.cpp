@@ -84,7 +84,8 @@ void KvUtilizationChart::refresh(const DashboardModel& model) {
                              .arg(r)
                              .arg(it->time_s, 0, 'f', 3)
                              .arg(it->kv_utilization * 100.0, 0, 'f', 1)
-                             .arg(grouped(it->kv_used_blocks), grouped(it->kv_total_blocks))
+                             .arg(grouped(static_cast<std::int64_t>(it->kv_used_blocks)),
+                                  grouped(static_cast<std::int64_t>(it->kv_total_blocks)))
                              .arg(it->running)
                              .arg(it->waiting)
                              .arg(it->preemptions),

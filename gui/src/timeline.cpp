@@ -8,13 +8,11 @@
 #include <istream>
 #include <string_view>
 
+#include "kvcap/simulator/timeline.hpp"
+
 namespace kvcap::gui {
 
 namespace {
-constexpr std::string_view kColumns[] = {"time_s",         "replica",         "running",        "waiting",
-                                         "kv_used_blocks", "kv_total_blocks", "kv_utilization", "preemptions"};
-constexpr std::size_t kNumColumns = std::size(kColumns);
-
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> r;
   std::size_t start = 0;
@@ -32,6 +30,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+/// The column names, from the header the simulator writes (views into sim::kTimelineHeader).
+const std::vector<std::string_view>& columns() {
+  static const std::vector<std::string_view> c = split(sim::kTimelineHeader);
+  return c;
+}
+
 struct Row {
   const std::string& file;
   int line;
@@ -39,7 +43,7 @@ struct Row {
 
   [[noreturn]] void fail(std::size_t col, const std::string& what) const {
     throw TimelineError(file, line,
-                        std::string(kColumns[col]) + ": " + what + ", got '" + std::string(trim(fields[col])) + "'");
+                        std::string(columns()[col]) + ": " + what + ", got '" + std::string(trim(fields[col])) + "'");
   }
   std::int64_t count(std::size_t col) const {
     const auto s = trim(fields[col]);
@@ -47,6 +51,11 @@ struct Row {
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) fail(col, "expected an integer >= 0");
     return v;
+  }
+  std::uint32_t index(std::size_t col) const {
+    const std::int64_t v = count(col);
+    if (v > static_cast<std::int64_t>(UINT32_MAX)) fail(col, "expected an index below 2^32");
+    return static_cast<std::uint32_t>(v);
   }
   double number(std::size_t col) const {
     const auto s = trim(fields[col]);
@@ -63,11 +72,7 @@ TimelineError::TimelineError(const std::string& file, int line, const std::strin
     : std::runtime_error((line > 0 ? file + ":" + std::to_string(line) : file) + ": error: " + message), line_(line) {}
 
 const std::string& timeline_header() {
-  static const std::string h = [] {
-    std::string s;
-    for (std::size_t i = 0; i < kNumColumns; ++i) (s += i ? "," : "") += kColumns[i];
-    return s;
-  }();
+  static const std::string h(sim::kTimelineHeader);
   return h;
 }
 
@@ -90,14 +95,14 @@ Timeline parse_timeline_csv(std::istream& in, const std::string& file) {
     }
     if (line.empty()) continue;
     const auto fields = split(line);
-    if (fields.size() != kNumColumns)
-      throw TimelineError(
-          file, line_no,
-          "expected " + std::to_string(kNumColumns) + " comma-separated fields, got " + std::to_string(fields.size()));
+    if (fields.size() != columns().size())
+      throw TimelineError(file, line_no,
+                          "expected " + std::to_string(columns().size()) + " comma-separated fields, got " +
+                              std::to_string(fields.size()));
     const Row r{file, line_no, fields};
     TimelineSample s;
     s.time_s = r.number(0);
-    s.replica = r.count(1);
+    s.replica = r.index(1);
     s.running = r.count(2);
     s.waiting = r.count(3);
     s.kv_used_blocks = r.count(4);
@@ -108,7 +113,7 @@ Timeline parse_timeline_csv(std::istream& in, const std::string& file) {
       r.fail(4, "exceeds kv_total_blocks (" + std::to_string(s.kv_total_blocks) + ")");
     // 1e-6 tolerates a utilisation printed with a few digits and rounded up.
     if (s.kv_utilization > 1.0 + 1e-6) r.fail(6, "expected a fraction in [0, 1]");
-    t.num_replicas = std::max(t.num_replicas, s.replica + 1);
+    t.num_replicas = std::max(t.num_replicas, std::int64_t{s.replica} + 1);
     t.samples.push_back(s);
   }
   if (!header_seen)

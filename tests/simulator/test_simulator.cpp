@@ -308,6 +308,18 @@ TEST_CASE("round-robin spreads requests evenly; every router completes everythin
   CHECK(!parse_router("random"));
 }
 
+TEST_CASE("router names: each policy's name and aliases parse back to it", "[sim][router]") {
+  for (auto policy : {RouterPolicy::round_robin, RouterPolicy::least_outstanding, RouterPolicy::least_kv})
+    CHECK(parse_router(to_string(policy)) == policy);
+  CHECK(to_string(RouterPolicy::round_robin) == "round-robin");
+  CHECK(parse_router("rr") == RouterPolicy::round_robin);
+  CHECK(parse_router("least-outstanding-requests") == RouterPolicy::least_outstanding);
+  CHECK(parse_router("least-outstanding") == RouterPolicy::least_outstanding);
+  CHECK(parse_router("least-kv") == RouterPolicy::least_kv);
+  CHECK(parse_router("least-kv-utilization") == RouterPolicy::least_kv);
+  CHECK(!parse_router(""));
+}
+
 TEST_CASE("least-outstanding-requests avoids a replica stuck on a long request", "[sim][router]") {
   // One request at a time per replica. Request 0 keeps replica 0 busy for 20 s; short requests (4
   // steps = 40 ms) arrive every 100 ms, so replica 1 is always empty when one arrives. LOR sends them all

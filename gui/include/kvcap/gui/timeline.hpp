@@ -1,6 +1,6 @@
 #pragma once
-// Reader for the simulator's KV-utilisation timeline (`kvcap simulate --timeline out.csv`). Standard
-// library only. The header row must be exactly
+// Reader for the simulator's KV-utilisation timeline (`kvcap simulate --timeline out.csv`) into the simulator's own
+// row type (sim::TimelineSample); standard library otherwise. The header row must be exactly sim::kTimelineHeader,
 //   time_s,replica,running,waiting,kv_used_blocks,kv_total_blocks,kv_utilization,preemptions
 // and every problem is reported as "file:line: error: column: what was expected".
 #include <cstdint>
@@ -9,19 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "kvcap/simulator/metrics.hpp"
+
 namespace kvcap::gui {
 
-/// One row: the state of one replica at one instant of simulated time.
-struct TimelineSample {
-  double time_s = 0;                 ///< simulated time, seconds
-  std::int64_t replica = 0;          ///< replica index (0-based)
-  std::int64_t running = 0;          ///< requests in the running batch
-  std::int64_t waiting = 0;          ///< requests queued
-  std::int64_t kv_used_blocks = 0;   ///< KV blocks held by requests
-  std::int64_t kv_total_blocks = 0;  ///< KV blocks of the replica (num_blocks)
-  double kv_utilization = 0;         ///< kv_used_blocks / kv_total_blocks, in [0, 1]
-  std::int64_t preemptions = 0;      ///< preemptions so far, as the simulator writes them
-};
+/// One row: the state of one replica at one instant of simulated time, as the simulator sampled it.
+using TimelineSample = sim::TimelineSample;
 
 struct Timeline {
   std::string file;                     ///< where it was read from
@@ -39,7 +32,7 @@ class TimelineError : public std::runtime_error {
   int line_;
 };
 
-/// The exact header the simulator writes.
+/// The exact header the simulator writes (sim::kTimelineHeader).
 const std::string& timeline_header();
 
 Timeline parse_timeline_csv(std::istream& in, const std::string& file);

@@ -35,4 +35,16 @@ class StepTimer {
   double fixed_s_ = 0, per_token_s_ = 0, per_kv_token_s_ = 0;
 };
 
+/// Adds a step's time and its breakdown to `sum` (a replica's busy time, the cluster's); `bound` stays as it was.
+inline void add_step_cost(StepCost& sum, const StepCost& c) {
+  sum.step_s += c.step_s;
+  sum.weights_read_s += c.weights_read_s;
+  sum.kv_read_s += c.kv_read_s;
+  sum.gemm_s += c.gemm_s;
+  sum.attention_s += c.attention_s;
+  sum.communication_s += c.communication_s;
+  sum.overhead_s += c.overhead_s;
+  sum.pipeline_p2p_s += c.pipeline_p2p_s;
+}
+
 }  // namespace kvcap::sim

@@ -1,0 +1,36 @@
+#pragma once
+// What the metrics of finished requests accumulate into, one per run, shared by the replicas: streaming latency
+// histograms (metrics.hpp), goodput against the targets, token counts; it forwards each finished request to the
+// observer. Private to the simulator (simulator.cpp owns it, replica.cpp records into it).
+#include <cstdint>
+
+#include "kvcap/planner/workload.hpp"
+#include "kvcap/simulator/metrics.hpp"
+#include "kvcap/simulator/request.hpp"
+
+namespace kvcap::sim {
+
+struct SimResult;
+
+class Collector {
+ public:
+  Collector(const LatencyTargets& slo, Observer* observer) : slo_(slo), observer_(observer) {}
+
+  /// `r` finished at `now` on `replica`: TTFT, TPOT (requests with >= 2 output tokens), E2E and queueing delay,
+  /// whether it met every target, its tokens; then Observer::on_request_done.
+  void record(const Request& r, std::uint32_t replica, double now);
+
+  std::uint64_t completed() const { return completed_; }
+  double last_completion_s() const { return last_completion_s_; }
+  /// Latency summaries, token counts, goodput and the rates over [res.first_arrival_s, res.end_s] into `res`.
+  void summarize(SimResult& res) const;
+
+ private:
+  LogHistogram ttft_, tpot_, e2e_, queue_;
+  std::uint64_t completed_ = 0, slo_met_ = 0, prompt_tokens_ = 0, output_tokens_ = 0;
+  double last_completion_s_ = 0;
+  LatencyTargets slo_;
+  Observer* observer_;
+};
+
+}  // namespace kvcap::sim

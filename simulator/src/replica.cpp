@@ -1,0 +1,347 @@
+// The replica scheduler, after vLLM V1 (vllm/v1/core/sched/scheduler.py, kv_cache_manager.py); docs/simulator.md.
+#include "replica.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "kvcap/planner/error.hpp"
+
+namespace kvcap::sim {
+
+i64 ReplicaConfig::side_blocks(i64 tokens, i64 step_tokens) const {
+  if (local_groups.empty() && state_blocks_per_request == 0) return 0;
+  u64 blocks = static_cast<u64>(state_blocks_per_request);
+  for (const auto& g : local_groups)
+    blocks =
+        add(blocks, spec_blocks_per_request(g, std::max<i64>(1, tokens), std::max<i64>(1, step_tokens)), "side blocks");
+  return static_cast<i64>(ceil_div(blocks, static_cast<u64>(std::max<i64>(1, full_groups))));
+}
+
+ReplicaConfig replica_config(const MemoryPlan& plan) {
+  ReplicaConfig c;
+  if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");
+  // vLLM's hybrid KV cache manager: groups share one pool. The block table is the full-attention groups' (a table
+  // entry = one block in each of them); sliding-window and chunked-local groups hold a bounded number of blocks
+  // per request (the planner's spec_blocks_per_request: the window plus one step's tokens), linear-attention
+  // groups a fixed one or two; both are taken beside the table, in entries. Without a full-attention group the
+  // first group is the table (its tokens charged as full attention would charge them: conservative).
+  const KvCacheGroup* table = nullptr;
+  i64 full = 0;
+  for (const auto& g : plan.kv_groups)
+    if (g.spec.kind == KvSpecKind::full) table = table ? table : &g, ++full;
+  if (!table && !plan.kv_groups.empty()) table = &plan.kv_groups.front(), full = 1;
+  for (const auto& g : plan.kv_groups) {
+    if (&g == table || g.spec.kind == KvSpecKind::full) continue;
+    if (g.spec.kind == KvSpecKind::mamba) c.state_blocks_per_request += g.spec.state_blocks;
+    else c.local_groups.push_back(g.spec);
+  }
+  c.full_groups = std::max<i64>(1, full);
+  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / static_cast<u64>(c.full_groups));
+  c.block_size = table ? table->spec.block_size : plan.dep.block_size;
+  c.max_num_batched_tokens = plan.dep.max_num_batched_tokens;
+  c.max_num_seqs = plan.dep.max_num_seqs;
+  c.max_model_len = plan.dep.max_model_len;
+  return c;
+}
+
+Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t, Collector& out, bool check)
+    : index_(index),
+      cfg_(c),
+      timer_(t),
+      kv_(c.num_blocks, c.block_size, c.allocator, c.max_model_len, c.prefix_caching),
+      out_(out),
+      check_(check) {}
+
+void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now) {
+  integrate(now);
+  std::uint32_t s = 0;
+  if (!free_slots_.empty()) {
+    s = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    s = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Request& r = slots_[s];
+  std::vector<std::uint32_t> keep = std::move(r.blocks);  // reuse the table's capacity
+  keep.clear();
+  r = Request{};
+  r.blocks = std::move(keep);
+  r.id = id;
+  r.arrival_s = spec.arrival_s;
+  r.prompt_tokens = spec.prompt_tokens;
+  r.output_tokens = output_tokens;
+  r.truncated = truncated;
+  r.num_tokens = spec.prompt_tokens;
+  r.prefix_group = spec.prefix_group;
+  r.prefix_tokens = spec.prefix_tokens;
+  waiting_.push_back(s);
+  waiting_tokens_ += r.num_tokens;
+  ++stats_.routed;
+  stats_.waiting_max = std::max<i64>(stats_.waiting_max, static_cast<i64>(waiting_.size()));
+}
+
+Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
+  integrate(now);
+  StepLoad load;
+  i64 budget = cfg_.max_num_batched_tokens;
+  const bool preempted = schedule_running(now, budget, load, obs);
+  // 2. WAITING requests, only when nothing was preempted in this step (as vLLM), FCFS, while the token
+  //    budget and max_num_seqs allow and their first chunk's blocks can be allocated. With multi-step
+  //    scheduling only at the start of a burst of num_scheduler_steps steps (or when nothing runs).
+  const bool burst_start = burst_left_ == 0 || running_.empty();
+  burst_left_ = burst_start ? cfg_.num_scheduler_steps - 1 : burst_left_ - 1;
+  if (!preempted && burst_start) admit_waiting(now, budget, load);
+  if (load.sequences == 0) {
+    if (!waiting_.empty() && !preempted)
+      throw std::logic_error("scheduler stalled: replica " + std::to_string(index_) + " has " +
+                             std::to_string(waiting_.size()) + " waiting requests and cannot admit one");
+    return preempted ? Outcome::retry : Outcome::idle;
+  }
+  step_s = start_step(now, load, obs);
+  return Outcome::stepped;
+}
+
+/// 1. RUNNING requests first, in admission order (decode-first: a running request's decode token or next
+/// prefill chunk is scheduled before any waiting request is admitted). Returns whether it preempted.
+bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer* obs) {
+  bool preempted = false;
+  std::size_t i = 0;
+  while (i < running_.size() && budget > 0) {
+    const std::uint32_t s = running_[i];
+    Request& r = slots_[s];
+    const i64 n = std::min(r.num_tokens - r.computed, budget);  // chunked prefill: at most the budget
+    if (!grow(s, n, now, preempted, obs)) break;
+    add_to_step(r, n, load);
+    budget -= n;
+    ++i;
+  }
+  return preempted;
+}
+
+/// The blocks running request `s` needs for `n` more tokens (kv_cache_manager.allocate_slots: all or nothing, in
+/// every group), preempting until they fit; false when `s` itself was preempted.
+inline bool Replica::grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs) {
+  Request& r = slots_[s];
+  while (true) {
+    const i64 table_need = kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
+    const i64 side_want = cfg_.side_blocks(r.computed + n, n);
+    const i64 side_need = std::max<i64>(0, side_want - static_cast<i64>(r.state_blocks.size()));
+    const i64 need = table_need + side_need;
+    if (need <= static_cast<i64>(kv_.num_free())) {
+      if (table_need > 0) {
+        kv_.allocate(r.blocks, table_need);
+        sum_table_blocks_ += table_need;
+      }
+      if (side_need > 0) kv_.allocate(r.state_blocks, side_need);
+      // Blocks that left the window go back (after a prefill chunk, a decode step needs fewer).
+      if (side_want < static_cast<i64>(r.state_blocks.size()))
+        kv_.free_tail(r.state_blocks, static_cast<i64>(r.state_blocks.size()) - side_want);
+      return true;
+    }
+    // Out of blocks: preempt the most recently admitted running request (self.running.pop()),
+    // by recompute: its blocks are freed and it goes back to the front of the waiting queue.
+    const std::uint32_t victim = running_.back();
+    preempt(victim, now, r.id, need, obs);
+    preempted = true;
+    if (victim == s) return false;
+  }
+}
+
+void Replica::admit_waiting(double now, i64& budget, StepLoad& load) {
+  while (!waiting_.empty() && budget > 0 && static_cast<i64>(running_.size()) < cfg_.max_num_seqs)
+    if (!admit(waiting_.front(), now, budget, load)) break;  // cannot be scheduled: stop admitting
+}
+
+/// Admits waiting request `s` with its first chunk when its blocks can be allocated; false when they cannot.
+bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
+  Request& r = slots_[s];
+  // Prefix-cache hit (kv_cache_manager.get_computed_blocks): whole blocks, never the last token.
+  i64 evictable = 0;
+  hits_.clear();
+  if (kv_.prefix_caching() && r.prefix_group >= 0)
+    evictable = kv_.find_prefix(r.prefix_group, r.prefix_tokens, r.num_tokens - 1, hits_);
+  const i64 hit_tokens = static_cast<i64>(hits_.size()) * cfg_.block_size;
+  const i64 n = std::min(r.num_tokens - hit_tokens, budget);
+  const i64 need = kv_.blocks_to_allocate(hits_.size(), hit_tokens + n);
+  const i64 side = cfg_.side_blocks(hit_tokens + n, n);
+  if (need + side + evictable > static_cast<i64>(kv_.num_free())) return false;
+  kv_.take_prefix(r.blocks, hits_);
+  kv_.allocate(r.blocks, need);
+  kv_.allocate(r.state_blocks, side);
+  sum_table_blocks_ += static_cast<i64>(r.blocks.size());
+  waiting_.pop_front();
+  waiting_tokens_ -= r.num_tokens;
+  running_.push_back(s);
+  r.computed = hit_tokens;
+  r.registered_prefix_blocks = static_cast<i64>(hits_.size());
+  sum_slot_tokens_ += hit_tokens;
+  if (r.first_scheduled_s < 0) {
+    r.first_scheduled_s = now;
+    r.cached_tokens = hit_tokens;
+  }
+  stats_.prefix_cache_hit_tokens += static_cast<std::uint64_t>(hit_tokens);
+  add_to_step(r, n, load);
+  budget -= n;
+  return true;
+}
+
+/// Times the formed step, counts it, checks the block manager when asked, tells the observer; returns its duration.
+double Replica::start_step(double now, const StepLoad& load, Observer* obs) {
+  const StepCost c = timer_.cost(load);
+  busy_ = true;
+  ++stats_.steps;
+  stats_.busy_s += c.step_s;
+  add_step_cost(breakdown_, c);
+  const std::uint64_t used = kv_.num_used();
+  peak_used_ = std::max<std::uint64_t>(peak_used_, used);
+  stats_.running_max = std::max<i64>(stats_.running_max, static_cast<i64>(running_.size()));
+  const double waste = static_cast<double>(sum_table_blocks_ * cfg_.block_size - sum_slot_tokens_);
+  waste_per_request_max_ = std::max(waste_per_request_max_, waste / static_cast<double>(running_.size()));
+  if (check_ && (!kv_.check_invariants() || used > kv_.num_blocks()))
+    throw std::logic_error("block manager invariant broken on replica " + std::to_string(index_));
+  if (obs) {
+    StepRecord rec;
+    rec.start_s = now;
+    rec.duration_s = c.step_s;
+    rec.replica = index_;
+    rec.sequences = load.sequences;
+    rec.tokens = load.tokens;
+    rec.kv_used_blocks = used;
+    rec.kv_total_blocks = kv_.num_blocks();
+    rec.kv_slot_tokens = sum_slot_tokens_;
+    rec.kv_table_blocks = sum_table_blocks_;
+    obs->on_step(rec);
+  }
+  return c.step_s;
+}
+
+void Replica::finish_step(double now) {
+  integrate(now);
+  busy_ = false;
+  std::size_t out = 0;
+  for (std::size_t k = 0; k < running_.size(); ++k) {
+    const std::uint32_t s = running_[k];
+    Request& r = slots_[s];
+    if (r.scheduled > 0) {
+      count_tokens(r, r.computed, r.computed + r.scheduled);
+      r.computed += r.scheduled;
+      r.scheduled = 0;
+      if (r.prefix_group >= 0)
+        kv_.register_prefix(r.blocks, r.prefix_group, r.prefix_tokens, r.computed, r.registered_prefix_blocks);
+      if (r.computed == r.num_tokens) {
+        ++r.generated;
+        ++r.num_tokens;
+        if (r.first_token_s < 0) r.first_token_s = now;
+        if (r.generated >= r.output_tokens) {
+          complete(s, now);
+          continue;
+        }
+      }
+    }
+    running_[out++] = s;
+  }
+  running_.resize(out);
+}
+
+TimelineSample Replica::sample(double now) const {
+  TimelineSample t;
+  t.time_s = now;
+  t.replica = index_;
+  t.running = static_cast<i64>(running_.size());
+  t.waiting = static_cast<i64>(waiting_.size());
+  t.kv_used_blocks = kv_.num_used();
+  t.kv_total_blocks = kv_.num_blocks();
+  t.kv_utilization =
+      kv_.num_blocks() ? static_cast<double>(t.kv_used_blocks) / static_cast<double>(t.kv_total_blocks) : 0;
+  t.preemptions = stats_.preemptions;
+  return t;
+}
+
+ReplicaStats Replica::finish(double start, double end) {
+  integrate(end);
+  ReplicaStats s = stats_;
+  const double span = end - start;
+  if (span > 0) {
+    s.kv_utilization_mean = area_used_ / (static_cast<double>(kv_.num_blocks()) * span);
+    s.running_mean = area_running_ / span;
+    s.waiting_mean = area_waiting_ / span;
+  }
+  s.kv_utilization_max = kv_.num_blocks() ? static_cast<double>(peak_used_) / static_cast<double>(kv_.num_blocks()) : 0;
+  s.kv_used_blocks_end = kv_.num_used();
+  if (kv_.num_used() != 0) throw std::logic_error("KV blocks leaked on replica " + std::to_string(index_));
+  return s;
+}
+
+inline void Replica::add_to_step(Request& r, i64 n, StepLoad& load) {
+  r.scheduled = n;
+  sum_slot_tokens_ += n;
+  timer_.add(load, r.computed, n, r.computed + n == r.num_tokens);
+}
+
+void Replica::preempt(std::uint32_t victim, double now, std::uint64_t for_id, i64 need, Observer* obs) {
+  Request& v = slots_[victim];
+  running_.pop_back();
+  if (obs) {
+    PreemptionRecord p;
+    p.time_s = now;
+    p.replica = index_;
+    p.victim_id = v.id;
+    p.for_request_id = for_id;
+    p.free_blocks = static_cast<i64>(kv_.num_free());
+    p.blocks_needed = need;
+    p.victim_computed_tokens = v.computed;
+    obs->on_preemption(p);
+  }
+  sum_table_blocks_ -= static_cast<i64>(v.blocks.size());
+  sum_slot_tokens_ -= v.computed;
+  kv_.free(v.blocks);
+  kv_.free(v.state_blocks);
+  v.computed = 0;
+  v.registered_prefix_blocks = 0;
+  ++v.preemptions;
+  ++stats_.preemptions;
+  waiting_.push_front(victim);  // self.waiting.prepend_request
+  waiting_tokens_ += v.num_tokens;
+}
+
+inline void Replica::count_tokens(Request& r, i64 from, i64 to) {
+  // Positions below the request's high-water mark were computed before a preemption: recomputed.
+  const i64 again = std::max<i64>(0, std::min(to, r.computed_high_water) - from);
+  stats_.recomputed_tokens += static_cast<std::uint64_t>(again);
+  const i64 first = std::max(from, r.computed_high_water);
+  if (to > first) {
+    const i64 prompt_part = std::max<i64>(0, std::min(to, r.prompt_tokens) - first);
+    stats_.prefill_tokens += static_cast<std::uint64_t>(prompt_part);
+    stats_.decode_tokens += static_cast<std::uint64_t>(to - first - prompt_part);
+    r.computed_high_water = to;
+  }
+}
+
+void Replica::complete(std::uint32_t s, double now) {
+  Request& r = slots_[s];
+  sum_table_blocks_ -= static_cast<i64>(r.blocks.size());
+  sum_slot_tokens_ -= r.computed;
+  kv_.free(r.blocks);
+  kv_.free(r.state_blocks);
+  ++stats_.completed;
+  out_.record(r, index_, now);
+  free_slots_.push_back(s);
+}
+
+inline void Replica::integrate(double now) {
+  const double dt = now - last_t_;
+  if (dt > 0) {
+    const double used = static_cast<double>(kv_.num_used());
+    area_used_ += used * dt;
+    area_running_ += static_cast<double>(running_.size()) * dt;
+    area_waiting_ += static_cast<double>(waiting_.size()) * dt;
+    area_waste_ += static_cast<double>(sum_table_blocks_ * cfg_.block_size - sum_slot_tokens_) * dt;
+    area_alloc_ += used * static_cast<double>(cfg_.block_size) * dt;
+    last_t_ = now;
+  }
+}
+
+}  // namespace kvcap::sim
