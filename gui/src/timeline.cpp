@@ -8,6 +8,7 @@
 #include <istream>
 #include <string_view>
 
+#include "kvcap/planner/text.hpp"
 #include "kvcap/simulator/timeline.hpp"
 
 namespace kvcap::gui {
@@ -22,12 +23,6 @@ std::vector<std::string_view> split(std::string_view line) {
     if (comma == std::string_view::npos) return r;
     start = comma + 1;
   }
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
 }
 
 /// The column names, from the header the simulator writes (views into sim::kTimelineHeader).

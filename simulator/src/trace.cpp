@@ -9,6 +9,8 @@
 #include <fstream>
 #include <istream>
 
+#include "kvcap/planner/text.hpp"
+
 namespace kvcap::sim {
 
 TraceError::TraceError(std::string file, std::uint64_t line, const std::string& message)
@@ -17,9 +19,9 @@ TraceError::TraceError(std::string file, std::uint64_t line, const std::string& 
       line_(line) {}
 
 namespace {
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+/// A CSV field: blanks trimmed (planner/text), then one pair of surrounding double quotes taken off.
+std::string_view unquote(std::string_view s) {
+  s = trim(s);
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   return s;
 }
@@ -29,7 +31,7 @@ void split(std::string_view line, std::vector<std::string_view>& out) {
   std::size_t start = 0;
   while (true) {
     const auto comma = line.find(',', start);
-    out.push_back(trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    out.push_back(unquote(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -105,7 +107,7 @@ bool digits(std::string_view s, std::size_t pos, std::size_t n, int& out) {
 }  // namespace
 
 std::optional<TraceTime> parse_trace_time(std::string_view s) {
-  s = trim(s);
+  s = unquote(s);
   if (s.empty()) return std::nullopt;
   // Date-time: YYYY-MM-DD HH:MM:SS[.f+][Z]
   if (s.size() >= 19 && s[4] == '-' && s[7] == '-' && (s[10] == ' ' || s[10] == 'T') && s[13] == ':' && s[16] == ':') {
@@ -166,7 +168,7 @@ Trace parse_trace_csv(std::istream& in, const std::string& file, const TraceOpti
   while (std::getline(in, line)) {
     ++line_no;
     if (line_no == 1 && line.size() >= 3 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // UTF-8 BOM
-    if (!trim(line).empty()) {
+    if (!unquote(line).empty()) {
       header = line;
       break;
     }
@@ -190,7 +192,7 @@ Trace parse_trace_csv(std::istream& in, const std::string& file, const TraceOpti
   std::vector<Row> rows;
   while (std::getline(in, line)) {
     ++line_no;
-    if (trim(line).empty()) continue;
+    if (unquote(line).empty()) continue;
     split(line, f);
     if (f.size() < need)
       throw TraceError(file, line_no, "expected " + std::to_string(h.size()) + " comma-separated fields like the header, got " +
