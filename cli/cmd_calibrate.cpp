@@ -29,6 +29,15 @@ std::int64_t cpu_threads(const std::string& s) {
   }
   return n;
 }
+/// kvcap calibrate --help.
+const CommandHelp kHelp = {
+    "kvcap calibrate [--device cuda:0|cpu] [--quick] --out FILE [--gpu PROFILE]",
+    "Measures achieved memory bandwidth (stream, decode attention over a KV cache) and FLOP/s (GEMM,\n"
+    "causal prefill attention) and writes a calibration profile that kvcap's speed model can use in place\n"
+    "of datasheet figures.",
+    "  kvcap calibrate --quick --gpu h100-sxm --out profiles/calibrations/h100-sxm.yaml\n"
+    "  kvcap calibrate --device cpu --quick --out host.yaml"};
+
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
@@ -40,17 +49,9 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     ("gpu,g", po::value<std::string>(), "GPU profile to compare with (datasheet ratios in the file)")
     ("threads", po::value<std::string>()->default_value("0"), "CPU threads (cpu device; 0: all; at most this machine's hardware threads)")
     ("help,h", "show this help");
-  const auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    print_help("kvcap calibrate [--device cuda:0|cpu] [--quick] --out FILE [--gpu PROFILE]",
-               "Measures achieved memory bandwidth (stream, decode attention over a KV cache) and FLOP/s (GEMM,\n"
-               "causal prefill attention) and writes a calibration profile that kvcap's speed model can use in place\n"
-               "of datasheet figures.",
-               desc,
-               "  kvcap calibrate --quick --gpu h100-sxm --out profiles/calibrations/h100-sxm.yaml\n"
-               "  kvcap calibrate --device cpu --quick --out host.yaml");
-    return 0;
-  }
+  const auto parsed = parse_or_help(args, desc, kHelp);
+  if (!parsed) return 0;
+  const auto& vm = *parsed;
   if (!vm.count("out")) throw UsageError("--out FILE is required");
   kernels::CalibrationOptions opt;
   opt.device = vm["device"].as<std::string>();

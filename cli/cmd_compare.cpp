@@ -6,6 +6,7 @@
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "report/compare.hpp"
 #include "report/plan.hpp"
 
 namespace kvcap::cli {
@@ -37,6 +38,17 @@ const std::vector<std::string> kDefaultTargets = {
     "llama-3.1-8b@h100-sxm",  "llama-3.1-70b@4xh100-sxm",   "llama-3.1-405b@8xh200", "mistral-7b-v0.1@h100-sxm",
     "mixtral-8x7b@2xh100-sxm", "deepseek-v2-lite@h100-sxm", "deepseek-v3@8xh200", "gpt-oss-20b@h100-sxm",
     "gemma-3-27b@2xh100-sxm"};
+/// kvcap compare --help.
+const CommandHelp kHelp = {
+    "kvcap compare [--deploy MODEL@NxGPU ...] [options]",
+    "Maximum concurrent requests per replica at each context length, for several model deployments side\n"
+    "by side. Without --deploy: LLaMA 3.1 8B/70B/405B, Mistral 7B v0.1, Mixtral 8x7B, DeepSeek-V2-Lite\n"
+    "and DeepSeek-V3 on H100/H200 deployments. Other flags apply to every deployment; max_model_len is\n"
+    "the model's own unless given.",
+    "  kvcap compare\n"
+    "  kvcap compare --deploy llama-3.1-8b@h100-sxm --deploy mistral-7b-v0.1@h100-sxm --kv-cache-dtype fp8\n"
+    "  kvcap compare --format csv > curves.csv"};
+
 }  // namespace
 
 int cmd_compare(const std::vector<std::string>& args) {
@@ -48,19 +60,9 @@ int cmd_compare(const std::vector<std::string>& args) {
     ("format,f", po::value<std::string>()->default_value("table"), "table, json or csv")
     ("help,h", "show this help");
   desc.add(own);
-  const auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    print_help("kvcap compare [--deploy MODEL@NxGPU ...] [options]",
-               "Maximum concurrent requests per replica at each context length, for several model deployments side\n"
-               "by side. Without --deploy: LLaMA 3.1 8B/70B/405B, Mistral 7B v0.1, Mixtral 8x7B, DeepSeek-V2-Lite\n"
-               "and DeepSeek-V3 on H100/H200 deployments. Other flags apply to every deployment; max_model_len is\n"
-               "the model's own unless given.",
-               desc,
-               "  kvcap compare\n"
-               "  kvcap compare --deploy llama-3.1-8b@h100-sxm --deploy mistral-7b-v0.1@h100-sxm --kv-cache-dtype fp8\n"
-               "  kvcap compare --format csv > curves.csv");
-    return 0;
-  }
+  const auto parsed = parse_or_help(args, desc, kHelp);
+  if (!parsed) return 0;
+  const auto& vm = *parsed;
   const Format fmt = parse_format(vm["format"].as<std::string>());
   std::vector<Target> targets;
   for (const auto& s : vm.count("deploy") ? vm["deploy"].as<std::vector<std::string>>() : kDefaultTargets)
@@ -68,8 +70,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   const auto contexts = vm.count("contexts") ? parse_token_list(vm["contexts"].as<std::string>(), "--contexts") : default_contexts();
   const Deployment base = deployment_from(vm);
 
-  struct Row { Target t; ModelSpec m; GpuSpec g; MemoryPlan p; std::vector<Finding> findings; };
-  std::vector<Row> rows;
+  std::vector<CompareRow> rows;
   for (const auto& t : targets) {
     Deployment d = base;
     d.tensor_parallel_size = t.tp * base.tensor_parallel_size;
@@ -77,7 +78,7 @@ int cmd_compare(const std::vector<std::string>& args) {
     GpuSpec g = profiles::resolve_gpu(t.gpu);
     MemoryPlan p = plan_memory(m, g, d, contexts);
     auto findings = check_memory_plan(g, p);
-    rows.push_back({t, std::move(m), std::move(g), std::move(p), std::move(findings)});
+    rows.push_back({t.spec, std::move(m), std::move(g), std::move(p), std::move(findings)});
   }
   // The plausibility policy, as in kvcap plan: findings on stderr after the report, exit 3 when a deployment
   // would not start.
@@ -85,57 +86,23 @@ int cmd_compare(const std::vector<std::string>& args) {
   const auto finish = [&] {
     std::cout.flush();
     for (const auto& r : rows) {
-      print_findings("compare", r.findings, r.t.spec);
+      print_findings("compare", r.findings, r.spec);
       all.insert(all.end(), r.findings.begin(), r.findings.end());
     }
     return exit_code(all);
   };
 
-  if (fmt == Format::json) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& r : rows) {
-      auto e = plan_json(r.m, r.g, r.p, r.findings);
-      e["deploy"] = r.t.spec;
-      j.push_back(e);
-    }
-    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
-    return finish();
+  switch (fmt) {
+    case Format::json:
+      report_compare_json(std::cout, rows);
+      break;
+    case Format::csv:
+      report_compare_csv(std::cout, rows);
+      break;
+    case Format::table:
+      report_compare_table(std::cout, rows, contexts);
+      break;
   }
-  if (fmt == Format::csv) {
-    std::cout << "deploy,model,gpu,num_gpus,context_tokens,max_concurrency\n";
-    for (const auto& r : rows)
-      for (const auto& c : r.p.curve)
-        std::cout << escape::csv_field(r.t.spec) << "," << escape::csv_field(r.m.name) << ","
-                  << escape::csv_field(r.g.name) << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << ","
-                  << c.max_concurrency << "\n";
-    return finish();
-  }
-  std::cout << "Maximum concurrent requests per replica, by context length (vLLM V1 semantics; weights "
-            << "and KV in each model's dtype unless set)\n\n";
-  std::ostringstream head;
-  head << "  #  deployment                        KV/token/GPU    KV tokens";
-  std::cout << head.str();
-  for (auto c : contexts) std::cout << std::string(8 - std::min<std::size_t>(7, human_tokens(c).size()), ' ') << human_tokens(c);
-  std::cout << "\n";
-  int i = 0;
-  for (const auto& r : rows) {
-    std::string name = escape::terminal_text(r.t.spec);
-    if (name.size() > 32) name = name.substr(0, 31) + "~";
-    std::string kv = human_bytes(static_cast<double>(r.p.kv_bytes_per_token_per_rank));
-    const std::string cap = grouped(r.p.kv_capacity_tokens);
-    std::cout << "  " << ++i << "  " << name << std::string(34 - name.size(), ' ') << std::string(12 - std::min<std::size_t>(12, kv.size()), ' ')
-              << kv << std::string(13 - std::min<std::size_t>(12, cap.size()), ' ') << cap;
-    for (const auto& c : r.p.curve) {
-      std::string v = c.max_concurrency >= 100 ? fixed(c.max_concurrency, 0) : fixed(c.max_concurrency, 1);
-      std::cout << std::string(8 - std::min<std::size_t>(7, v.size()), ' ') << v;
-    }
-    std::cout << "\n";
-  }
-  std::cout << "\nBelow 1.0 a single request of that length does not fit. Details: kvcap plan --model M --gpu G ...\n";
-  for (const auto& r : rows)
-    for (const auto& w : r.p.warnings)
-      if (w.find("no memory left") != std::string::npos)
-        std::cout << "warning: " << escape::terminal_text(r.t.spec) << ": " << escape::terminal_text(w) << "\n";
   return finish();
 }
 

@@ -9,6 +9,23 @@
 
 namespace kvcap::cli {
 
+namespace {
+
+/// kvcap plan --help.
+const CommandHelp kHelp = {
+    "kvcap plan --model M --gpu G [options]",
+    "Memory per GPU (weights, activation peak, non-torch, KV cache), KV blocks and tokens, and the maximum\n"
+    "number of concurrent requests at each context length, with vLLM V1's semantics.",
+    "  kvcap plan --model llama-3.1-8b --gpu h100-sxm\n"
+    "  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32K\n"
+    "  kvcap plan --model path/to/config.json --gpu a100-80gb --format json\n"
+    "  kvcap plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512\n"
+    "  kvcap plan --model llama-3.1-8b --gpu h200 --batch 32 --calibration calibration.yaml\n"
+    "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
+    "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024"};
+
+}  // namespace
+
 int cmd_plan(const std::vector<std::string>& args) {
   auto desc = deployment_options();
   po::options_description out("Output");
@@ -21,21 +38,9 @@ int cmd_plan(const std::vector<std::string>& args) {
     ("help,h", "show this help");
   desc.add(speed_options());
   desc.add(out);
-  const auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    print_help("kvcap plan --model M --gpu G [options]",
-               "Memory per GPU (weights, activation peak, non-torch, KV cache), KV blocks and tokens, and the maximum\n"
-               "number of concurrent requests at each context length, with vLLM V1's semantics.",
-               desc,
-               "  kvcap plan --model llama-3.1-8b --gpu h100-sxm\n"
-               "  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32K\n"
-               "  kvcap plan --model path/to/config.json --gpu a100-80gb --format json\n"
-               "  kvcap plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512\n"
-               "  kvcap plan --model llama-3.1-8b --gpu h200 --batch 32 --calibration calibration.yaml\n"
-               "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
-               "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024");
-    return 0;
-  }
+  const auto parsed = parse_or_help(args, desc, kHelp);
+  if (!parsed) return 0;
+  const auto& vm = *parsed;
   if (!vm.count("model")) throw UsageError("--model is required (a built-in name such as llama-3.1-8b, a YAML profile, or a config.json)");
   if (!vm.count("gpu")) throw UsageError("--gpu is required (a built-in name such as h100-sxm, or a YAML profile)");
   const Format fmt = parse_format(vm["format"].as<std::string>());

@@ -32,6 +32,7 @@ int cmd_plot(const std::vector<std::string>& args) {
   std::vector<std::string> argv_s = {"kvcap-plot"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::cout.flush();

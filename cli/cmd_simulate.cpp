@@ -25,6 +25,50 @@ std::ofstream open_out(const std::string& path, const char* flag) {
   return f;
 }
 
+/// kvcap simulate --help.
+const CommandHelp kHelp = {
+    "kvcap simulate --model M --gpu G [deployment flags] (--workload F | --trace F.csv | --rate R --prompt-tokens P --output-tokens O) (--duration S | --num-requests N)",
+    "Discrete-event simulation of a vLLM-V1-like serving cluster: continuous batching with a token budget,\n"
+    "chunked prefill, decode-first scheduling, paged KV blocks (count from the memory model) with preemption\n"
+    "by recompute, and step times from the speed model. Reports TTFT, TPOT, end-to-end latency percentiles,\n"
+    "throughput, goodput, preemptions and KV utilisation; --timeline writes the KV utilisation over time.",
+    "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --trace ../shared/fixtures/traces/AzureLLMInferenceTrace_conv.csv\n"
+    "  kvcap simulate --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --num-gpus 16 --router lor \\\n"
+    "                 --rate 20 --prompt-tokens lognormal:mean=1K,sigma=0.9,max=8K --output-tokens uniform:32-512 --duration 10min\n"
+    "  kvcap simulate --model llama-3.1-8b --gpu a100-80gb --workload profiles/examples/workload-chat.yaml --num-requests 5000 \\\n"
+    "                 --timeline kv.csv --format json\n"
+    "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator contiguous --rate 10 \\\n"
+    "                 --prompt-tokens 1K --output-tokens 256 --num-requests 2000   # the pre-paging design\n"
+    "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator compare --rate 10 \\\n"
+    "                 --prompt-tokens 1K --output-tokens 256 --num-requests 2000   # paged vs contiguous"};
+
+/// --timeline and --requests-out: the files beside the report, written as the run goes.
+class Outputs {
+ public:
+  explicit Outputs(SimulateCommand& c) {
+    if (c.requests_path) {
+      requests_file_ = open_out(*c.requests_path, "--requests-out");
+      requests_ = std::make_unique<RequestCsv>(*requests_file_);
+    }
+    if (c.timeline_path) {
+      timeline_file_ = open_out(*c.timeline_path, "--timeline");
+      timeline_ = std::make_unique<sim::TimelineCsvWriter>(*timeline_file_, requests_.get());
+    }
+    c.request.observer = timeline_ ? timeline_.get() : requests_.get();
+  }
+  void flush() {
+    if (timeline_file_) timeline_file_->flush();
+    if (requests_file_) requests_file_->flush();
+    if ((timeline_file_ && !*timeline_file_) || (requests_file_ && !*requests_file_))
+      throw std::runtime_error("writing an output CSV failed (disk full?)");
+  }
+
+ private:
+  std::optional<std::ofstream> timeline_file_, requests_file_;
+  std::unique_ptr<sim::Observer> requests_;
+  std::unique_ptr<sim::TimelineCsvWriter> timeline_;
+};
+
 /// One run of the request, its configuration and wall time copied into the report's labels.
 sim::SimulationRun run(const SimulateCommand& c, SimulationInfo& info, ProgressLine& progress, bool wall_time) {
   sim::SimulationRun r = sim::run_simulation(c.request);
@@ -64,58 +108,24 @@ int report_comparison(SimulateCommand& c, Format fmt, ProgressLine& progress, bo
 }  // namespace
 
 int cmd_simulate(const std::vector<std::string>& args) {
-  const auto desc = simulate_options();
-  const auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    print_help("kvcap simulate --model M --gpu G [deployment flags] (--workload F | --trace F.csv | --rate R --prompt-tokens P --output-tokens O) (--duration S | --num-requests N)",
-               "Discrete-event simulation of a vLLM-V1-like serving cluster: continuous batching with a token budget,\n"
-               "chunked prefill, decode-first scheduling, paged KV blocks (count from the memory model) with preemption\n"
-               "by recompute, and step times from the speed model. Reports TTFT, TPOT, end-to-end latency percentiles,\n"
-               "throughput, goodput, preemptions and KV utilisation; --timeline writes the KV utilisation over time.",
-               desc,
-               "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --trace ../shared/fixtures/traces/AzureLLMInferenceTrace_conv.csv\n"
-               "  kvcap simulate --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --num-gpus 16 --router lor \\\n"
-               "                 --rate 20 --prompt-tokens lognormal:mean=1K,sigma=0.9,max=8K --output-tokens uniform:32-512 --duration 10min\n"
-               "  kvcap simulate --model llama-3.1-8b --gpu a100-80gb --workload profiles/examples/workload-chat.yaml --num-requests 5000 \\\n"
-               "                 --timeline kv.csv --format json\n"
-               "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator contiguous --rate 10 \\\n"
-               "                 --prompt-tokens 1K --output-tokens 256 --num-requests 2000   # the pre-paging design\n"
-               "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator compare --rate 10 \\\n"
-               "                 --prompt-tokens 1K --output-tokens 256 --num-requests 2000   # paged vs contiguous");
-    return 0;
-  }
-  const Format fmt = parse_format(vm["format"].as<std::string>());
+  const auto vm = parse_or_help(args, simulate_options(), kHelp);
+  if (!vm) return 0;
+  const Format fmt = parse_format((*vm)["format"].as<std::string>());
   SimulateCommand c;
   try {
-    c = simulate_command_from(vm);
+    c = simulate_command_from(*vm);
   } catch (const sim::TraceError& e) {
     std::cerr << e.what() << "\n";
     return 1;
   }
   ProgressLine progress;
-  if (!vm.count("no-progress") && isatty(STDERR_FILENO)) c.request.progress = progress.callback();
-  const bool wall_time = !vm.count("no-wall-time");
+  if (!vm->count("no-progress") && isatty(STDERR_FILENO)) c.request.progress = progress.callback();
+  const bool wall_time = !vm->count("no-wall-time");
   if (c.compare_allocators) return report_comparison(c, fmt, progress, wall_time);
-
-  // Outputs beside the report.
-  std::optional<std::ofstream> timeline_file, requests_file;
-  std::unique_ptr<sim::Observer> requests_obs;
-  std::unique_ptr<sim::TimelineCsvWriter> timeline_obs;
-  if (c.requests_path) {
-    requests_file = open_out(*c.requests_path, "--requests-out");
-    requests_obs = std::make_unique<RequestCsv>(*requests_file);
-  }
-  if (c.timeline_path) {
-    timeline_file = open_out(*c.timeline_path, "--timeline");
-    timeline_obs = std::make_unique<sim::TimelineCsvWriter>(*timeline_file, requests_obs.get());
-  }
-  c.request.observer = timeline_obs ? timeline_obs.get() : requests_obs.get();
+  Outputs outputs(c);
   SimulationInfo info = c.info;
   const sim::SimulationRun r = run(c, info, progress, wall_time);
-  if (timeline_file) timeline_file->flush();
-  if (requests_file) requests_file->flush();
-  if ((timeline_file && !*timeline_file) || (requests_file && !*requests_file))
-    throw std::runtime_error("writing an output CSV failed (disk full?)");
+  outputs.flush();
   switch (fmt) {
     case Format::table:
       report_simulation_table(std::cout, info, r.result);

@@ -12,6 +12,85 @@ namespace kvcap::cli {
 
 namespace {
 constexpr double kMaxSweepRows = 1e8;  ///< ~16 GB of CSV at ~160 bytes a row
+/// The grid of a command line: the deployment base, the axes, the models and GPUs resolved, the calibration.
+struct Grid {
+  Deployment base;
+  std::vector<i64> contexts, batches, tps;
+  std::vector<ModelSpec> models;
+  std::vector<GpuSpec> gpus;
+  std::optional<Calibration> calibration;
+};
+
+Grid grid_from(const po::variables_map& vm) {
+  Grid g;
+  g.base = deployment_from(vm);
+  g.contexts = parse_token_list(vm["contexts"].as<std::string>(), "--contexts");
+  for (const auto& b : parse_name_list(vm["batches"].as<std::string>(), "--batches")) g.batches.push_back(parse_int(b, "--batches", 1));
+  g.tps = {g.base.tensor_parallel_size};
+  if (vm.count("tensor-parallel-sizes")) {
+    g.tps.clear();
+    for (const auto& t : parse_name_list(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes"))
+      g.tps.push_back(parse_int(t, "--tensor-parallel-sizes", 1));
+  }
+  for (const auto& m : parse_name_list(vm["models"].as<std::string>(), "--models")) g.models.push_back(profiles::resolve_model(m));
+  for (const auto& name : parse_name_list(vm["gpus"].as<std::string>(), "--gpus")) g.gpus.push_back(profiles::resolve_gpu(name));
+  // A calibration measures one device: it applies only when the grid has exactly one GPU type.
+  if (vm.count("calibration") && g.gpus.size() != 1)
+    throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
+                     std::to_string(g.gpus.size()) + ")");
+  g.calibration = calibration_from(vm, g.gpus.front());
+  // Bounded work: the grid is a product; refuse one whose output no one could read, with the estimate.
+  const double rows = static_cast<double>(g.models.size()) * static_cast<double>(g.gpus.size()) *
+                      static_cast<double>(g.tps.size()) * static_cast<double>(g.contexts.size()) *
+                      static_cast<double>(g.batches.size());
+  if (rows > kMaxSweepRows)
+    throw UsageError("the grid has " + fixed(rows, 0) + " points (models x GPUs x TP sizes x contexts x batches), about " +
+                     fixed(rows * 160 / 1e9, 1) + " GB of output; at most " + grouped(static_cast<std::uint64_t>(kMaxSweepRows)) +
+                     ": split it into several runs");
+
+  return g;
+}
+
+/// Every deployment of the grid through sweep_grid, streamed to `out`: {series written, deployments skipped}.
+std::pair<std::size_t, std::size_t> run_grid(const Grid& grid, const SpeedOptions& speed, SweepWriter& out) {
+  std::size_t skipped = 0, series = 0;
+  for (const auto& m : grid.models)
+    for (const auto& g : grid.gpus)
+      for (i64 tp : grid.tps) {
+        Deployment d = grid.base;
+        d.tensor_parallel_size = tp;
+        std::optional<SpeedContext> c;
+        try {
+          const MemoryPlan plan = plan_memory(m, g, d, {});
+          // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device is an
+          // impossible input (the plausibility policy's E103), not a point.
+          for (const auto& f : check_memory_plan(g, plan))
+            if (f.code == "KVCAP-E103") throw FindingError(f);
+          c = make_speed_context(m, g, plan, speed, grid.calibration);
+        } catch (const SpecError& e) {
+          std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << tp << ": " << e.what() << "\n";
+          ++skipped;
+          continue;
+        }
+        ++series;
+        out.series({m.name, g.name, tp, c->plan.dep.d.pipeline_parallel_size, std::string(name(c->plan.dep.weight_dtype)),
+                    std::string(name(c->plan.dep.kv_dtype))});
+        sweep_grid(*c, grid.contexts, grid.batches, [&](const SweepPoint& p) { out.point(p); });
+      }
+  return {series, skipped};
+}
+
+/// kvcap sweep --help.
+const CommandHelp kHelp = {
+    "kvcap sweep --models A,B --gpus X,Y [--contexts ...] [--batches ...] [options]",
+    "The speed and memory models over a grid of models x GPUs x TP sizes x contexts x batches, one row per\n"
+    "point: fits (batch <= concurrency at the context, context <= max_model_len), max_concurrency, TPOT of a\n"
+    "decode step of `batch` requests at the context, TTFT of a prompt of `context` tokens (batch 1), tokens/s\n"
+    "and the binding bound. The memory plan is built once per deployment; output streams (10^6 rows in seconds).",
+    "  kvcap sweep --models llama-3.1-8b,llama-3.1-70b --gpus h100-sxm,h200 --tensor-parallel-sizes 1,2,4,8 > grid.csv\n"
+    "  kvcap sweep --models mixtral-8x7b --gpus a100-80gb --tensor-parallel-size 2 --contexts 1K,32K --batches 1,8,64 --format json\n"
+    "  kvcap sweep --models llama-3.1-70b --gpus h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 128K"};
+
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args) {
@@ -26,76 +105,16 @@ int cmd_sweep(const std::vector<std::string>& args) {
     ("format,f", po::value<std::string>()->default_value("csv"), "csv or json")
     ("help,h", "show this help");
   desc.add(grid).add(speed_options());
-  const auto vm = parse(args, desc);
-  if (vm.count("help")) {
-    print_help("kvcap sweep --models A,B --gpus X,Y [--contexts ...] [--batches ...] [options]",
-               "The speed and memory models over a grid of models x GPUs x TP sizes x contexts x batches, one row per\n"
-               "point: fits (batch <= concurrency at the context, context <= max_model_len), max_concurrency, TPOT of a\n"
-               "decode step of `batch` requests at the context, TTFT of a prompt of `context` tokens (batch 1), tokens/s\n"
-               "and the binding bound. The memory plan is built once per deployment; output streams (10^6 rows in seconds).",
-               desc,
-               "  kvcap sweep --models llama-3.1-8b,llama-3.1-70b --gpus h100-sxm,h200 --tensor-parallel-sizes 1,2,4,8 > grid.csv\n"
-               "  kvcap sweep --models mixtral-8x7b --gpus a100-80gb --tensor-parallel-size 2 --contexts 1K,32K --batches 1,8,64 --format json\n"
-               "  kvcap sweep --models llama-3.1-70b --gpus h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 128K");
-    return 0;
-  }
+  const auto parsed = parse_or_help(args, desc, kHelp);
+  if (!parsed) return 0;
+  const auto& vm = *parsed;
   if (!vm.count("models")) throw UsageError("--models is required (comma-separated, e.g. llama-3.1-8b,mixtral-8x7b)");
   if (!vm.count("gpus")) throw UsageError("--gpus is required (comma-separated, e.g. h100-sxm,a100-80gb)");
   const Format fmt = parse_format(vm["format"].as<std::string>());
   if (fmt == Format::table) throw UsageError("--format: sweep writes csv or json (a table of 10^6 rows helps nobody)");
-  const Deployment base = deployment_from(vm);
-  const auto contexts = parse_token_list(vm["contexts"].as<std::string>(), "--contexts");
-  std::vector<i64> batches;
-  for (const auto& b : parse_name_list(vm["batches"].as<std::string>(), "--batches")) batches.push_back(parse_int(b, "--batches", 1));
-  std::vector<i64> tps{base.tensor_parallel_size};
-  if (vm.count("tensor-parallel-sizes")) {
-    tps.clear();
-    for (const auto& t : parse_name_list(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes"))
-      tps.push_back(parse_int(t, "--tensor-parallel-sizes", 1));
-  }
-  std::vector<ModelSpec> models;
-  for (const auto& m : parse_name_list(vm["models"].as<std::string>(), "--models")) models.push_back(profiles::resolve_model(m));
-  std::vector<GpuSpec> gpus;
-  for (const auto& g : parse_name_list(vm["gpus"].as<std::string>(), "--gpus")) gpus.push_back(profiles::resolve_gpu(g));
-  // A calibration measures one device: it applies only when the grid has exactly one GPU type.
-  if (vm.count("calibration") && gpus.size() != 1)
-    throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
-                     std::to_string(gpus.size()) + ")");
-  const auto calibration = calibration_from(vm, gpus.front());
-  // Bounded work: the grid is a product; refuse one whose output no one could read, with the estimate.
-  const double rows = static_cast<double>(models.size()) * static_cast<double>(gpus.size()) *
-                      static_cast<double>(tps.size()) * static_cast<double>(contexts.size()) *
-                      static_cast<double>(batches.size());
-  if (rows > kMaxSweepRows)
-    throw UsageError("the grid has " + fixed(rows, 0) + " points (models x GPUs x TP sizes x contexts x batches), about " +
-                     fixed(rows * 160 / 1e9, 1) + " GB of output; at most " + grouped(static_cast<std::uint64_t>(kMaxSweepRows)) +
-                     ": split it into several runs");
-
+  const Grid points = grid_from(vm);
   SweepWriter out(std::cout, fmt == Format::json);
-  std::size_t skipped = 0, series = 0;
-  for (const auto& m : models)
-    for (const auto& g : gpus)
-      for (i64 tp : tps) {
-        Deployment d = base;
-        d.tensor_parallel_size = tp;
-        std::optional<SpeedContext> c;
-        try {
-          const MemoryPlan plan = plan_memory(m, g, d, {});
-          // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device is an
-          // impossible input (the plausibility policy's E103), not a point.
-          for (const auto& f : check_memory_plan(g, plan))
-            if (f.code == "KVCAP-E103") throw FindingError(f);
-          c = make_speed_context(m, g, plan, speed_options_from(vm), calibration);
-        } catch (const SpecError& e) {
-          std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << tp << ": " << e.what() << "\n";
-          ++skipped;
-          continue;
-        }
-        ++series;
-        out.series({m.name, g.name, tp, c->plan.dep.d.pipeline_parallel_size, std::string(name(c->plan.dep.weight_dtype)),
-                    std::string(name(c->plan.dep.kv_dtype))});
-        sweep_grid(*c, contexts, batches, [&](const SweepPoint& p) { out.point(p); });
-      }
+  const auto [series, skipped] = run_grid(points, speed_options_from(vm), out);
   out.finish();
   if (series == 0) {
     std::cerr << "kvcap sweep: error: every deployment of the grid was invalid (" << skipped << " skipped)\n";

@@ -144,6 +144,14 @@ void print_help(const std::string& usage, const std::string& about, const po::op
   if (!examples.empty()) std::cout << "Examples:\n" << examples << "\n";
 }
 
+std::optional<po::variables_map> parse_or_help(const std::vector<std::string>& args, const po::options_description& desc,
+                                               const CommandHelp& help) {
+  auto vm = parse(args, desc);
+  if (!vm.count("help")) return vm;
+  print_help(help.usage, help.about, desc, help.examples);
+  return std::nullopt;
+}
+
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> s = {
       {"plan", "memory breakdown and concurrency vs context for one deployment", cmd_plan},
@@ -178,7 +186,7 @@ std::string size_flags_given(const std::vector<std::string>& args) {
     const std::string flag = args[i].substr(0, eq);
     if (std::find(kSizes.begin(), kSizes.end(), flag) == kSizes.end()) continue;
     const std::string value = eq != std::string::npos ? args[i].substr(eq + 1) : i + 1 < args.size() ? args[i + 1] : "";
-    r += (r.empty() ? "" : ", ") + flag + " " + value;
+    r.append(r.empty() ? "" : ", ").append(flag).append(" ").append(value);
   }
   return r;
 }

@@ -83,6 +83,16 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 void print_help(const std::string& usage, const std::string& about, const po::options_description& desc,
                 const std::string& examples);
 
+/// A command's --help text: usage line, description, examples (the options come from its description).
+struct CommandHelp {
+  const char* usage;
+  const char* about;
+  const char* examples;
+};
+/// Parses `args` against `desc`; with --help prints `help` and returns nullopt (the command then exits 0).
+std::optional<po::variables_map> parse_or_help(const std::vector<std::string>& args, const po::options_description& desc,
+                                               const CommandHelp& help);
+
 struct Subcommand {
   std::string name;
   std::string summary;

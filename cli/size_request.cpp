@@ -118,7 +118,7 @@ void prices_into(const std::string& text, std::vector<GpuSpec>& gpus) {
       if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
     if (!found) {
       std::string names;
-      for (const auto& gs : gpus) names += (names.empty() ? "" : ", ") + gs.name;
+      for (const auto& gs : gpus) names.append(names.empty() ? "" : ", ").append(gs.name);
       throw UsageError("--price: '" + g + "' is not among the GPUs searched (" + names + ")");
     }
   }

@@ -37,57 +37,49 @@ std::string times(double v) { return std::isinf(v) ? "unbounded" : fixed(v, 2) +
 std::string padl(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 }  // namespace
 
-void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p) {
-  const auto& d = p.dep;
-  using escape::terminal_text;
-  o << terminal_text(m.display_name) << " (" << terminal_text(m.name) << ") on " << d.d.num_gpus << " x "
-    << terminal_text(g.display_name) << "\n";
-  o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
-    << (d.replicas == 1 ? " replica" : " replicas")
-    << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size) : "")
-    << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
-    << ", block " << d.block_size << " tokens" << (d.block_size != d.d.block_size ? " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)" : "")
-    << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len))
-    << ", max_num_batched_tokens " << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
-  o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
-  if (p.params.active != p.params.total) o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
-  o << ", " << m.num_layers << " layers, " << attention_desc(m) << "\n\n";
+namespace {
 
-  for (std::size_t i = 0; i < p.stages.size(); ++i) {
-    const auto& st = p.stages[i];
-    std::string title = "Memory per GPU";
-    if (p.stages.size() > 1)
-      title += ", pipeline stage " + std::to_string(st.stage) + " (layers " + std::to_string(st.first_layer) + "-" +
-               std::to_string(st.first_layer + st.num_layers - 1) + ")" + (i == p.binding_stage ? ", binds" : "");
-    o << title << std::string(title.size() < 55 ? 55 - title.size() : 1, ' ') << "GiB\n";
-    if (st.kv_memory_given) {
-      o << row("available for KV cache (--kv-cache-memory)", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
-    } else {
-      o << row("device memory as CUDA reports it", padl(gib(static_cast<double>(g.memory_bytes)), 8));
-      o << row("x gpu_memory_utilization " + fixed(d.d.gpu_memory_utilization, 2) + " = requested",
-               padl(gib(static_cast<double>(st.requested_bytes)), 8));
-      o << row("- weights (" + std::string(name(d.weight_dtype)) + ", 1/" + std::to_string(d.d.tensor_parallel_size) +
-                   " of the sharded tensors)",
-               padl(gib(static_cast<double>(st.weights_bytes)), 8));
-      o << row("- activation peak (" + grouped(static_cast<u64>(d.max_num_batched_tokens)) + " tokens, " +
-                   std::to_string(std::min(d.max_num_seqs, d.max_num_batched_tokens)) + " seqs)",
-               padl(gib(static_cast<double>(st.activation_peak_bytes)), 8));
-      o << row("- non-torch (CUDA context, NCCL buffers)", padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
-      o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
-    }
-    i64 attention_layers = 0;
-    for (const auto& grp : st.groups)
-      if (grp.attention == LayerAttention::linear)
-        o << row("linear-attention state per request", human_bytes(static_cast<double>(grp.state_bytes_per_layer) * static_cast<double>(grp.num_layers)) +
-                                                           " (" + grouped(grp.state_bytes_per_layer) + " B x " + std::to_string(grp.num_layers) +
-                                                           " layers, padded to " + grouped(d.linear_state_page_bytes) + " B)");
-      else
-        attention_layers += grp.num_layers;
-    o << row("KV per token on this GPU", human_bytes(static_cast<double>(st.kv_bytes_per_token)) + " (" +
-                                               grouped(st.kv_bytes_per_token) + " B, " + std::to_string(attention_layers) +
-                                               (attention_layers == st.num_layers ? " layers)" : " attention layers)"));
-    o << "\n";
+/// One pipeline stage's memory, as the table shows it.
+void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::size_t i) {
+  const auto& d = p.dep;
+  const auto& st = p.stages[i];
+  std::string title = "Memory per GPU";
+  if (p.stages.size() > 1)
+    title += ", pipeline stage " + std::to_string(st.stage) + " (layers " + std::to_string(st.first_layer) + "-" +
+             std::to_string(st.first_layer + st.num_layers - 1) + ")" + (i == p.binding_stage ? ", binds" : "");
+  o << title << std::string(title.size() < 55 ? 55 - title.size() : 1, ' ') << "GiB\n";
+  if (st.kv_memory_given) {
+    o << row("available for KV cache (--kv-cache-memory)", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
+  } else {
+    o << row("device memory as CUDA reports it", padl(gib(static_cast<double>(g.memory_bytes)), 8));
+    o << row("x gpu_memory_utilization " + fixed(d.d.gpu_memory_utilization, 2) + " = requested",
+             padl(gib(static_cast<double>(st.requested_bytes)), 8));
+    o << row("- weights (" + std::string(name(d.weight_dtype)) + ", 1/" + std::to_string(d.d.tensor_parallel_size) +
+                 " of the sharded tensors)",
+             padl(gib(static_cast<double>(st.weights_bytes)), 8));
+    o << row("- activation peak (" + grouped(static_cast<u64>(d.max_num_batched_tokens)) + " tokens, " +
+                 std::to_string(std::min(d.max_num_seqs, d.max_num_batched_tokens)) + " seqs)",
+             padl(gib(static_cast<double>(st.activation_peak_bytes)), 8));
+    o << row("- non-torch (CUDA context, NCCL buffers)", padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
+    o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
   }
+  i64 attention_layers = 0;
+  for (const auto& grp : st.groups)
+    if (grp.attention == LayerAttention::linear)
+      o << row("linear-attention state per request", human_bytes(static_cast<double>(grp.state_bytes_per_layer) * static_cast<double>(grp.num_layers)) +
+                                                         " (" + grouped(grp.state_bytes_per_layer) + " B x " + std::to_string(grp.num_layers) +
+                                                         " layers, padded to " + grouped(d.linear_state_page_bytes) + " B)");
+    else
+      attention_layers += grp.num_layers;
+  o << row("KV per token on this GPU", human_bytes(static_cast<double>(st.kv_bytes_per_token)) + " (" +
+                                             grouped(st.kv_bytes_per_token) + " B, " + std::to_string(attention_layers) +
+                                             (attention_layers == st.num_layers ? " layers)" : " attention layers)"));
+  o << "\n";
+}
+
+/// The KV cache and the concurrency at max_model_len, then the warnings.
+void kv_summary(std::ostream& o, const MemoryPlan& p) {
+  const auto& d = p.dep;
   if (p.kv_groups.size() > 1) {
     // vLLM's hybrid KV cache manager: one block pool shared by the groups (docs/memory-model.md).
     std::string kinds;
@@ -106,8 +98,30 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
   if (d.replicas > 1) o << " per replica, " << times(p.cluster_max_concurrency) << " in the cluster";
   o << "\n";
   if (d.d.shared_prefix_tokens > 0) o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
-  for (const auto& w : p.warnings) o << "warning: " << terminal_text(w) << "\n";
+  for (const auto& w : p.warnings) o << "warning: " << escape::terminal_text(w) << "\n";
 
+}
+
+}  // namespace
+
+void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p) {
+  const auto& d = p.dep;
+  using escape::terminal_text;
+  o << terminal_text(m.display_name) << " (" << terminal_text(m.name) << ") on " << d.d.num_gpus << " x "
+    << terminal_text(g.display_name) << "\n";
+  o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
+    << (d.replicas == 1 ? " replica" : " replicas")
+    << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size) : "")
+    << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
+    << ", block " << d.block_size << " tokens" << (d.block_size != d.d.block_size ? " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)" : "")
+    << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len))
+    << ", max_num_batched_tokens " << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
+  o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
+  if (p.params.active != p.params.total) o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
+  o << ", " << m.num_layers << " layers, " << attention_desc(m) << "\n\n";
+
+  for (std::size_t i = 0; i < p.stages.size(); ++i) stage_rows(o, g, p, i);
+  kv_summary(o, p);
   o << "\nConcurrency vs context length (per replica" << (d.replicas > 1 ? "; x" + std::to_string(d.replicas) + " for the cluster" : "") << ")\n";
   o << "  context   KV per request   max concurrent requests\n";
   for (const auto& c : p.curve) {

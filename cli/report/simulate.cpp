@@ -48,6 +48,55 @@ std::string describe_length(const LengthDistribution& d) {
   return o.str();
 }
 
+namespace {
+
+/// The latency percentiles, the replicas side by side, where the step time went, the simulator's own speed.
+void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r) {
+  const double span = r.end_s - r.first_arrival_s;
+  o << "Latency             mean       p50       p90       p99       max\n";
+  auto row = [&](const char* name, const sim::LatencySummary& s) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "  %-10s %10s%10s%10s%10s%10s\n", name, secs(s.mean).c_str(), secs(s.p50).c_str(),
+                  secs(s.p90).c_str(), secs(s.p99).c_str(), secs(s.max).c_str());
+    o << buf;
+  };
+  row("TTFT", r.ttft_s);
+  row("TPOT", r.tpot_s);
+  row("E2E", r.e2e_s);
+  row("queueing", r.queue_s);
+  if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
+
+  if (r.replicas.size() > 1) {
+    o << "\nPer replica  requests  preempted  KV mean  KV max  busy  running mean\n";
+    for (std::size_t i = 0; i < r.replicas.size(); ++i) {
+      const auto& s = r.replicas[i];
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "  %3zu  %12s %10s %7.1f%% %6.1f%% %4.0f%% %13.1f\n", i,
+                    grouped(s.completed).c_str(), grouped(s.preemptions).c_str(), 100 * s.kv_utilization_mean,
+                    100 * s.kv_utilization_max, span > 0 ? 100 * s.busy_s / span : 0.0, s.running_mean);
+      o << buf;
+    }
+    o << "  balance: busiest replica completed " << fixed(r.balance_max_over_mean, 2) << "x the mean\n";
+  }
+  const auto& b = r.busy_breakdown_s;
+  if (b.step_s > 0) {
+    auto pct = [&](double v) { return fixed(100 * v / b.step_s, 0) + "%"; };
+    o << "\nStep time    " << grouped(r.steps) << " steps, busy " << fixed(b.step_s, 1)
+      << " s; binding stage per step: weights " << pct(b.weights_read_s) << ", KV read " << pct(b.kv_read_s)
+      << ", GEMM " << pct(b.gemm_s) << ", attention " << pct(b.attention_s) << ", communication "
+      << pct(b.communication_s) << ", overhead " << pct(b.overhead_s) << " (memory and compute overlap)\n";
+  }
+  if (in.wall_s) {
+    o << "\nSimulated " << grouped(r.requests_arrived) << " requests (" << grouped(r.events) << " events) in "
+      << fixed(*in.wall_s, 2) << " s wall: "
+      << grouped(static_cast<std::uint64_t>(
+             std::llround(*in.wall_s > 0 ? static_cast<double>(r.requests_arrived) / *in.wall_s : 0)))
+      << " requests per wall-second\n";
+  }
+}
+
+}  // namespace
+
 void report_simulation_table(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r) {
   const auto& p = *in.plan;
   const auto& d = p.dep;
@@ -94,46 +143,7 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   o << "Queues       running mean " << fixed(r.running_mean, 1) << " (max " << r.running_max << "), waiting mean "
     << fixed(r.waiting_mean, 1) << " (max " << r.waiting_max << ") per replica\n\n";
 
-  o << "Latency             mean       p50       p90       p99       max\n";
-  auto row = [&](const char* name, const sim::LatencySummary& s) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "  %-10s %10s%10s%10s%10s%10s\n", name, secs(s.mean).c_str(), secs(s.p50).c_str(),
-                  secs(s.p90).c_str(), secs(s.p99).c_str(), secs(s.max).c_str());
-    o << buf;
-  };
-  row("TTFT", r.ttft_s);
-  row("TPOT", r.tpot_s);
-  row("E2E", r.e2e_s);
-  row("queueing", r.queue_s);
-  if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
-
-  if (r.replicas.size() > 1) {
-    o << "\nPer replica  requests  preempted  KV mean  KV max  busy  running mean\n";
-    for (std::size_t i = 0; i < r.replicas.size(); ++i) {
-      const auto& s = r.replicas[i];
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "  %3zu  %12s %10s %7.1f%% %6.1f%% %4.0f%% %13.1f\n", i,
-                    grouped(s.completed).c_str(), grouped(s.preemptions).c_str(), 100 * s.kv_utilization_mean,
-                    100 * s.kv_utilization_max, span > 0 ? 100 * s.busy_s / span : 0.0, s.running_mean);
-      o << buf;
-    }
-    o << "  balance: busiest replica completed " << fixed(r.balance_max_over_mean, 2) << "x the mean\n";
-  }
-  const auto& b = r.busy_breakdown_s;
-  if (b.step_s > 0) {
-    auto pct = [&](double v) { return fixed(100 * v / b.step_s, 0) + "%"; };
-    o << "\nStep time    " << grouped(r.steps) << " steps, busy " << fixed(b.step_s, 1)
-      << " s; binding stage per step: weights " << pct(b.weights_read_s) << ", KV read " << pct(b.kv_read_s)
-      << ", GEMM " << pct(b.gemm_s) << ", attention " << pct(b.attention_s) << ", communication "
-      << pct(b.communication_s) << ", overhead " << pct(b.overhead_s) << " (memory and compute overlap)\n";
-  }
-  if (in.wall_s) {
-    o << "\nSimulated " << grouped(r.requests_arrived) << " requests (" << grouped(r.events) << " events) in "
-      << fixed(*in.wall_s, 2) << " s wall: "
-      << grouped(static_cast<std::uint64_t>(
-             std::llround(*in.wall_s > 0 ? static_cast<double>(r.requests_arrived) / *in.wall_s : 0)))
-      << " requests per wall-second\n";
-  }
+  latency_and_replicas(o, in, r);
 }
 
 /// --allocator compare: the same workload on paged blocks and on contiguous max_model_len reservations.
@@ -166,6 +176,29 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
     o << "\nSimulated 2 x " << grouped(p.requests_arrived) << " requests in "
       << fixed(*paged.wall_s + *contiguous.wall_s, 2) << " s wall\n";
 }
+
+namespace {
+
+/// Per replica: routed, completed, preempted, KV and queue figures.
+nlohmann::ordered_json replicas_json(const std::vector<sim::ReplicaStats>& replicas) {
+  nlohmann::ordered_json reps = nlohmann::ordered_json::array();
+  for (const auto& s : replicas)
+    reps.push_back({{"requests_routed", s.routed},
+                    {"requests_completed", s.completed},
+                    {"preemptions", s.preemptions},
+                    {"steps", s.steps},
+                    {"busy_s", s.busy_s},
+                    {"kv_utilization", {{"mean", s.kv_utilization_mean}, {"max", s.kv_utilization_max}}},
+                    {"running", {{"mean", s.running_mean}, {"max", s.running_max}}},
+                    {"waiting", {{"mean", s.waiting_mean}, {"max", s.waiting_max}}},
+                    {"prefill_tokens", s.prefill_tokens},
+                    {"decode_tokens", s.decode_tokens},
+                    {"recomputed_tokens", s.recomputed_tokens},
+                    {"prefix_cache_hit_tokens", s.prefix_cache_hit_tokens}});
+  return reps;
+}
+
+}  // namespace
 
 nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimResult& r) {
   const auto& p = *in.plan;
@@ -225,21 +258,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
                                 {"kv_read", b.kv_read_s},     {"gemm", b.gemm_s},
                                 {"attention", b.attention_s}, {"communication", b.communication_s},
                                 {"overhead", b.overhead_s},   {"pipeline_p2p", b.pipeline_p2p_s}};
-  nlohmann::ordered_json reps = nlohmann::ordered_json::array();
-  for (const auto& s : r.replicas)
-    reps.push_back({{"requests_routed", s.routed},
-                    {"requests_completed", s.completed},
-                    {"preemptions", s.preemptions},
-                    {"steps", s.steps},
-                    {"busy_s", s.busy_s},
-                    {"kv_utilization", {{"mean", s.kv_utilization_mean}, {"max", s.kv_utilization_max}}},
-                    {"running", {{"mean", s.running_mean}, {"max", s.running_max}}},
-                    {"waiting", {{"mean", s.waiting_mean}, {"max", s.waiting_max}}},
-                    {"prefill_tokens", s.prefill_tokens},
-                    {"decode_tokens", s.decode_tokens},
-                    {"recomputed_tokens", s.recomputed_tokens},
-                    {"prefix_cache_hit_tokens", s.prefix_cache_hit_tokens}});
-  j["replicas"] = reps;
+  j["replicas"] = replicas_json(r.replicas);
   j["balance_max_over_mean"] = r.balance_max_over_mean;
   j["steps"] = r.steps;
   j["events"] = r.events;

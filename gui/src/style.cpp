@@ -64,7 +64,8 @@ QFont axis_label_font() {
 }
 
 QString tokens_label(std::int64_t t) {
-  if (t >= 1024 * 1024 && t % (1024 * 1024) == 0) return QString::number(t / (1024 * 1024)) + "M";
+  constexpr std::int64_t kMi = std::int64_t{1} << 20;
+  if (t >= kMi && t % kMi == 0) return QString::number(t / kMi) + "M";
   if (t >= 1024 && t % 1024 == 0) return QString::number(t / 1024) + "K";
   return grouped(t);
 }

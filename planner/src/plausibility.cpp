@@ -148,7 +148,7 @@ std::string device_product(const std::string& device_name) {
 
 std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, bool force) {
   std::vector<Finding> r;
-  const auto mismatch = [&](const char* number, std::string msg) {
+  const auto mismatch = [&](const char* number, const std::string& msg) {
     if (force)
       r.push_back(warning(std::string("KVCAP-W") + number, msg + " (used anyway: --calibration-force)"));
     else

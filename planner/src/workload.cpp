@@ -117,8 +117,8 @@ double LengthDistribution::mean_tokens() const {
 i64 LengthDistribution::max_possible_tokens() const {
   switch (kind) {
     case Kind::fixed: return tokens;
-    case Kind::uniform: return max_tokens;
-    case Kind::lognormal: return max_tokens;  // 0: unbounded
+    case Kind::uniform:
+    case Kind::lognormal: return max_tokens;  // lognormal: 0 = unbounded
     case Kind::empirical: return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
   }
   return 0;

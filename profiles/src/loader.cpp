@@ -82,6 +82,8 @@ void planner_check(Ctx& c, const YAML::Node& root, const std::function<void()>& 
   }
 }
 
+// Every section of a model profile in file order; 9 lines over the 150-line budget of .clang-tidy (issue 12's note).
+// NOLINTNEXTLINE(readability-function-size)
 ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   ModelSpec m;
   if (!root.IsMap()) {

@@ -82,6 +82,10 @@ std::pair<double, std::string> number_and_unit(const std::string& in, const std:
 const char* const kLengthForms =
     " (forms: 512 | uniform:128-2K | lognormal:mean=1K,sigma=0.9[,min=16,max=8K] | empirical:128@0.5,1K@0.5)";
 
+InputError unknown_parameter(const std::string& what, const std::string& k, const std::string& spec) {
+  return InputError(what + ": unknown lognormal parameter '" + k + "' in '" + spec + "'" + kLengthForms);
+}
+
 LengthDistribution lognormal_from(const std::string& rest, const std::string& spec, const std::string& what) {
   LengthDistribution d = LengthDistribution::lognormal_tokens(0, -1);
   for (const auto& kv : split_list(rest, ',', true)) {
@@ -96,7 +100,7 @@ LengthDistribution lognormal_from(const std::string& rest, const std::string& sp
     else if (k == "max")
       d.max_tokens = parse_tokens(v, what + " max");
     else
-      throw InputError(what + ": unknown lognormal parameter '" + k + "' in '" + spec + "'" + kLengthForms);
+      throw unknown_parameter(what, k, spec);
   }
   if (d.lognormal_mean_tokens <= 0 || d.sigma < 0)
     throw InputError(what + ": lognormal needs mean= and sigma=" + kLengthForms);

@@ -78,6 +78,8 @@ void collect(std::vector<Diagnostic>& out, const std::string& file, F&& f) {
 }
 }  // namespace
 
+// Files, kinds, then references between them; 21 lines over the 150-line budget of .clang-tidy (issue 12's note).
+// NOLINTNEXTLINE(readability-function-size)
 ValidationReport validate_paths(const std::vector<std::string>& paths) {
   ValidationReport rep;
   std::vector<Diagnostic>& diags = rep.diagnostics;

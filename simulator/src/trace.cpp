@@ -129,7 +129,8 @@ std::optional<TraceTime> parse_trace_time(std::string_view s) {
       }
     }
     TraceTime t;
-    t.seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 + se;
+    t.seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + std::int64_t{h} * 3600 +
+                std::int64_t{mi} * 60 + se;
     t.fraction = frac;
     return t;
   }

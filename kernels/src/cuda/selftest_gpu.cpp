@@ -46,7 +46,7 @@ struct Dev {
 };
 
 void test_stream(Checks& c, std::mt19937_64& rng) {
-  const std::size_t bytes = (std::size_t{64} << 20) + 4096 * 3 + 16;
+  const std::size_t bytes = (std::size_t{64} << 20) + std::size_t{4096} * 3 + 16;
   std::vector<std::uint8_t> h(bytes);
   for (auto& x : h) x = static_cast<std::uint8_t>(rng());
   Dev<std::uint8_t> src(h), dst(bytes);
