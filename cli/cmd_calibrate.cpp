@@ -42,6 +42,7 @@ const CommandHelp kHelp = {
 
 int cmd_calibrate(const std::vector<std::string>& args) {
   po::options_description desc("Options");
+  // clang-format off
   desc.add_options()
     ("device", po::value<std::string>()->default_value("cuda:0"), "cuda:N or cpu (the CPU twins, multi-threaded)")
     ("quick", "a short sweep (GPU: under 2 minutes)")
@@ -49,6 +50,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     ("gpu,g", po::value<std::string>(), "GPU profile to compare with (datasheet ratios in the file)")
     ("threads", po::value<std::string>()->default_value("0"), "CPU threads (cpu device; 0: all; at most this machine's hardware threads)")
     ("help,h", "show this help");
+  // clang-format on
   const auto parsed = parse_or_help(args, desc, kHelp);
   if (!parsed) return 0;
   const auto& vm = *parsed;

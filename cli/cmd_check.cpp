@@ -120,12 +120,14 @@ void report_github(std::ostream& o, const std::vector<FileResult>& files, const 
 
 int cmd_check(const std::vector<std::string>& args) {
   po::options_description desc("Options");
+  // clang-format off
   desc.add_options()
     ("requirements", po::value<std::vector<std::string>>(), "requirement files (kind: requirements)")
     ("junit", po::value<std::string>(), "also write JUnit XML here (one testcase per promise)")
     ("profiles", po::value<std::vector<std::string>>(), "folder of model/GPU/deployment profiles that promises may name (repeatable)")
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json (programs) or github (Actions annotations)")
     ("help,h", "show this help");
+  // clang-format on
   po::positional_options_description pos;
   pos.add("requirements", -1);
   const auto vm = parse(args, desc, &pos);

@@ -54,11 +54,13 @@ const CommandHelp kHelp = {
 int cmd_compare(const std::vector<std::string>& args) {
   auto desc = deployment_options(false);
   po::options_description own("Compare");
+  // clang-format off
   own.add_options()
     ("deploy,d", po::value<std::vector<std::string>>()->composing(), "MODEL@GPU or MODEL@NxGPU (N-way tensor parallel); repeatable")
     ("contexts", po::value<std::string>(), "context lengths (default 1K,2K,...,1M)")
     ("format,f", po::value<std::string>()->default_value("table"), "table, json or csv")
     ("help,h", "show this help");
+  // clang-format on
   desc.add(own);
   const auto parsed = parse_or_help(args, desc, kHelp);
   if (!parsed) return 0;

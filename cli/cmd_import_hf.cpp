@@ -11,11 +11,13 @@ namespace kvcap::cli {
 
 int cmd_import_hf(const std::vector<std::string>& args) {
   po::options_description desc("Options");
+  // clang-format off
   desc.add_options()
     ("config", po::value<std::string>(), "path to config.json")
     ("name", po::value<std::string>(), "profile name (default: from the file name)")
     ("out,o", po::value<std::string>(), "write the profile here (default: standard output)")
     ("help,h", "show this help");
+  // clang-format on
   po::positional_options_description pos;
   pos.add("config", 1);
   const auto vm = parse(args, desc, &pos);

@@ -10,7 +10,9 @@ namespace kvcap::cli {
 
 int cmd_list(const std::vector<std::string>& args) {
   po::options_description desc("Options");
+  // clang-format off
   desc.add_options()("help,h", "show this help");
+  // clang-format on
   const auto vm = parse(args, desc);
   if (vm.count("help")) {
     print_help("kvcap list", "Lists the built-in model and GPU profiles with their key figures.", desc, "  kvcap list");

@@ -17,7 +17,8 @@ const CommandHelp kHelp = {
     "Memory per GPU (weights, activation peak, non-torch, KV cache), KV blocks and tokens, and the maximum\n"
     "number of concurrent requests at each context length, with vLLM V1's semantics.",
     "  kvcap plan --model llama-3.1-8b --gpu h100-sxm\n"
-    "  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 32K\n"
+    "  kvcap plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len "
+    "32K\n"
     "  kvcap plan --model path/to/config.json --gpu a100-80gb --format json\n"
     "  kvcap plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512\n"
     "  kvcap plan --model llama-3.1-8b --gpu h200 --batch 32 --calibration calibration.yaml\n"
@@ -29,6 +30,7 @@ const CommandHelp kHelp = {
 int cmd_plan(const std::vector<std::string>& args) {
   auto desc = deployment_options();
   po::options_description out("Output");
+  // clang-format off
   out.add_options()
     ("contexts", po::value<std::string>(), "context lengths for the curve (default 1K,2K,...,1M)")
     ("batch", po::value<std::string>(), "concurrent requests decoding together (speed: default 1)")
@@ -36,6 +38,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     ("output-tokens", po::value<std::string>(), "generated tokens per request (speed: default 256)")
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (the curve)")
     ("help,h", "show this help");
+  // clang-format on
   desc.add(speed_options());
   desc.add(out);
   const auto parsed = parse_or_help(args, desc, kHelp);

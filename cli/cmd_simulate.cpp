@@ -27,15 +27,19 @@ std::ofstream open_out(const std::string& path, const char* flag) {
 
 /// kvcap simulate --help.
 const CommandHelp kHelp = {
-    "kvcap simulate --model M --gpu G [deployment flags] (--workload F | --trace F.csv | --rate R --prompt-tokens P --output-tokens O) (--duration S | --num-requests N)",
+    "kvcap simulate --model M --gpu G [deployment flags] (--workload F | --trace F.csv | --rate R --prompt-tokens P "
+    "--output-tokens O) (--duration S | --num-requests N)",
     "Discrete-event simulation of a vLLM-V1-like serving cluster: continuous batching with a token budget,\n"
     "chunked prefill, decode-first scheduling, paged KV blocks (count from the memory model) with preemption\n"
     "by recompute, and step times from the speed model. Reports TTFT, TPOT, end-to-end latency percentiles,\n"
     "throughput, goodput, preemptions and KV utilisation; --timeline writes the KV utilisation over time.",
-    "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --trace ../shared/fixtures/traces/AzureLLMInferenceTrace_conv.csv\n"
+    "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --trace "
+    "../shared/fixtures/traces/AzureLLMInferenceTrace_conv.csv\n"
     "  kvcap simulate --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --num-gpus 16 --router lor \\\n"
-    "                 --rate 20 --prompt-tokens lognormal:mean=1K,sigma=0.9,max=8K --output-tokens uniform:32-512 --duration 10min\n"
-    "  kvcap simulate --model llama-3.1-8b --gpu a100-80gb --workload profiles/examples/workload-chat.yaml --num-requests 5000 \\\n"
+    "                 --rate 20 --prompt-tokens lognormal:mean=1K,sigma=0.9,max=8K --output-tokens uniform:32-512 "
+    "--duration 10min\n"
+    "  kvcap simulate --model llama-3.1-8b --gpu a100-80gb --workload profiles/examples/workload-chat.yaml "
+    "--num-requests 5000 \\\n"
     "                 --timeline kv.csv --format json\n"
     "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator contiguous --rate 10 \\\n"
     "                 --prompt-tokens 1K --output-tokens 256 --num-requests 2000   # the pre-paging design\n"

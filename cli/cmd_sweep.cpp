@@ -25,19 +25,24 @@ Grid grid_from(const po::variables_map& vm) {
   Grid g;
   g.base = deployment_from(vm);
   g.contexts = parse_token_list(vm["contexts"].as<std::string>(), "--contexts");
-  for (const auto& b : parse_name_list(vm["batches"].as<std::string>(), "--batches")) g.batches.push_back(parse_int(b, "--batches", 1));
+  for (const auto& b : parse_name_list(vm["batches"].as<std::string>(), "--batches"))
+    g.batches.push_back(parse_int(b, "--batches", 1));
   g.tps = {g.base.tensor_parallel_size};
   if (vm.count("tensor-parallel-sizes")) {
     g.tps.clear();
     for (const auto& t : parse_name_list(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes"))
       g.tps.push_back(parse_int(t, "--tensor-parallel-sizes", 1));
   }
-  for (const auto& m : parse_name_list(vm["models"].as<std::string>(), "--models")) g.models.push_back(profiles::resolve_model(m));
-  for (const auto& name : parse_name_list(vm["gpus"].as<std::string>(), "--gpus")) g.gpus.push_back(profiles::resolve_gpu(name));
+  for (const auto& m : parse_name_list(vm["models"].as<std::string>(), "--models"))
+    g.models.push_back(profiles::resolve_model(m));
+  for (const auto& name : parse_name_list(vm["gpus"].as<std::string>(), "--gpus"))
+    g.gpus.push_back(profiles::resolve_gpu(name));
   // A calibration measures one device: it applies only when the grid has exactly one GPU type.
   if (vm.count("calibration") && g.gpus.size() != 1)
-    throw UsageError("--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus (got " +
-                     std::to_string(g.gpus.size()) + ")");
+    throw UsageError(
+        "--calibration: a calibration describes the GPU it was measured on; give exactly one GPU type with --gpus "
+        "(got " +
+        std::to_string(g.gpus.size()) + ")");
   g.calibration = calibration_from(vm, g.gpus.front());
   // Bounded work: the grid is a product; refuse one whose output no one could read, with the estimate.
   const double rows = static_cast<double>(g.models.size()) * static_cast<double>(g.gpus.size()) *
@@ -87,15 +92,19 @@ const CommandHelp kHelp = {
     "point: fits (batch <= concurrency at the context, context <= max_model_len), max_concurrency, TPOT of a\n"
     "decode step of `batch` requests at the context, TTFT of a prompt of `context` tokens (batch 1), tokens/s\n"
     "and the binding bound. The memory plan is built once per deployment; output streams (10^6 rows in seconds).",
-    "  kvcap sweep --models llama-3.1-8b,llama-3.1-70b --gpus h100-sxm,h200 --tensor-parallel-sizes 1,2,4,8 > grid.csv\n"
-    "  kvcap sweep --models mixtral-8x7b --gpus a100-80gb --tensor-parallel-size 2 --contexts 1K,32K --batches 1,8,64 --format json\n"
-    "  kvcap sweep --models llama-3.1-70b --gpus h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 --max-model-len 128K"};
+    "  kvcap sweep --models llama-3.1-8b,llama-3.1-70b --gpus h100-sxm,h200 --tensor-parallel-sizes 1,2,4,8 > "
+    "grid.csv\n"
+    "  kvcap sweep --models mixtral-8x7b --gpus a100-80gb --tensor-parallel-size 2 --contexts 1K,32K --batches 1,8,64 "
+    "--format json\n"
+    "  kvcap sweep --models llama-3.1-70b --gpus h100-sxm --tensor-parallel-size 4 --kv-cache-dtype fp8 "
+    "--max-model-len 128K"};
 
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& args) {
   auto desc = deployment_options(false);
   po::options_description grid("Grid");
+  // clang-format off
   grid.add_options()
     ("models", po::value<std::string>(), "models, comma-separated (built-in names, YAML profiles or config.json)")
     ("gpus", po::value<std::string>(), "GPU types, comma-separated (built-in names or YAML profiles)")
@@ -104,6 +113,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     ("batches", po::value<std::string>()->default_value("1,2,4,8,16,32,64,128,256,512,1024"), "batch sizes (requests decoding together)")
     ("format,f", po::value<std::string>()->default_value("csv"), "csv or json")
     ("help,h", "show this help");
+  // clang-format on
   desc.add(grid).add(speed_options());
   const auto parsed = parse_or_help(args, desc, kHelp);
   if (!parsed) return 0;

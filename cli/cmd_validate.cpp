@@ -27,10 +27,12 @@ std::string summary(const profiles::ValidationReport& r) {
 
 int cmd_validate(const std::vector<std::string>& args) {
   po::options_description desc("Options");
+  // clang-format off
   desc.add_options()
     ("paths", po::value<std::vector<std::string>>(), "profile files or folders (recursively: *.yaml, *.yml)")
     ("format,f", po::value<std::string>()->default_value("text"), "text (file:line:col: error: ...), json, or github (Actions annotations)")
     ("help,h", "show this help");
+  // clang-format on
   po::positional_options_description pos;
   pos.add("paths", -1);
   const auto vm = parse(args, desc, &pos);

@@ -27,10 +27,13 @@ std::vector<std::string> parse_name_list(const std::string& s, const std::string
 po::options_description deployment_options(bool with_model_gpu) {
   po::options_description d("Deployment (vLLM flag names and semantics)");
   if (with_model_gpu) {
+    // clang-format off
     d.add_options()
       ("model,m", po::value<std::string>(), "model: built-in name, YAML profile, or Hugging Face config.json")
       ("gpu,g", po::value<std::string>(), "GPU: built-in name or YAML profile");
+    // clang-format on
   }
+  // clang-format off
   d.add_options()
     ("num-gpus", po::value<std::string>(), "total GPUs (default TP x PP); extra GPUs form data-parallel replicas")
     ("tensor-parallel-size", po::value<std::string>()->default_value("1"), "tensor-parallel size")
@@ -54,16 +57,19 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto, none (1 state block per request and group), align (2, with prefix caching)")
     ("mamba-ssm-cache-dtype", po::value<std::string>()->default_value("auto"), "recurrent state dtype of linear-attention layers: auto (config's mamba_ssm_dtype, else the model dtype), fp32, bf16, fp16")
     ("vllm-version", po::value<std::string>()->default_value("current"), "vLLM release whose logged \"GPU KV cache size\" to reproduce: current, or 0.10 ... 0.19 (num_blocks // groups x block size)");
+  // clang-format on
   return d;
 }
 
 po::options_description speed_options() {
   po::options_description d("Speed model");
+  // clang-format off
   d.add_options()
     ("engine", po::value<std::string>()->default_value("datasheet"), "serving-engine profile: datasheet (the plain roofline), vllm, sglang or trtllm "
                                                                       "(efficiencies and overheads fitted to that engine's published measurements; docs/accuracy.md)")
     ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency")
     ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)");
+  // clang-format on
   return d;
 }
 
@@ -144,8 +150,8 @@ void print_help(const std::string& usage, const std::string& about, const po::op
   if (!examples.empty()) std::cout << "Examples:\n" << examples << "\n";
 }
 
-std::optional<po::variables_map> parse_or_help(const std::vector<std::string>& args, const po::options_description& desc,
-                                               const CommandHelp& help) {
+std::optional<po::variables_map> parse_or_help(const std::vector<std::string>& args,
+                                               const po::options_description& desc, const CommandHelp& help) {
   auto vm = parse(args, desc);
   if (!vm.count("help")) return vm;
   print_help(help.usage, help.about, desc, help.examples);

@@ -90,8 +90,8 @@ struct CommandHelp {
   const char* examples;
 };
 /// Parses `args` against `desc`; with --help prints `help` and returns nullopt (the command then exits 0).
-std::optional<po::variables_map> parse_or_help(const std::vector<std::string>& args, const po::options_description& desc,
-                                               const CommandHelp& help);
+std::optional<po::variables_map> parse_or_help(const std::vector<std::string>& args,
+                                               const po::options_description& desc, const CommandHelp& help);
 
 struct Subcommand {
   std::string name;

@@ -2,7 +2,6 @@
 #include "report/compare.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <sstream>
 
 #include "kvcap/escape.hpp"
@@ -25,18 +24,18 @@ void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) 
   out << "deploy,model,gpu,num_gpus,context_tokens,max_concurrency\n";
   for (const auto& r : rows)
     for (const auto& c : r.p.curve)
-      out << escape::csv_field(r.spec) << "," << escape::csv_field(r.m.name) << ","
-                << escape::csv_field(r.g.name) << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << ","
-                << c.max_concurrency << "\n";
+      out << escape::csv_field(r.spec) << "," << escape::csv_field(r.m.name) << "," << escape::csv_field(r.g.name)
+          << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << "," << c.max_concurrency << "\n";
 }
 
 void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows, const std::vector<i64>& contexts) {
   out << "Maximum concurrent requests per replica, by context length (vLLM V1 semantics; weights "
-            << "and KV in each model's dtype unless set)\n\n";
+      << "and KV in each model's dtype unless set)\n\n";
   std::ostringstream head;
   head << "  #  deployment                        KV/token/GPU    KV tokens";
   out << head.str();
-  for (auto c : contexts) out << std::string(8 - std::min<std::size_t>(7, human_tokens(c).size()), ' ') << human_tokens(c);
+  for (auto c : contexts)
+    out << std::string(8 - std::min<std::size_t>(7, human_tokens(c).size()), ' ') << human_tokens(c);
   out << "\n";
   int i = 0;
   for (const auto& r : rows) {
@@ -44,8 +43,9 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
     if (name.size() > 32) name = name.substr(0, 31) + "~";
     std::string kv = human_bytes(static_cast<double>(r.p.kv_bytes_per_token_per_rank));
     const std::string cap = grouped(r.p.kv_capacity_tokens);
-    out << "  " << ++i << "  " << name << std::string(34 - name.size(), ' ') << std::string(12 - std::min<std::size_t>(12, kv.size()), ' ')
-              << kv << std::string(13 - std::min<std::size_t>(12, cap.size()), ' ') << cap;
+    out << "  " << ++i << "  " << name << std::string(34 - name.size(), ' ')
+        << std::string(12 - std::min<std::size_t>(12, kv.size()), ' ') << kv
+        << std::string(13 - std::min<std::size_t>(12, cap.size()), ' ') << cap;
     for (const auto& c : r.p.curve) {
       std::string v = c.max_concurrency >= 100 ? fixed(c.max_concurrency, 0) : fixed(c.max_concurrency, 1);
       out << std::string(8 - std::min<std::size_t>(7, v.size()), ' ') << v;

@@ -66,14 +66,15 @@ void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::siz
   i64 attention_layers = 0;
   for (const auto& grp : st.groups)
     if (grp.attention == LayerAttention::linear)
-      o << row("linear-attention state per request", human_bytes(static_cast<double>(grp.state_bytes_per_layer) * static_cast<double>(grp.num_layers)) +
-                                                         " (" + grouped(grp.state_bytes_per_layer) + " B x " + std::to_string(grp.num_layers) +
-                                                         " layers, padded to " + grouped(d.linear_state_page_bytes) + " B)");
+      o << row("linear-attention state per request",
+               human_bytes(static_cast<double>(grp.state_bytes_per_layer) * static_cast<double>(grp.num_layers)) +
+                   " (" + grouped(grp.state_bytes_per_layer) + " B x " + std::to_string(grp.num_layers) +
+                   " layers, padded to " + grouped(d.linear_state_page_bytes) + " B)");
     else
       attention_layers += grp.num_layers;
   o << row("KV per token on this GPU", human_bytes(static_cast<double>(st.kv_bytes_per_token)) + " (" +
-                                             grouped(st.kv_bytes_per_token) + " B, " + std::to_string(attention_layers) +
-                                             (attention_layers == st.num_layers ? " layers)" : " attention layers)"));
+                                           grouped(st.kv_bytes_per_token) + " B, " + std::to_string(attention_layers) +
+                                           (attention_layers == st.num_layers ? " layers)" : " attention layers)"));
   o << "\n";
 }
 
@@ -99,7 +100,6 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
   o << "\n";
   if (d.d.shared_prefix_tokens > 0) o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
   for (const auto& w : p.warnings) o << "warning: " << escape::terminal_text(w) << "\n";
-
 }
 
 }  // namespace
@@ -111,13 +111,17 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << terminal_text(g.display_name) << "\n";
   o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
     << (d.replicas == 1 ? " replica" : " replicas")
-    << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size) : "")
-    << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype)
-    << ", block " << d.block_size << " tokens" << (d.block_size != d.d.block_size ? " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)" : "")
-    << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len))
-    << ", max_num_batched_tokens " << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
+    << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size)
+                                   : "")
+    << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype) << ", block " << d.block_size << " tokens"
+    << (d.block_size != d.d.block_size
+            ? " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)"
+            : "")
+    << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len)) << ", max_num_batched_tokens "
+    << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
   o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
-  if (p.params.active != p.params.total) o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
+  if (p.params.active != p.params.total)
+    o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
   o << ", " << m.num_layers << " layers, " << attention_desc(m) << "\n\n";
 
   for (std::size_t i = 0; i < p.stages.size(); ++i) stage_rows(o, g, p, i);

@@ -55,7 +55,12 @@ const std::vector<EngineProfile>& engine_profiles() {
 std::string error_band(const EngineProfile& e) {
   std::string bands;
   auto add = [&](const char* what, double err) {
-    if (err > 0) bands.append(bands.empty() ? "" : ", ").append(what).append(" +-").append(std::to_string(std::lround(err * 100))).append("%");
+    if (err > 0)
+      bands.append(bands.empty() ? "" : ", ")
+          .append(what)
+          .append(" +-")
+          .append(std::to_string(std::lround(err * 100)))
+          .append("%");
   };
   add("TPOT", e.tpot_error);
   add("TTFT", e.ttft_error);

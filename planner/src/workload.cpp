@@ -118,7 +118,8 @@ i64 LengthDistribution::max_possible_tokens() const {
   switch (kind) {
     case Kind::fixed: return tokens;
     case Kind::uniform:
-    case Kind::lognormal: return max_tokens;  // lognormal: 0 = unbounded
+    case Kind::lognormal:
+      return max_tokens;  // lognormal: 0 = unbounded
     case Kind::empirical: return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
   }
   return 0;

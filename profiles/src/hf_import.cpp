@@ -219,8 +219,9 @@ bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool 
     const auto& s = (*lt)[i];
     const auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return s == n.first; });
     if (it != names.end()) out.push_back(it->second);
-    else c.error(cfg["layer_types"][i], join(p, "layer_types").append("[").append(std::to_string(i)).append("]"),
-                 std::string("expected ").append(accepted).append(", got '").append(s).append("'"));
+    else
+      c.error(cfg["layer_types"][i], join(p, "layer_types").append("[").append(std::to_string(i)).append("]"),
+              std::string("expected ").append(accepted).append(", got '").append(s).append("'"));
   }
   return true;
 }
@@ -281,7 +282,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   if (t == "gemma3_text") {
     dflt("vocab_size", 262208), dflt("max_position_embeddings", 131072), dflt("sliding_window", 4096), dflt("head_dim", 256);
   } else if (t == "llama4_text") {
-    dflt("vocab_size", 202048), dflt("max_position_embeddings", 131072), dflt("head_dim", 128), dflt("attention_chunk_size", 8192);
+    dflt("vocab_size", 202048), dflt("max_position_embeddings", 131072), dflt("head_dim", 128),
+        dflt("attention_chunk_size", 8192);
   }
   // dtype: torch_dtype (transformers < 4.56) or dtype.
   // (A nested text_config without a dtype takes the top level's.)

@@ -34,8 +34,10 @@ ReplicaConfig replica_config(const MemoryPlan& plan) {
   if (!table && !plan.kv_groups.empty()) table = &plan.kv_groups.front(), full = 1;
   for (const auto& g : plan.kv_groups) {
     if (&g == table || g.spec.kind == KvSpecKind::full) continue;
-    if (g.spec.kind == KvSpecKind::mamba) c.state_blocks_per_request += g.spec.state_blocks;
-    else c.local_groups.push_back(g.spec);
+    if (g.spec.kind == KvSpecKind::mamba)
+      c.state_blocks_per_request += g.spec.state_blocks;
+    else
+      c.local_groups.push_back(g.spec);
   }
   c.full_groups = std::max<i64>(1, full);
   c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / static_cast<u64>(c.full_groups));

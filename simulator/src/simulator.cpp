@@ -145,10 +145,18 @@ SimResult EventLoop::run() {
     now_ = e.time_s;
     ++res_.events;
     switch (e.kind) {
-      case EventKind::step_end: on_step_end(e.target); break;
-      case EventKind::arrival: on_arrival(); break;
-      case EventKind::schedule: on_schedule(e.target); break;
-      case EventKind::sample: on_sample(); break;
+      case EventKind::step_end:
+        on_step_end(e.target);
+        break;
+      case EventKind::arrival:
+        on_arrival();
+        break;
+      case EventKind::schedule:
+        on_schedule(e.target);
+        break;
+      case EventKind::sample:
+        on_sample();
+        break;
     }
     if ((res_.events & 0xFFFF) == 0) report();
   }
@@ -236,8 +244,10 @@ void EventLoop::on_schedule(std::uint32_t r) {
   if (rep.busy()) return;
   double step_s = 0;
   const Outcome o = rep.schedule(now_, step_s, cfg_.observer);
-  if (o == Outcome::stepped) q_.push(now_ + step_s, EventKind::step_end, r);
-  else if (o == Outcome::retry) wake(r);
+  if (o == Outcome::stepped)
+    q_.push(now_ + step_s, EventKind::step_end, r);
+  else if (o == Outcome::retry)
+    wake(r);
 }
 
 void EventLoop::on_sample() {

@@ -31,7 +31,8 @@ void split(std::string_view line, std::vector<std::string_view>& out) {
   std::size_t start = 0;
   while (true) {
     const auto comma = line.find(',', start);
-    out.push_back(unquote(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    out.push_back(
+        unquote(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -129,8 +130,8 @@ std::optional<TraceTime> parse_trace_time(std::string_view s) {
       }
     }
     TraceTime t;
-    t.seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + std::int64_t{h} * 3600 +
-                std::int64_t{mi} * 60 + se;
+    t.seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+                std::int64_t{h} * 3600 + std::int64_t{mi} * 60 + se;
     t.fraction = frac;
     return t;
   }
