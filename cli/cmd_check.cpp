@@ -1,5 +1,6 @@
 // kvcap check: evaluates the capacity promises of requirement files; pass/fail with the measured value and
-// the margin, exit 1 when any promise fails, and JUnit XML for CI (one testcase per promise).
+// the margin, exit 1 when any promise fails, and JUnit XML for CI (one testcase per promise). Flags -> files and
+// a profile index -> check_requirements (promises.hpp: profiles resolve, the planner evaluates) -> a reporter.
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -12,6 +13,7 @@
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/requirements.hpp"
+#include "promises.hpp"
 #include "report/junit.hpp"
 
 namespace kvcap::cli {
@@ -37,7 +39,7 @@ std::string location(const profiles::SourcePos& p) {
   return p.file + (p.line > 0 ? ":" + std::to_string(p.line) + ":" + std::to_string(p.column > 0 ? p.column : 1) : "");
 }
 
-std::string verdict(const profiles::PromiseResult& r) {
+std::string verdict(const PromiseOutcome& r) {
   if (r.error) return "could not be evaluated: " + r.detail;
   std::string s = "measured " + show(r.measured, r.unit) + ", target " + r.comparison + " " + show(r.target, r.unit) +
                   ", margin " + signed_show(r.margin, r.unit);
@@ -57,7 +59,7 @@ std::string utc_now() {
 struct FileResult {
   std::string file;
   std::string name;
-  std::vector<profiles::PromiseResult> results;
+  std::vector<PromiseOutcome> results;
   std::string load_error;  ///< the file itself could not be read (diagnostics, one per line)
 };
 
@@ -174,7 +176,7 @@ int cmd_check(const std::vector<std::string>& args) {
     try {
       const auto req = profiles::load_requirements_file(f);
       if (!req.name.empty()) fr.name = req.name;
-      fr.results = profiles::evaluate(req, use_index ? &index : nullptr);
+      fr.results = check_requirements(req, use_index ? &index : nullptr);
     } catch (const profiles::ProfileError& e) {
       fr.load_error = e.what();
     }

@@ -1,7 +1,9 @@
-// CPU self-tests: each CPU twin against its naive reference over randomised shapes.
+// CPU self-tests: each CPU twin against its naive reference over randomised shapes. kvcap-kernels test-cpu runs
+// them all on one random stream; tests/kernels (Catch2) runs them one family at a time.
 #include <cmath>
 #include <cstring>
 #include <ostream>
+#include <stdexcept>
 #include <random>
 #include <sstream>
 #include <string>
@@ -225,18 +227,41 @@ void test_fit(Checks& c, std::mt19937_64& rng) {
           "t0=" + std::to_string(f.t0_s) + " bw=" + std::to_string(f.bandwidth_bytes_per_s));
 }
 
+// The families in run order.
+struct Family {
+  const char* name;
+  void (*run)(Checks&, std::mt19937_64&);
+};
+constexpr Family kFamilies[] = {{"numeric", test_numeric}, {"decode", test_decode}, {"gemm", test_gemm},
+                                {"prefill", test_prefill}, {"stream", test_stream},  {"fit", test_fit}};
+
 }  // namespace
 
 int run_cpu_selftests(std::ostream& log, std::uint64_t seed) {
   Checks c(log);
   std::mt19937_64 rng(seed);
-  test_numeric(c, rng);
-  test_decode(c, rng);
-  test_gemm(c, rng);
-  test_prefill(c, rng);
-  test_stream(c, rng);
-  test_fit(c, rng);
+  for (const Family& f : kFamilies) f.run(c, rng);
   return c.finish("cpu");
+}
+
+const std::vector<std::string>& cpu_selftest_families() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Family& f : kFamilies) n.emplace_back(f.name);
+    return n;
+  }();
+  return names;
+}
+
+SelftestCounts run_cpu_selftest(const std::string& family, std::ostream& log, std::uint64_t seed) {
+  for (const Family& f : kFamilies) {
+    if (family != f.name) continue;
+    Checks c(log);
+    std::mt19937_64 rng(seed);
+    f.run(c, rng);
+    return {c.passed(), c.failed()};
+  }
+  throw std::invalid_argument("unknown CPU self-test family '" + family + "'");
 }
 
 }  // namespace kvcap::kernels

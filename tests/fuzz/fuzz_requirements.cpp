@@ -1,11 +1,13 @@
 // libFuzzer: the requirements parser, and the evaluation of promises whose deployments are inline or named
 // in the file with built-in models and GPUs (file references are skipped: they would read the fuzzer's
-// files). parse: a Requirements or a ProfileError; evaluate: never throws (errors are results).
+// files). parse: a Requirements or a ProfileError; check_requirements (cli/promises.hpp): never throws (errors are
+// results).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "kvcap/profiles/requirements.hpp"
+#include "promises.hpp"
 
 namespace {
 bool builtin_refs_only(const kvcap::profiles::DeploymentProfile& d) {
@@ -25,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       return p.deployment_ref.find('/') != std::string::npos || p.deployment_ref.ends_with(".yaml") ||
              p.deployment_ref.ends_with(".yml") || p.deployment_ref.ends_with(".json");
     });
-    (void)kvcap::profiles::evaluate(r);
+    (void)kvcap::cli::check_requirements(r);
   } catch (const kvcap::profiles::ProfileError&) {
   }
   return 0;

@@ -19,6 +19,7 @@
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/requirements.hpp"
 #include "kvcap/profiles/validate.hpp"
+#include "promises.hpp"
 
 using namespace kvcap;
 using profiles::Diagnostic;
@@ -230,7 +231,7 @@ TEST_CASE("byte and token products at extreme sizes are exact or a clear overflo
       "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, kv_cache_memory_bytes: 4611686018427387904, max_model_len: 1125899906842624}\n"
       "    metric: concurrency_at\n    context_tokens: 1125899906842624\n    at_least: 1\n",
       "r.yaml");
-  const auto res = profiles::evaluate(r);
+  const auto res = cli::check_requirements(r);
   REQUIRE(res.size() == 3);
   CHECK(res[0].error);
   CHECK(res[0].detail.find("overflow") != std::string::npos);

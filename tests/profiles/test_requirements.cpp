@@ -1,4 +1,5 @@
-// Deployment and requirement files, promise evaluation, and kvcap validate over sets of files (issue 4).
+// Deployment and requirement files, and kvcap validate over sets of files (issue 4). Evaluating promises:
+// tests/planner/test_promise.cpp (the planner) and tests/cli/test_check.cpp (kvcap check, end to end).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -10,8 +11,6 @@
 #include <set>
 #include <sstream>
 
-#include "kvcap/planner/memory.hpp"
-#include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/requirements.hpp"
 #include "kvcap/profiles/validate.hpp"
@@ -76,50 +75,6 @@ struct TempDir {
 const std::string kPromiseHead = "kind: requirements\npromises:\n  - deployment: {model: llama-3.1-8b, gpu: h100-sxm}\n";
 }  // namespace
 
-TEST_CASE("the shipped example requirements all hold", "[profiles][requirements]") {
-  const auto r = profiles::load_requirements_file((kExamples / "requirements.yaml").string());
-  const auto results = profiles::evaluate(r);
-  REQUIRE(results.size() == r.promises.size());
-  REQUIRE(results.size() >= 8);
-  std::set<std::string> metrics;
-  for (const auto& x : results) {
-    INFO(x.name << ": " << x.detail);
-    CHECK_FALSE(x.error);
-    CHECK(x.passed);
-    CHECK(x.margin >= 0);
-    metrics.insert(x.metric);
-  }
-  CHECK(metrics.size() == profiles::metric_names().size());  // the example shows every metric
-}
-
-TEST_CASE("promises measure what the planner computes, with the margin's sign", "[profiles][requirements]") {
-  const auto r = profiles::parse_requirements(kPromiseHead +
-                                                  "    metric: concurrency_at\n    context_tokens: 32K\n    at_least: 10\n"
-                                                  "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm}\n"
-                                                  "    metric: tpot_s\n    batch: 16\n    context_tokens: 4k\n    at_most: 1ms\n"
-                                                  "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, num_gpus: 3}\n"
-                                                  "    metric: kv_capacity_tokens\n    scope: cluster\n    at_least: 1M\n",
-                                              "r.yaml");
-  REQUIRE(r.promises.size() == 3);
-  CHECK(*r.promises[0].context_tokens == 32768);  // K = 1024, as vLLM reads --max-model-len
-  CHECK(*r.promises[1].context_tokens == 4000);   // k = 1000
-  CHECK(r.promises[1].target == Approx(1e-3));
-  CHECK(r.promises[2].target == 1048576);
-  const auto res = profiles::evaluate(r);
-  const ModelSpec m = profiles::resolve_model("llama-3.1-8b");
-  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
-  const MemoryPlan plan = plan_memory(m, g, Deployment{}, {});
-  CHECK(res[0].measured == Approx(concurrency_at(m, plan, 32768)));
-  CHECK(res[0].passed);
-  CHECK(res[0].margin == Approx(res[0].measured - 10));
-  const double tpot = tpot_s(make_speed_context(m, g, plan), 16, 4000);
-  CHECK(res[1].measured == Approx(tpot));
-  CHECK_FALSE(res[1].passed);  // a 1 ms TPOT is not possible: the promise fails, with a negative margin
-  CHECK(res[1].margin == Approx(1e-3 - tpot));
-  CHECK(res[1].margin < 0);
-  CHECK(res[2].measured == Approx(3.0 * static_cast<double>(plan.kv_capacity_tokens)));  // x 3 replicas
-}
-
 TEST_CASE("promise errors name the key and say what is expected", "[profiles][requirements]") {
   auto d = req_errors(kPromiseHead + "    metric: concurency_at\n    context_tokens: 1K\n    at_least: 1\n");
   CHECK(any_message(d, "promises[0].metric", "did you mean 'concurrency_at'?"));
@@ -151,32 +106,6 @@ TEST_CASE("promise errors name the key and say what is expected", "[profiles][re
   CHECK(d[0].line == 4);
   CHECK(d[1].key_path == "promises[1].deployment.tensor_parallel_size");
   CHECK(d[1].line == 5);
-}
-
-TEST_CASE("evaluation errors: unknown names, impossible batches, contexts beyond max_model_len", "[profiles][requirements]") {
-  const auto r = profiles::parse_requirements(
-      "kind: requirements\npromises:\n"
-      "  - deployment: nope\n    metric: fits\n"
-      "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, max_model_len: 8K}\n    metric: concurrency_at\n"
-      "    context_tokens: 16K\n    at_least: 1\n"
-      "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm}\n    metric: tpot_s\n    batch: 10000\n"
-      "    context_tokens: 128K\n    at_most: 1\n"
-      "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, tensor_parallel_size: 3}\n    metric: fits\n"
-      "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, max_num_batched_tokens: 1}\n    metric: ttft_s\n"
-      "    prompt_tokens: 128K\n    at_most: 100\n",
-      "r.yaml");
-  const auto res = profiles::evaluate(r);
-  REQUIRE(res.size() == 5);
-  for (const auto& x : res) {
-    INFO(x.name);
-    CHECK(x.error);
-    CHECK_FALSE(x.passed);
-  }
-  CHECK(res[0].detail.find("r.yaml:3:17: error: deployment: no deployment named 'nope'") != std::string::npos);
-  CHECK(res[1].detail.find("exceeds the deployment's max_model_len 8192") != std::string::npos);
-  CHECK(res[2].detail.find("do not fit") != std::string::npos);
-  CHECK(res[3].detail.find("r.yaml:14:76: error: tensor_parallel_size: num_attention_heads (32) must be divisible") != std::string::npos);
-  CHECK(res[4].detail.find("prefill chunks") != std::string::npos);  // 131,072 one-token chunks: refused, not run
 }
 
 TEST_CASE("deployment files resolve models and GPUs by built-in name, profile name or relative path", "[profiles][deployment]") {

@@ -329,7 +329,7 @@ TEST_CASE("dtype enums in the schemas are exactly what the loader accepts", "[pr
   std::set<std::string> metrics;
   const json req = schema_of("requirements");
   for (const auto& m : req["definitions"]["promise"]["properties"]["metric"]["enum"]) metrics.insert(m);
-  CHECK(metrics == std::set<std::string>(profiles::metric_names().begin(), profiles::metric_names().end()));
+  CHECK(metrics == std::set<std::string>(kvcap::metric_names().begin(), kvcap::metric_names().end()));
 }
 
 TEST_CASE("every shipped profile is valid under its schema and under the loader", "[profiles][schema]") {

@@ -137,4 +137,15 @@ bool built_with_cuda();
 int run_cpu_selftests(std::ostream& log, std::uint64_t seed = 1);
 int run_gpu_selftests(std::ostream& log, int device_ordinal = 0, std::uint64_t seed = 1);
 
+// The CPU self-tests one family at a time, for test frameworks (tests/kernels): the same checks run_cpu_selftests
+// makes, with a random stream of the family's own from `seed`. Failures are logged to `log`, one line each.
+struct SelftestCounts {
+  int passed = 0;
+  int failed = 0;
+};
+// In run order: "numeric", "decode", "gemm", "prefill", "stream", "fit".
+const std::vector<std::string>& cpu_selftest_families();
+// Throws std::invalid_argument for a name not in cpu_selftest_families().
+SelftestCounts run_cpu_selftest(const std::string& family, std::ostream& log, std::uint64_t seed = 1);
+
 }  // namespace kvcap::kernels
