@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common.hpp"
 #include "kvcap/escape.hpp"
@@ -118,6 +119,126 @@ void report_github(std::ostream& o, const std::vector<FileResult>& files, const 
   }
   o << escape::terminal_text(summary) << "\n";
 }
+/// Each requirements file loaded and its promises evaluated; a file that does not load keeps its error.
+std::vector<FileResult> check_files(const std::vector<std::string>& paths,
+                                    const std::optional<profiles::ProfileIndex>& index) {
+  std::vector<FileResult> files;
+  for (const auto& f : paths) {
+    FileResult fr;
+    fr.file = f;
+    fr.name = f;
+    try {
+      const auto req = profiles::load_requirements_file(f);
+      if (!req.name.empty()) fr.name = req.name;
+      fr.results = check_requirements(req, index ? &*index : nullptr);
+    } catch (const profiles::ProfileError& e) {
+      fr.load_error = e.what();
+    }
+    files.push_back(std::move(fr));
+  }
+  return files;
+}
+
+/// kvcap check --help.
+const CommandHelp kHelp = {
+    "kvcap check REQUIREMENTS.yaml... [--junit out.xml] [--format table|json|github] [--profiles DIR]",
+    "Evaluates each promise of the requirement files (concurrency_at, kv_capacity_tokens, fits, max_model_len,\n"
+    "tpot_s, ttft_s, decode_tokens_per_s, max_batch_at_tpot) with kvcap's memory and speed models and prints\n"
+    "pass/fail with the measured value, the target and the margin. Exit code 0: every promise holds; 1: a\n"
+    "promise fails or cannot be evaluated, or a file is invalid; 2: bad command line.",
+    "  kvcap check profiles/examples/requirements.yaml\n"
+    "  kvcap check capacity.yaml --junit kvcap-junit.xml --profiles profiles/\n"
+    "  kvcap check capacity.yaml --format json"};
+
+/// --profiles DIR...: the model, GPU and deployment profiles promises may name (nullopt without the flag).
+std::optional<profiles::ProfileIndex> index_from(const po::variables_map& vm) {
+  if (!vm.count("profiles")) return std::nullopt;
+  profiles::ProfileIndex index;
+  for (const auto& dir : vm["profiles"].as<std::vector<std::string>>()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) throw UsageError("--profiles: '" + dir + "' is not a folder");
+    const auto more = profiles::index_profiles(dir);
+    index.models.insert(more.models.begin(), more.models.end());
+    index.gpus.insert(more.gpus.begin(), more.gpus.end());
+    index.deployments.insert(more.deployments.begin(), more.deployments.end());
+  }
+  return index;
+}
+
+void report_check_json(std::ostream& out, const std::vector<FileResult>& files, bool ok, std::size_t passed,
+                       std::size_t failed, std::size_t errors, std::size_t invalid_files) {
+  nlohmann::ordered_json j;
+  j["ok"] = ok;
+  j["passed"] = passed;
+  j["failed"] = failed;
+  j["errors"] = errors;
+  j["invalid_files"] = invalid_files;
+  j["files"] = nlohmann::ordered_json::array();
+  for (const auto& fr : files) {
+    nlohmann::ordered_json jf;
+    jf["file"] = fr.file;
+    jf["name"] = fr.name;
+    if (!fr.load_error.empty()) jf["error"] = fr.load_error;
+    jf["promises"] = nlohmann::ordered_json::array();
+    for (const auto& r : fr.results)
+      jf["promises"].push_back({{"name", r.name},
+                                {"deployment", r.deployment},
+                                {"metric", r.metric},
+                                {"unit", r.unit},
+                                {"comparison", r.comparison},
+                                {"target", r.target},
+                                {"measured", r.measured},
+                                {"margin", r.margin},
+                                {"margin_relative", r.margin_relative},
+                                {"passed", r.passed},
+                                {"error", r.error},
+                                {"detail", r.detail},
+                                {"file", r.at.file},
+                                {"line", r.at.line},
+                                {"column", r.at.column}});
+    j["files"].push_back(jf);
+  }
+  out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+}
+
+/// One JUnit suite per requirements file, one testcase per promise (and one for a file that does not load).
+std::vector<JUnitSuite> junit_suites(const std::vector<FileResult>& files) {
+  std::vector<JUnitSuite> suites;
+  const std::string now = utc_now();
+  for (const auto& fr : files) {
+    JUnitSuite s;
+    s.name = fr.name;
+    s.timestamp = now;
+    s.properties = {{"file", fr.file}, {"tool", "kvcap " KVCAP_VERSION}};
+    const std::string classname = "kvcap.check." + fr.name;
+    if (!fr.load_error.empty()) {
+      JUnitCase c{
+          classname, "load " + fr.file, 0, JUnitCase::Outcome::error, "the requirements file is invalid", fr.load_error,
+          ""};
+      s.cases.push_back(std::move(c));
+    }
+    for (const auto& r : fr.results) {
+      JUnitCase c;
+      c.classname = classname;
+      c.name = r.name;
+      c.time_s = r.time_s;
+      c.outcome = r.passed  ? JUnitCase::Outcome::passed
+                  : r.error ? JUnitCase::Outcome::error
+                            : JUnitCase::Outcome::failure;
+      const std::string v = verdict(r);
+      c.message = r.passed ? "" : v;
+      c.text = r.passed
+                   ? ""
+                   : location(r.at) + ": " + v + "\ndeployment: " + r.deployment + (r.error ? "" : "\n" + r.detail);
+      c.system_out = location(r.at) + "\ndeployment: " + r.deployment + "\n" + r.metric + ": " + v +
+                     (r.error || r.detail.empty() ? "" : "\n" + r.detail);
+      s.cases.push_back(std::move(c));
+    }
+    suites.push_back(std::move(s));
+  }
+  return suites;
+}
+
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args) {
@@ -134,33 +255,14 @@ int cmd_check(const std::vector<std::string>& args) {
   pos.add("requirements", -1);
   const auto vm = parse(args, desc, &pos);
   if (vm.count("help")) {
-    print_help("kvcap check REQUIREMENTS.yaml... [--junit out.xml] [--format table|json|github] [--profiles DIR]",
-               "Evaluates each promise of the requirement files (concurrency_at, kv_capacity_tokens, fits, max_model_len,\n"
-               "tpot_s, ttft_s, decode_tokens_per_s, max_batch_at_tpot) with kvcap's memory and speed models and prints\n"
-               "pass/fail with the measured value, the target and the margin. Exit code 0: every promise holds; 1: a\n"
-               "promise fails or cannot be evaluated, or a file is invalid; 2: bad command line.",
-               desc,
-               "  kvcap check profiles/examples/requirements.yaml\n"
-               "  kvcap check capacity.yaml --junit kvcap-junit.xml --profiles profiles/\n"
-               "  kvcap check capacity.yaml --format json");
+    print_help(kHelp.usage, kHelp.about, desc, kHelp.examples);
     return 0;
   }
   if (!vm.count("requirements")) throw UsageError("give a requirements file, e.g. kvcap check profiles/examples/requirements.yaml");
   const std::string fmt = vm["format"].as<std::string>();
   if (fmt != "table" && fmt != "json" && fmt != "github")
     throw UsageError("--format: expected table, json or github, got '" + fmt + "'");
-  profiles::ProfileIndex index;
-  const bool use_index = vm.count("profiles") > 0;
-  if (use_index) {
-    for (const auto& dir : vm["profiles"].as<std::vector<std::string>>()) {
-      std::error_code ec;
-      if (!std::filesystem::is_directory(dir, ec)) throw UsageError("--profiles: '" + dir + "' is not a folder");
-      const auto more = profiles::index_profiles(dir);
-      index.models.insert(more.models.begin(), more.models.end());
-      index.gpus.insert(more.gpus.begin(), more.gpus.end());
-      index.deployments.insert(more.deployments.begin(), more.deployments.end());
-    }
-  }
+  const auto index = index_from(vm);
   // The JUnit file must be writable before anything is evaluated (fail early, not after the run).
   std::ofstream junit;
   if (vm.count("junit")) {
@@ -168,20 +270,7 @@ int cmd_check(const std::vector<std::string>& args) {
     if (!junit) throw UsageError("--junit: cannot write '" + vm["junit"].as<std::string>() + "'");
   }
 
-  std::vector<FileResult> files;
-  for (const auto& f : vm["requirements"].as<std::vector<std::string>>()) {
-    FileResult fr;
-    fr.file = f;
-    fr.name = f;
-    try {
-      const auto req = profiles::load_requirements_file(f);
-      if (!req.name.empty()) fr.name = req.name;
-      fr.results = check_requirements(req, use_index ? &index : nullptr);
-    } catch (const profiles::ProfileError& e) {
-      fr.load_error = e.what();
-    }
-    files.push_back(std::move(fr));
-  }
+  const auto files = check_files(vm["requirements"].as<std::vector<std::string>>(), index);
 
   std::size_t passed = 0, failed = 0, errors = 0, invalid_files = 0;
   for (const auto& fr : files) {
@@ -191,28 +280,7 @@ int cmd_check(const std::vector<std::string>& args) {
   const bool ok = failed == 0 && errors == 0 && invalid_files == 0;
 
   if (fmt == "json") {
-    nlohmann::ordered_json j;
-    j["ok"] = ok;
-    j["passed"] = passed;
-    j["failed"] = failed;
-    j["errors"] = errors;
-    j["invalid_files"] = invalid_files;
-    j["files"] = nlohmann::ordered_json::array();
-    for (const auto& fr : files) {
-      nlohmann::ordered_json jf;
-      jf["file"] = fr.file;
-      jf["name"] = fr.name;
-      if (!fr.load_error.empty()) jf["error"] = fr.load_error;
-      jf["promises"] = nlohmann::ordered_json::array();
-      for (const auto& r : fr.results)
-        jf["promises"].push_back({{"name", r.name}, {"deployment", r.deployment}, {"metric", r.metric}, {"unit", r.unit},
-                                  {"comparison", r.comparison}, {"target", r.target}, {"measured", r.measured},
-                                  {"margin", r.margin}, {"margin_relative", r.margin_relative}, {"passed", r.passed},
-                                  {"error", r.error}, {"detail", r.detail}, {"file", r.at.file}, {"line", r.at.line},
-                                  {"column", r.at.column}});
-      j["files"].push_back(jf);
-    }
-    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    report_check_json(std::cout, files, ok, passed, failed, errors, invalid_files);
   } else if (fmt == "github") {
     report_github(std::cout, files, summary_line(passed, failed, errors, invalid_files));
   } else {
@@ -220,35 +288,7 @@ int cmd_check(const std::vector<std::string>& args) {
   }
 
   if (junit.is_open()) {
-    std::vector<JUnitSuite> suites;
-    const std::string now = utc_now();
-    for (const auto& fr : files) {
-      JUnitSuite s;
-      s.name = fr.name;
-      s.timestamp = now;
-      s.properties = {{"file", fr.file}, {"tool", "kvcap " KVCAP_VERSION}};
-      const std::string classname = "kvcap.check." + fr.name;
-      if (!fr.load_error.empty()) {
-        JUnitCase c{classname, "load " + fr.file, 0, JUnitCase::Outcome::error,
-                    "the requirements file is invalid", fr.load_error, ""};
-        s.cases.push_back(std::move(c));
-      }
-      for (const auto& r : fr.results) {
-        JUnitCase c;
-        c.classname = classname;
-        c.name = r.name;
-        c.time_s = r.time_s;
-        c.outcome = r.passed ? JUnitCase::Outcome::passed : r.error ? JUnitCase::Outcome::error : JUnitCase::Outcome::failure;
-        const std::string v = verdict(r);
-        c.message = r.passed ? "" : v;
-        c.text = r.passed ? "" : location(r.at) + ": " + v + "\ndeployment: " + r.deployment + (r.error ? "" : "\n" + r.detail);
-        c.system_out = location(r.at) + "\ndeployment: " + r.deployment + "\n" + r.metric + ": " + v +
-                       (r.error || r.detail.empty() ? "" : "\n" + r.detail);
-        s.cases.push_back(std::move(c));
-      }
-      suites.push_back(std::move(s));
-    }
-    write_junit(junit, "kvcap check", suites);
+    write_junit(junit, "kvcap check", junit_suites(files));
     junit.close();
     if (!junit) {
       std::cerr << "kvcap check: error: writing the JUnit file failed\n";

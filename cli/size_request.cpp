@@ -131,24 +131,6 @@ SizingSpace space_of(const po::variables_map& vm) {
   for (const auto& g : vm.count("gpus") ? split_list(str("gpus")) : profiles::builtin_gpu_names())
     s.gpus.push_back(profiles::resolve_gpu(g));
   if (s.gpus.empty()) throw UsageError("--gpus: expected a comma-separated list of GPU names, e.g. h100-sxm,h200");
-  if (vm.count("price")) {
-    for (const auto& item : split_list(str("price"))) {
-      const auto eq = item.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw UsageError("--price: expected GPU=USD_PER_GPU_HOUR items such as h100-sxm=2.5, got '" + item + "'");
-      const std::string g = item.substr(0, eq);
-      const double usd =
-          parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
-      bool found = false;
-      for (auto& gs : s.gpus)
-        if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
-      if (!found) {
-        std::string names;
-        for (const auto& gs : s.gpus) names += (names.empty() ? "" : ", ") + gs.name;
-        throw UsageError("--price: '" + g + "' is not among the GPUs searched (" + names + ")");
-      }
-    }
-  }
   if (vm.count("price")) prices_into(str("price"), s.gpus);
   if (vm.count("quantization"))
     for (const auto& q : split_list(str("quantization")))

@@ -200,24 +200,44 @@ nlohmann::ordered_json replicas_json(const std::vector<sim::ReplicaStats>& repli
 
 }  // namespace
 
-nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimResult& r) {
+namespace {
+
+/// The cluster and scheduler the run had.
+nlohmann::ordered_json deployment_json(const SimulationInfo& in) {
   const auto& p = *in.plan;
   const auto& rc = in.cfg.replica;
+  return {{"tensor_parallel_size", p.dep.d.tensor_parallel_size},
+          {"pipeline_parallel_size", p.dep.d.pipeline_parallel_size},
+          {"replicas", in.cfg.num_replicas},
+          {"router", std::string(sim::to_string(in.cfg.router))},
+          {"allocator", rc.allocator == sim::Allocator::paged ? "paged" : "contiguous"},
+          {"prefix_caching", rc.allocator == sim::Allocator::paged && rc.prefix_caching},
+          {"block_size", rc.block_size},
+          {"num_blocks_per_replica", rc.num_blocks},
+          {"kv_capacity_tokens_per_replica", p.kv_capacity_tokens},
+          {"max_num_seqs", rc.max_num_seqs},
+          {"max_num_batched_tokens", rc.max_num_batched_tokens},
+          {"max_model_len", rc.max_model_len}};
+}
+
+/// The goodput targets and how many requests met them (rejected ones count as failed).
+nlohmann::ordered_json goodput_json(const SimulationInfo& in, const sim::SimResult& r) {
+  nlohmann::ordered_json g;
+  g["ttft_target_s"] = in.cfg.slo.ttft_s ? nlohmann::ordered_json(*in.cfg.slo.ttft_s) : nlohmann::ordered_json(nullptr);
+  g["tpot_target_s"] = in.cfg.slo.tpot_s ? nlohmann::ordered_json(*in.cfg.slo.tpot_s) : nlohmann::ordered_json(nullptr);
+  g["requests_per_s"] = r.goodput_requests_per_s;
+  g["slo_attainment"] =
+      r.requests_arrived ? static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0.0;
+  return g;
+}
+
+}  // namespace
+
+nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimResult& r) {
   nlohmann::ordered_json j;
   j["model"] = in.model;
   j["gpu"] = in.gpu;
-  j["deployment"] = {{"tensor_parallel_size", p.dep.d.tensor_parallel_size},
-                     {"pipeline_parallel_size", p.dep.d.pipeline_parallel_size},
-                     {"replicas", in.cfg.num_replicas},
-                     {"router", std::string(sim::to_string(in.cfg.router))},
-                     {"allocator", rc.allocator == sim::Allocator::paged ? "paged" : "contiguous"},
-                     {"prefix_caching", rc.allocator == sim::Allocator::paged && rc.prefix_caching},
-                     {"block_size", rc.block_size},
-                     {"num_blocks_per_replica", rc.num_blocks},
-                     {"kv_capacity_tokens_per_replica", p.kv_capacity_tokens},
-                     {"max_num_seqs", rc.max_num_seqs},
-                     {"max_num_batched_tokens", rc.max_num_batched_tokens},
-                     {"max_model_len", rc.max_model_len}};
+  j["deployment"] = deployment_json(in);
   j["workload"] = {{"source", in.workload_source}, {"name", in.workload_name}, {"description", in.workload_desc}};
   if (in.cfg.max_concurrency > 0) {
     j["workload"]["max_concurrency"] = in.cfg.max_concurrency;
@@ -236,13 +256,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["throughput"] = {{"requests_per_s", r.requests_per_s},
                      {"output_tokens_per_s", r.output_tokens_per_s},
                      {"prompt_tokens_per_s", r.prompt_tokens_per_s}};
-  nlohmann::ordered_json g;
-  g["ttft_target_s"] = in.cfg.slo.ttft_s ? nlohmann::ordered_json(*in.cfg.slo.ttft_s) : nlohmann::ordered_json(nullptr);
-  g["tpot_target_s"] = in.cfg.slo.tpot_s ? nlohmann::ordered_json(*in.cfg.slo.tpot_s) : nlohmann::ordered_json(nullptr);
-  g["requests_per_s"] = r.goodput_requests_per_s;
-  g["slo_attainment"] =
-      r.requests_arrived ? static_cast<double>(r.slo_met) / static_cast<double>(r.requests_arrived) : 0.0;
-  j["goodput"] = g;
+  j["goodput"] = goodput_json(in, r);
   j["preemptions"] = r.preemptions;
   j["recomputed_tokens"] = r.recomputed_tokens;
   j["kv_utilization"] = {{"mean", r.kv_utilization_mean}, {"max", r.kv_utilization_max}};

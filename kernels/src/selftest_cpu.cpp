@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstring>
 #include <ostream>
-#include <stdexcept>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -233,7 +233,7 @@ struct Family {
   void (*run)(Checks&, std::mt19937_64&);
 };
 constexpr Family kFamilies[] = {{"numeric", test_numeric}, {"decode", test_decode}, {"gemm", test_gemm},
-                                {"prefill", test_prefill}, {"stream", test_stream},  {"fit", test_fit}};
+                                {"prefill", test_prefill}, {"stream", test_stream}, {"fit", test_fit}};
 
 }  // namespace
 

@@ -25,9 +25,17 @@ const std::vector<MetricInfo>& metric_infos() {
       {Metric::max_model_len, "max_model_len", "tokens", {}, false, Threshold::tokens},
       {Metric::tpot_s, "tpot_s", "s", {"batch", "context_tokens"}, false, Threshold::seconds},
       {Metric::ttft_s, "ttft_s", "s", {"prompt_tokens"}, false, Threshold::seconds},
-      {Metric::decode_tokens_per_s, "decode_tokens_per_s", "tokens/s", {"batch", "context_tokens"}, true,
+      {Metric::decode_tokens_per_s,
+       "decode_tokens_per_s",
+       "tokens/s",
+       {"batch", "context_tokens"},
+       true,
        Threshold::number},
-      {Metric::max_batch_at_tpot, "max_batch_at_tpot", "sequences", {"tpot_target_s", "context_tokens"}, false,
+      {Metric::max_batch_at_tpot,
+       "max_batch_at_tpot",
+       "sequences",
+       {"tpot_target_s", "context_tokens"},
+       false,
        Threshold::number},
   };
   return m;
@@ -45,7 +53,9 @@ std::optional<Metric> metric_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view to_string(Metric m) { return metric_info(m).name; }
+std::string_view to_string(Metric m) {
+  return metric_info(m).name;
+}
 
 const std::vector<std::string>& metric_names() {
   static const std::vector<std::string> n = [] {
@@ -61,7 +71,9 @@ const std::vector<std::string>& promise_parameters() {
   return p;
 }
 
-std::string_view to_string(Comparison c) { return c == Comparison::at_least ? ">=" : "<="; }
+std::string_view to_string(Comparison c) {
+  return c == Comparison::at_least ? ">=" : "<=";
+}
 
 namespace {
 struct Measurement {
@@ -119,7 +131,7 @@ Measurement measure_memory(const PromiseQuery& q, const ModelSpec& m, const Memo
               grouped(plan.num_blocks) + " blocks x " + std::to_string(plan.dep.d.block_size) + " tokens per replica" +
                   cluster_scope(q, plan)};
     case Metric::fits:
-      return {plan.max_concurrency, plan.fits()               ? "one request of max_model_len " + max_len + " fits"
+      return {plan.max_concurrency, plan.fits()             ? "one request of max_model_len " + max_len + " fits"
                                     : plan.warnings.empty() ? "does not fit"
                                                             : plan.warnings.back()};
     case Metric::max_model_len:
@@ -167,8 +179,10 @@ Measurement measure(const PromiseQuery& q, const ModelSpec& m, const GpuSpec& g,
     case Metric::concurrency_at:
     case Metric::kv_capacity_tokens:
     case Metric::fits:
-    case Metric::max_model_len: return measure_memory(q, m, plan);
-    default: return measure_speed(q, m, g, plan, o);
+    case Metric::max_model_len:
+      return measure_memory(q, m, plan);
+    default:
+      return measure_speed(q, m, g, plan, o);
   }
 }
 

@@ -2,11 +2,12 @@
 // names. The accepted keys live in requirements_keys(), mirrored by profiles/schema/requirements.schema.json
 // (tested); the metrics (what each needs and accepts) are the planner's table (kvcap/planner/promise.hpp), which
 // also evaluates promises.
+#include "kvcap/profiles/requirements.hpp"
+
 #include <algorithm>
 #include <filesystem>
 
 #include "deployment_yaml.hpp"
-#include "kvcap/profiles/requirements.hpp"
 
 namespace kvcap::profiles {
 using namespace detail;
@@ -55,8 +56,12 @@ void threshold_from_yaml(Ctx& c, const YAML::Node& n, const std::string& path, c
     case MetricInfo::Threshold::tokens:
       if (auto v = get_tokens(c, n, path, key, true, 0, std::int64_t{1} << 62)) t = static_cast<double>(*v);
       break;
-    case MetricInfo::Threshold::seconds: t = get_seconds(c, n, path, key, true); break;
-    default: t = get_number(c, n, path, key, true, 0, 1e18); break;
+    case MetricInfo::Threshold::seconds:
+      t = get_seconds(c, n, path, key, true);
+      break;
+    default:
+      t = get_number(c, n, path, key, true, 0, 1e18);
+      break;
   }
   if (t) p.target = *t;
 }

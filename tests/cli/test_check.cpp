@@ -1,7 +1,6 @@
 // kvcap check's evaluation of requirement files, end to end: a file read by profiles/, its deployments resolved,
 // every promise measured by the planner (cli/promises.hpp; the planner's own tests: tests/planner/test_promise.cpp).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <set>
 
@@ -37,14 +36,14 @@ TEST_CASE("the shipped example requirements all hold", "[cli][check][requirement
 }
 
 TEST_CASE("promises measure what the planner computes, with the margin's sign", "[cli][check][requirements]") {
-  const auto r = profiles::parse_requirements(
-      kPromiseHead +
-          "    metric: concurrency_at\n    context_tokens: 32K\n    at_least: 10\n"
-          "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm}\n"
-          "    metric: tpot_s\n    batch: 16\n    context_tokens: 4k\n    at_most: 1ms\n"
-          "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, num_gpus: 3}\n"
-          "    metric: kv_capacity_tokens\n    scope: cluster\n    at_least: 1M\n",
-      "r.yaml");
+  const auto r =
+      profiles::parse_requirements(kPromiseHead +
+                                       "    metric: concurrency_at\n    context_tokens: 32K\n    at_least: 10\n"
+                                       "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm}\n"
+                                       "    metric: tpot_s\n    batch: 16\n    context_tokens: 4k\n    at_most: 1ms\n"
+                                       "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, num_gpus: 3}\n"
+                                       "    metric: kv_capacity_tokens\n    scope: cluster\n    at_least: 1M\n",
+                                   "r.yaml");
   REQUIRE(r.promises.size() == 3);
   CHECK(*r.promises[0].context_tokens == 32768);  // K = 1024, as vLLM reads --max-model-len
   CHECK(*r.promises[1].context_tokens == 4000);   // k = 1000

@@ -2,7 +2,6 @@
 // checks are the library's own self-test (kernels/src/selftest_cpu.cpp, also run by `kvcap-kernels test-cpu`), one
 // family per test case here, on seeds of its own. No GPU needed.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 #include <stdexcept>
 
@@ -32,13 +31,21 @@ TEST_CASE("decode attention twin: vs the double-precision reference, paged == co
   check_family("decode");
 }
 
-TEST_CASE("GEMM twin: vs the double triple loop within 1e-6 k + 1e-6", "[kernels][gemm]") { check_family("gemm"); }
+TEST_CASE("GEMM twin: vs the double triple loop within 1e-6 k + 1e-6", "[kernels][gemm]") {
+  check_family("gemm");
+}
 
-TEST_CASE("causal prefill attention twin: vs the naive softmax", "[kernels][prefill]") { check_family("prefill"); }
+TEST_CASE("causal prefill attention twin: vs the naive softmax", "[kernels][prefill]") {
+  check_family("prefill");
+}
 
-TEST_CASE("stream read and copy twins: checksum and bytes exact", "[kernels][stream]") { check_family("stream"); }
+TEST_CASE("stream read and copy twins: checksum and bytes exact", "[kernels][stream]") {
+  check_family("stream");
+}
 
-TEST_CASE("the decode fit recovers t0 and bandwidth from noisy points", "[kernels][fit]") { check_family("fit"); }
+TEST_CASE("the decode fit recovers t0 and bandwidth from noisy points", "[kernels][fit]") {
+  check_family("fit");
+}
 
 TEST_CASE("every self-test family has a test case above", "[kernels]") {
   CHECK(kernels::cpu_selftest_families() ==

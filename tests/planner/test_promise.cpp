@@ -1,9 +1,8 @@
 // Promise evaluation in the planner (planner/promise.hpp): the metric table the loader and the schema read, and
 // evaluate() on planner values, no files: each metric is the planner figure it names, with the margin's sign.
 // Requirement files end to end: tests/cli/test_check.cpp.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/promise.hpp"
@@ -109,8 +108,9 @@ TEST_CASE("evaluate never throws: a promise that cannot be evaluated is an error
   CHECK(r.margin == 0);
   CHECK(r.metric == "concurrency_at");
   CHECK(r.target == 1);
-  CHECK(r.detail == "context_tokens: 16384 tokens exceeds the deployment's max_model_len 8192; vLLM rejects such "
-                    "requests (raise max_model_len)");
+  CHECK(r.detail ==
+        "context_tokens: 16384 tokens exceeds the deployment's max_model_len 8192; vLLM rejects such "
+        "requests (raise max_model_len)");
 
   q.context_tokens.reset();  // a query built by hand without the metric's parameter
   r = evaluate(q, m, g, Deployment{});

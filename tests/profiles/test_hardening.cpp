@@ -2,11 +2,10 @@
 // empty files, binary garbage, YAML bombs and deep nesting, huge files, huge numbers, NaN and infinities,
 // negative values, wrong types, missing, unreadable and non-regular files; and byte/token products at
 // extreme sizes are exact or a clear overflow error. The fuzzers' regression inputs run here too.
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>

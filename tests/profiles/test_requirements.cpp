@@ -1,10 +1,9 @@
 // Deployment and requirement files, and kvcap validate over sets of files (issue 4). Evaluating promises:
 // tests/planner/test_promise.cpp (the planner) and tests/cli/test_check.cpp (kvcap check, end to end).
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>

@@ -69,15 +69,15 @@ struct PromiseQuery {
 /// unit: measured - target for at_least, target - measured for at_most (negative: broken).
 struct PromiseResult {
   std::string metric;
-  std::string unit;            ///< "requests", "tokens", "s", "tokens/s", "sequences"
-  std::string comparison;      ///< ">=" or "<="
+  std::string unit;        ///< "requests", "tokens", "s", "tokens/s", "sequences"
+  std::string comparison;  ///< ">=" or "<="
   double target = 0;
   double measured = 0;
   double margin = 0;
   double margin_relative = 0;  ///< margin / |target| (0 when the target is 0, and for fits)
   bool passed = false;
-  bool error = false;          ///< could not be evaluated (impossible deployment, batch or context): counts as failed
-  std::string detail;          ///< what bounds it, or the error
+  bool error = false;  ///< could not be evaluated (impossible deployment, batch or context): counts as failed
+  std::string detail;  ///< what bounds it, or the error
 };
 
 /// Measures the promise on this deployment (memory and speed models; datasheet rates x the efficiencies of
