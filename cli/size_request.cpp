@@ -117,9 +117,9 @@ void prices_into(const std::string& text, std::vector<GpuSpec>& gpus) {
     for (auto& gs : gpus)
       if (gs.name == g) gs.price_per_gpu_hour_usd = usd, found = true;
     if (!found) {
-      std::string names;
-      for (const auto& gs : gpus) names.append(names.empty() ? "" : ", ").append(gs.name);
-      throw UsageError("--price: '" + g + "' is not among the GPUs searched (" + names + ")");
+      std::string msg = "--price: '" + g + "' is not among the GPUs searched (";
+      for (std::size_t i = 0; i < gpus.size(); ++i) msg.append(i ? ", " : "").append(gpus[i].name);
+      throw UsageError(msg + ")");
     }
   }
 }
