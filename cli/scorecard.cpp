@@ -35,6 +35,16 @@ std::string builtin_model(const std::string& hf) {
   return "";
 }
 
+/// The first whole number after `key` in `text` (0 when absent).
+i64 number_after(const std::string& text, const std::string& key, std::size_t from = 0) {
+  const auto at = text.find(key, from);
+  if (at == std::string::npos) return 0;
+  i64 n = 0;
+  for (std::size_t i = at + key.size(); i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i)
+    n = n * 10 + (text[i] - '0');
+  return n;
+}
+
 Deployment deployment_for(const Point& p) {
   Deployment d;
   d.tensor_parallel_size = p.tp;
@@ -45,14 +55,50 @@ Deployment deployment_for(const Point& p) {
   // TensorRT-LLM (and NIM on it) serves ModelOpt FP8 checkpoints with an FP8 KV cache (the fixtures' note on S2-076).
   const bool trtllm = p.engine.find("TensorRT") != std::string::npos;
   if (p.kv_dtype == "fp8" || (p.kv_dtype.empty() && trtllm && fp8)) d.kv_cache_dtype = DType::fp8;
+  // The server's scheduler limits, where the source gives them (vLLM flag names in the note).
+  if (const i64 n = number_after(p.note, "max-num-seqs ")) d.max_num_seqs = n;
+  if (const i64 n = number_after(p.note, "max-num-batched-tokens ")) d.max_num_batched_tokens = n;
   return d;
 }
 
-/// The load of a point as `kvcap simulate` options: closed loop, Poisson at a rate, or all at once.
+/// inference-perf's shared_prefix data with enable_multi_turn_chat (the note says so): users with one turn in flight
+/// each, system prompts shared by the users of a group, the rate phases of the note ("arrival 5 rps x600 s then 10
+/// rps x600 s"). Each user resends the same prompt (history: repeat): the source's real runs sent constant input
+/// tokens (inference-sim's H30 finding, sim/workload/inference_perf.go: "real inference-perf sends constant input
+/// tokens, not accumulated context"). The numbers of system prompts and users per prompt are not in the fixture;
+/// they are those of the workload spec the point cites (inference-sim testdata/roofline_goldendataset.json,
+/// experiment 61: num_unique_system_prompts 11, num_users_per_system_prompt 4).
+std::string inference_perf_multi_turn(const Point& p, sim::SimulationRequest& r) {
+  auto& w = r.workload;
+  constexpr i64 kSystemPrompts = 11, kUsersPerPrompt = 4;
+  w.shared_prefix.num_groups = kSystemPrompts;
+  w.shared_prefix.tokens = number_after(p.note, "system prompt ");
+  w.conversation.users = kSystemPrompts * kUsersPerPrompt;
+  w.conversation.history = ConversationSpec::History::repeat;
+  w.arrival.kind = ArrivalProcess::Kind::poisson;
+  double requests = 0;
+  for (std::size_t at = p.note.find(" rps x"); at != std::string::npos; at = p.note.find(" rps x", at + 1)) {
+    std::size_t b = at;
+    while (b > 0 && std::isdigit(static_cast<unsigned char>(p.note[b - 1]))) --b;
+    RatePhase ph;
+    ph.rate_per_s = static_cast<double>(number_after(p.note, "", b));
+    ph.duration_s = static_cast<double>(number_after(p.note, " rps x", at));
+    requests += ph.rate_per_s * ph.duration_s;
+    w.arrival.phases.push_back(ph);
+    w.arrival.rate_per_s = std::max(w.arrival.rate_per_s, ph.rate_per_s);
+  }
+  r.limits.num_requests = static_cast<std::uint64_t>(requests);
+  return std::to_string(w.conversation.users) + " users, " + std::to_string(w.arrival.phases.size()) + " ph";
+}
+
+/// The load of a point as `kvcap simulate` options: closed loop, Poisson at a rate, all at once, or inference-perf's
+/// multi-turn users.
 std::string load_of(const Point& p, sim::SimulationRequest& r) {
   auto& w = r.workload;
   w.prompt = LengthDistribution::fixed_tokens(p.isl);
   w.output = LengthDistribution::fixed_tokens(p.osl);
+  if (p.note.find("inference-perf shared_prefix multi-turn") != std::string::npos)
+    return inference_perf_multi_turn(p, r);
   if (p.concurrency) {
     r.max_concurrency = static_cast<std::uint32_t>(*p.concurrency);
     w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
@@ -71,13 +117,7 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
 
 /// The source's multi-step scheduling (vLLM 0.6 "--num-scheduler-steps N" in the point's server flags), else 1.
 i64 scheduler_steps(const Point& p) {
-  const std::string flag = "--num-scheduler-steps ";
-  const auto at = p.note.find(flag);
-  if (at == std::string::npos) return 1;
-  i64 n = 0;
-  for (std::size_t i = at + flag.size(); i < p.note.size() && std::isdigit(static_cast<unsigned char>(p.note[i])); ++i)
-    n = n * 10 + (p.note[i] - '0');
-  return std::max<i64>(1, n);
+  return std::max<i64>(1, number_after(p.note, "--num-scheduler-steps "));
 }
 
 }  // namespace
@@ -121,10 +161,6 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   o.model = builtin_model(p.model_hf);
   if (o.model.empty()) {
     o.skipped = "no built-in profile for " + p.model_hf;
-    return o;
-  }
-  if (p.note.find("multi-turn") != std::string::npos) {
-    o.skipped = "multi-turn chat with rate phases: not expressible yet";
     return o;
   }
   const ModelSpec model = profiles::resolve_model(o.model);

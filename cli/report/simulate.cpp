@@ -137,6 +137,9 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   }
   o << "Preemptions  " << grouped(r.preemptions) << " (recompute; " << grouped(r.recomputed_tokens)
     << " tokens computed again)\n";
+  if (r.prefix_cache_hit_tokens > 0)
+    o << "Prefix cache " << fixed(100 * r.prefix_cache_hit_rate, 1) << "% of admitted prompt tokens found cached ("
+      << grouped(r.prefix_cache_hit_tokens) << " tokens)\n";
   o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max "
     << fixed(100 * r.kv_utilization_max, 1) << "%; " << fixed(100 * r.kv_waste_fraction, 1)
     << "% of allocated slots empty\n";
@@ -259,6 +262,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["goodput"] = goodput_json(in, r);
   j["preemptions"] = r.preemptions;
   j["recomputed_tokens"] = r.recomputed_tokens;
+  j["prefix_cache"] = {{"hit_tokens", r.prefix_cache_hit_tokens}, {"hit_rate", r.prefix_cache_hit_rate}};
   j["kv_utilization"] = {{"mean", r.kv_utilization_mean}, {"max", r.kv_utilization_max}};
   j["kv_waste_fraction"] = r.kv_waste_fraction;
   j["running"] = {{"mean", r.running_mean}, {"max", r.running_max}};
@@ -309,6 +313,8 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
                               std::uint64_t seed) {
   std::ostringstream o;
   if (!file.empty()) o << "'" << w.name << "' (" << file << "): ";
+  // Each arrival starts a conversation: the rate counts conversations.
+  const char* per_s = w.conversation.enabled() && w.conversation.users == 0 ? " conversations/s" : " req/s";
   if (w.arrival.kind == ArrivalProcess::Kind::closed) {
     o << "closed loop from the file";
   } else if (std::isinf(w.arrival.rate_per_s)) {
@@ -316,16 +322,27 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
   } else if (!w.arrival.phases.empty()) {
     o << to_string(w.arrival.kind) << " arrivals in " << w.arrival.phases.size() << " phases:";
     for (std::size_t i = 0; i < w.arrival.phases.size(); ++i)
-      o << (i ? "," : "") << " " << w.arrival.phases[i].rate_per_s << " req/s for " << w.arrival.phases[i].duration_s
+      o << (i ? "," : "") << " " << w.arrival.phases[i].rate_per_s << per_s << " for " << w.arrival.phases[i].duration_s
         << " s";
   } else {
-    o << to_string(w.arrival.kind) << " arrivals at " << w.arrival.rate_per_s << " req/s";
+    o << to_string(w.arrival.kind) << " arrivals at " << w.arrival.rate_per_s << per_s;
     if (w.arrival.kind == ArrivalProcess::Kind::gamma) o << " (cv " << w.arrival.cv << ")";
   }
   o << "; prompt " << describe_length(w.prompt) << ", output " << describe_length(w.output);
   if (w.shared_prefix.enabled())
     o << "; " << w.shared_prefix.num_groups << " shared prefixes of " << w.shared_prefix.tokens << " tokens ("
       << fixed(100 * w.shared_prefix.fraction, 0) << "% of requests)";
+  const auto& cv = w.conversation;
+  if (cv.users > 0)
+    o << "; requests dealt to " << grouped(static_cast<std::uint64_t>(cv.users)) << " users, one turn in flight each";
+  else if (cv.enabled())
+    o << "; each arrival starts a conversation of " << describe_length(cv.turns) << " turns";
+  if (cv.enabled()) {
+    o << " (history " << to_string(cv.history);
+    if (cv.think_time_s > 0)
+      o << ", think time " << (cv.think_time_exponential ? "exponential, mean " : "") << cv.think_time_s << " s";
+    o << ")";
+  }
   if (limits.num_requests) o << "; " << grouped(*limits.num_requests) << " requests";
   if (limits.duration_s) o << "; arrivals for " << fixed(*limits.duration_s, 1) << " s";
   o << "; seed " << seed;
@@ -361,15 +378,16 @@ std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked
 RequestCsv::RequestCsv(std::ostream& o) : o_(o) {
   o_ << "id,replica,arrival_s,first_scheduled_s,first_token_s,finish_s,prompt_tokens,output_tokens,cached_prompt_"
         "tokens,"
-        "preemptions,truncated\n";
+        "preemptions,truncated,conversation,turn\n";
 }
 
 void RequestCsv::on_request_done(const sim::RequestRecord& r) {
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%llu,%u,%.6f,%.6f,%.6f,%.6f,%lld,%lld,%lld,%u,%d\n",
+  std::snprintf(buf, sizeof buf, "%llu,%u,%.6f,%.6f,%.6f,%.6f,%lld,%lld,%lld,%u,%d,%lld,%u\n",
                 static_cast<unsigned long long>(r.id), r.replica, r.arrival_s, r.first_scheduled_s, r.first_token_s,
                 r.finish_s, static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.output_tokens),
-                static_cast<long long>(r.cached_prompt_tokens), r.preemptions, r.truncated ? 1 : 0);
+                static_cast<long long>(r.cached_prompt_tokens), r.preemptions, r.truncated ? 1 : 0,
+                static_cast<long long>(r.conversation), r.turn);
   o_ << buf;
 }
 

@@ -85,6 +85,31 @@ std::string_view to_string(CandidateStatus s) {
   return "?";
 }
 
+namespace {
+/// Conversations as the queueing formulas see them: started conversations bring E[turns] requests each, and with
+/// history turn k's prompt carries k - 1 earlier prompts and answers, so the mean prompt grows by (E[turns] - 1) / 2
+/// of a turn's new tokens (the prefix cache's savings on prefill are not counted: conservative). Users whose history
+/// grows for as long as the arrivals last have no steady state to size.
+void size_conversations(const WorkloadSpec& spec, SizingWorkload& w) {
+  const auto& cv = spec.conversation;
+  if (!cv.enabled() || cv.history == ConversationSpec::History::repeat) return;
+  if (cv.users > 0)
+    throw SpecError("conversation.history",
+                    "users whose history accumulates grow without end: kvcap size has no steady state to size; "
+                    "run kvcap simulate --workload, or use history: repeat");
+  const double turns = cv.turns.mean_tokens();
+  const auto& sp = spec.shared_prefix;
+  const double prefix = sp.enabled() ? static_cast<double>(sp.tokens) * sp.fraction : 0;
+  const double per_turn = w.output_tokens + std::max(1.0, w.prompt_tokens - prefix);
+  w.prompt_tokens += (turns - 1) / 2 * per_turn;
+  w.arrival_rate_per_s *= turns;
+  const i64 tmax = cv.turns.max_possible_tokens();
+  const i64 pmax = spec.prompt.max_possible_tokens(), omax = spec.output.max_possible_tokens();
+  w.max_context_tokens =
+      tmax > 0 && pmax > 0 && omax > 0 ? mul(tmax, add(pmax, omax, "max context tokens"), "max context tokens") : -1;
+}
+}  // namespace
+
 SizingWorkload sizing_workload(const WorkloadSpec& spec) {
   validate(spec);
   SizingWorkload w;
@@ -103,6 +128,7 @@ SizingWorkload sizing_workload(const WorkloadSpec& spec) {
   }
   // Rate phases: sized for the busiest phase (rate_per_s holds its rate).
   w.arrival_rate_per_s = spec.arrival.rate_per_s;
+  size_conversations(spec, w);
   w.arrival_scv = spec.arrival.kind == A::poisson      ? 1.0
                   : spec.arrival.kind == A::fixed_rate ? 0.0
                                                        : spec.arrival.cv * spec.arrival.cv;

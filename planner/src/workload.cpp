@@ -44,6 +44,10 @@ std::string_view to_string(ArrivalProcess::Kind k) {
   return "?";
 }
 
+std::string_view to_string(ConversationSpec::History h) {
+  return h == ConversationSpec::History::repeat ? "repeat" : "accumulate";
+}
+
 LengthDistribution LengthDistribution::fixed_tokens(i64 n) {
   LengthDistribution d;
   d.kind = Kind::fixed;
@@ -203,6 +207,18 @@ void validate(const WorkloadSpec& w) {
                                                 " tokens); the shared prefix counts inside the prompt length");
   if (!(std::isfinite(sp.fraction) && sp.fraction >= 0 && sp.fraction <= 1))
     throw SpecError("shared_prefix.fraction", "must be between 0 and 1");
+  const auto& cv = w.conversation;
+  validate(cv.turns, "conversation.turns");
+  if (cv.users < 0 || cv.users > 10'000'000) throw SpecError("conversation.users", "must be between 0 and 10,000,000");
+  if (cv.users > 0 && (cv.turns.kind != LengthDistribution::Kind::fixed || cv.turns.tokens != 1))
+    throw SpecError("conversation.turns",
+                    "does not apply with users (a user's conversation lasts as long as the arrivals)");
+  if (cv.enabled() && a.kind == ArrivalProcess::Kind::closed)
+    throw SpecError("conversation", "needs an open-loop arrival process (poisson, gamma, fixed_rate), not closed");
+  if (cv.users > 0 && sp.enabled() && sp.fraction < 1)
+    throw SpecError("shared_prefix.fraction", "must be 1 with conversation.users (user u keeps group u mod groups)");
+  if (!(std::isfinite(cv.think_time_s) && cv.think_time_s >= 0))
+    throw SpecError("conversation.think_time_s", "must be a finite number of seconds >= 0");
   if (w.slo.ttft_s) finite_positive(*w.slo.ttft_s, "slo.ttft_s", "seconds");
   if (w.slo.tpot_s) finite_positive(*w.slo.tpot_s, "slo.tpot_s", "seconds");
 }

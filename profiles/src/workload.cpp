@@ -20,12 +20,16 @@ using namespace detail;
 
 const std::map<std::string, std::vector<std::string>>& workload_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
-      {"", {"kind", "name", "description", "arrival", "prompt_tokens", "output_tokens", "shared_prefix", "slo"}},
+      {"",
+       {"kind", "name", "description", "arrival", "prompt_tokens", "output_tokens", "shared_prefix", "conversation",
+        "slo"}},
       {"arrival", {"process", "rate_per_s", "cv", "phases", "concurrency", "think_time_s", "think_time_distribution"}},
       {"arrival.phases[]", {"rate_per_s", "duration_s"}},
       {"prompt_tokens", {"distribution", "tokens", "min", "max", "mean", "sigma", "values", "weights"}},
       {"output_tokens", {"distribution", "tokens", "min", "max", "mean", "sigma", "values", "weights"}},
       {"shared_prefix", {"groups", "tokens", "fraction"}},
+      {"conversation", {"turns", "users", "think_time_s", "think_time_distribution", "history"}},
+      {"conversation.turns", {"distribution", "tokens", "min", "max", "mean", "sigma", "values", "weights"}},
       {"slo", {"ttft_s", "tpot_s"}},
   };
   return k;
@@ -121,12 +125,13 @@ LengthDistribution length_from_text(Ctx& c, const YAML::Node& n, const std::stri
   }
 }
 
-LengthDistribution length_from_yaml(Ctx& c, const YAML::Node& root, const char* key) {
+/// The length distribution at `key` of `root` (whose own path is `parent`, "" at the top level).
+LengthDistribution length_from_yaml(Ctx& c, const YAML::Node& root, const char* key, const std::string& parent = "") {
   LengthDistribution d;
-  if (root.IsMap() && root[key] && root[key].IsScalar()) return length_from_text(c, root[key], key);
-  const YAML::Node n = get_map(c, root, "", key, true);
+  const std::string path = join(parent, key);
+  if (root.IsMap() && root[key] && root[key].IsScalar()) return length_from_text(c, root[key], path);
+  const YAML::Node n = get_map(c, root, parent, key, true);
   if (!n.IsMap()) return d;
-  const std::string path = key;
   check_keys(c, n, path, workload_keys().at(path));
   const auto kind = get_string(c, n, path, "distribution", true);
   if (!kind) return d;
@@ -171,6 +176,32 @@ LengthDistribution length_from_yaml(Ctx& c, const YAML::Node& root, const char* 
       break;
   }
   return d;
+}
+
+/// `conversation: {turns, users, think_time_s, think_time_distribution, history}` (planner/workload.hpp
+/// ConversationSpec).
+void conversation_from_yaml(Ctx& c, const YAML::Node& root, ConversationSpec& cv) {
+  const YAML::Node n = get_map(c, root, "", "conversation", false);
+  check_keys(c, n, "conversation", workload_keys().at("conversation"));
+  if (!n.IsMap()) return;
+  if (present(n, "turns")) cv.turns = length_from_yaml(c, n, "turns", "conversation");
+  set(cv.users, get_int(c, n, "conversation", "users", false, 1, 10'000'000));
+  if (auto t = get_number(c, n, "conversation", "think_time_s", false, 0, 1e9)) cv.think_time_s = *t;
+  if (auto td = get_string(c, n, "conversation", "think_time_distribution", false)) {
+    if (*td == "exponential")
+      cv.think_time_exponential = true;
+    else if (*td != "fixed")
+      c.error(n["think_time_distribution"], "conversation.think_time_distribution",
+              "expected fixed or exponential, got '" + *td + "'");
+  }
+  if (auto h = get_string(c, n, "conversation", "history", false)) {
+    if (*h == "repeat")
+      cv.history = ConversationSpec::History::repeat;
+    else if (*h != "accumulate")
+      c.error(n["history"], "conversation.history", "expected accumulate or repeat, got '" + *h + "'");
+  }
+  if (!present(n, "turns") && !present(n, "users"))
+    c.error(n, "conversation", "give turns (conversations started by the arrivals) or users (arrivals dealt to users)");
 }
 
 // A planner SpecError (field "prompt_tokens.max") becomes a diagnostic at the deepest existing key.
@@ -265,6 +296,7 @@ WorkloadSpec workload_from_yaml(Ctx& c, const YAML::Node& root) {
     set(w.shared_prefix.tokens, get_int(c, sp, "shared_prefix", "tokens", true, 1, kMaxTokens));
     set(w.shared_prefix.fraction, get_number(c, sp, "shared_prefix", "fraction", false, 0, 1));
   }
+  conversation_from_yaml(c, root, w.conversation);
   const YAML::Node slo = get_map(c, root, "", "slo", false);
   check_keys(c, slo, "slo", keys.at("slo"));
   if (slo.IsMap()) {

@@ -1,5 +1,6 @@
 #include "kvcap/simulator/block_manager.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -19,7 +20,7 @@ BlockManager::BlockManager(std::uint32_t num_blocks, i64 block_size, Allocator a
   stack_.reserve(num_blocks);
   for (std::uint32_t b = num_blocks; b-- > 0;) stack_.push_back(b);
   if (prefix_caching_) {
-    key_group_.assign(num_blocks, -1);
+    key_chain_.assign(num_blocks, -1);
     key_index_.assign(num_blocks, 0);
   }
 }
@@ -76,10 +77,9 @@ void BlockManager::allocate(std::vector<std::uint32_t>& table, i64 n) {
       continue;
     }
     b = queue_pop_front();
-    if (prefix_caching_ && key_group_[b] >= 0) {
+    if (prefix_caching_ && key_chain_[b] >= 0) {
       // Evict: the least recently freed cached block is reused (vLLM _maybe_evict_cached_block).
-      cache_[static_cast<std::size_t>(key_group_[b])][key_index_[b]] = kNone;
-      key_group_[b] = -1;
+      uncache(b);
       ++evictions_;
     }
     ref_[b] = 1;
@@ -108,15 +108,35 @@ void BlockManager::free_tail(std::vector<std::uint32_t>& table, i64 n) {
   table.resize(table.size() - static_cast<std::size_t>(n));
 }
 
-i64 BlockManager::find_prefix(std::int32_t group, i64 prefix_tokens, i64 max_tokens,
-                              std::vector<std::uint32_t>& hits) const {
+void BlockManager::uncache(std::uint32_t b) {
+  const auto it = chains_.find(key_chain_[b]);
+  if (it == chains_.end()) throw std::logic_error("BlockManager: a cached block's chain is missing");
+  auto& c = it->second;
+  c[key_index_[b]] = kNone;
+  while (!c.empty() && c.back() == kNone) c.pop_back();
+  if (c.empty()) chains_.erase(it);
+  key_chain_[b] = -1;
+  --cached_blocks_;
+}
+
+i64 BlockManager::find_prefix(const ContentKey& key, i64 max_tokens, std::vector<std::uint32_t>& hits) const {
   hits.clear();
-  if (!prefix_caching_ || group < 0 || static_cast<std::size_t>(group) >= cache_.size()) return 0;
-  const auto& c = cache_[static_cast<std::size_t>(group)];
-  const i64 shareable = (prefix_tokens < max_tokens ? prefix_tokens : max_tokens) / block_size_;
+  if (!prefix_caching_ || !key.cacheable() || chains_.empty()) return 0;
+  const i64 shareable = max_tokens / block_size_;
   i64 evictable = 0;
-  for (i64 j = 0; j < shareable && static_cast<std::size_t>(j) < c.size(); ++j) {
-    const std::uint32_t b = c[static_cast<std::size_t>(j)];
+  std::int64_t chain = -1;
+  const std::vector<std::uint32_t>* c = nullptr;
+  for (i64 j = 0; j < shareable; ++j) {
+    const std::int64_t ch = chain_of(key, j);
+    if (ch < 0) break;
+    if (ch != chain) {
+      const auto it = chains_.find(ch);
+      if (it == chains_.end()) break;
+      chain = ch;
+      c = &it->second;
+    }
+    if (static_cast<std::size_t>(j) >= c->size()) break;
+    const std::uint32_t b = (*c)[static_cast<std::size_t>(j)];
     if (b == kNone) break;  // the longest cached run of leading blocks (vLLM find_longest_cache_hit)
     hits.push_back(b);
     if (ref_[b] == 0) ++evictable;
@@ -132,23 +152,30 @@ void BlockManager::take_prefix(std::vector<std::uint32_t>& table, const std::vec
   }
 }
 
-void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, std::int32_t group, i64 prefix_tokens,
-                                   i64 computed_tokens, i64& registered) {
-  if (!prefix_caching_ || group < 0) return;
-  const i64 full = (prefix_tokens < computed_tokens ? prefix_tokens : computed_tokens) / block_size_;
+void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, const ContentKey& key, i64 computed_tokens,
+                                   i64& registered) {
+  if (!prefix_caching_ || !key.cacheable()) return;
+  // A conversation's blocks all repeat (later turns resend them); otherwise only the shared prefix does.
+  const i64 repeatable = key.conversation >= 0 ? computed_tokens : std::min(key.prefix_tokens, computed_tokens);
+  const i64 full = repeatable / block_size_;
   if (full <= registered) return;
   use_lru_queue();  // from now on free blocks may hold cached content: keep vLLM's eviction order
-  const auto g = static_cast<std::size_t>(group);
-  if (cache_.size() <= g) cache_.resize(g + 1);
-  auto& c = cache_[g];
-  if (c.size() < static_cast<std::size_t>(full)) c.resize(static_cast<std::size_t>(full), kNone);
+  std::int64_t chain = -1;
+  std::vector<std::uint32_t>* c = nullptr;
   for (i64 j = registered; j < full; ++j) {
+    const std::int64_t ch = chain_of(key, j);
+    if (ch != chain) {
+      chain = ch;
+      c = &chains_[ch];
+    }
+    if (c->size() <= static_cast<std::size_t>(j)) c->resize(static_cast<std::size_t>(j) + 1, kNone);
     const std::uint32_t b = table[static_cast<std::size_t>(j)];
-    auto& slot = c[static_cast<std::size_t>(j)];
-    if (slot == kNone && key_group_[b] < 0) {
+    auto& slot = (*c)[static_cast<std::size_t>(j)];
+    if (slot == kNone && key_chain_[b] < 0) {
       slot = b;
-      key_group_[b] = group;
+      key_chain_[b] = ch;
       key_index_[b] = static_cast<std::uint32_t>(j);
+      ++cached_blocks_;
     }
   }
   registered = full;
@@ -172,12 +199,19 @@ bool BlockManager::check_invariants() const {
     prev = b;
   }
   if (prev != tail_ || in_queue != num_free_) return false;
-  if (prefix_caching_)
-    for (std::size_t g = 0; g < cache_.size(); ++g)
-      for (std::size_t j = 0; j < cache_[g].size(); ++j) {
-        const std::uint32_t b = cache_[g][j];
-        if (b != kNone && (key_group_[b] != static_cast<std::int32_t>(g) || key_index_[b] != j)) return false;
+  if (prefix_caching_) {
+    std::uint64_t cached = 0;
+    for (const auto& [chain, c] : chains_) {
+      if (c.empty() || c.back() == kNone) return false;
+      for (std::size_t j = 0; j < c.size(); ++j) {
+        const std::uint32_t b = c[j];
+        if (b == kNone) continue;
+        if (b >= num_blocks_ || key_chain_[b] != chain || key_index_[b] != j) return false;
+        ++cached;
       }
+    }
+    if (cached != cached_blocks_) return false;
+  }
   return true;
 }
 

@@ -23,6 +23,7 @@ void Collector::record(const Request& r, std::uint32_t replica, double now) {
   prompt_tokens_ += static_cast<std::uint64_t>(r.prompt_tokens);
   output_tokens_ += static_cast<std::uint64_t>(r.output_tokens);
   last_completion_s_ = std::max(last_completion_s_, now);
+  if (r.conversation >= 0) finished_turns_.emplace_back(r.conversation, r.generated);
   if (!observer_) return;
   RequestRecord rec;
   rec.id = r.id;
@@ -36,6 +37,8 @@ void Collector::record(const Request& r, std::uint32_t replica, double now) {
   rec.cached_prompt_tokens = r.cached_tokens;
   rec.preemptions = r.preemptions;
   rec.truncated = r.truncated;
+  rec.conversation = r.conversation;
+  rec.turn = r.turn;
   observer_->on_request_done(rec);
 }
 

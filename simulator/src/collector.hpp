@@ -3,6 +3,8 @@
 // histograms (metrics.hpp), goodput against the targets, token counts; it forwards each finished request to the
 // observer. Private to the simulator (simulator.cpp owns it, replica.cpp records into it).
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kvcap/planner/workload.hpp"
 #include "kvcap/simulator/metrics.hpp"
@@ -21,6 +23,8 @@ class Collector {
   void record(const Request& r, std::uint32_t replica, double now);
 
   std::uint64_t completed() const { return completed_; }
+  /// Conversation turns finished since the event loop last cleared this: (conversation, tokens generated).
+  std::vector<std::pair<std::int64_t, i64>>& finished_turns() { return finished_turns_; }
   double last_completion_s() const { return last_completion_s_; }
   /// Latency summaries, token counts, goodput and the rates over [res.first_arrival_s, res.end_s] into `res`.
   void summarize(SimResult& res) const;
@@ -31,6 +35,7 @@ class Collector {
   double last_completion_s_ = 0;
   LatencyTargets slo_;
   Observer* observer_;
+  std::vector<std::pair<std::int64_t, i64>> finished_turns_;
 };
 
 }  // namespace kvcap::sim

@@ -10,6 +10,17 @@
 
 namespace kvcap::sim {
 
+namespace {
+/// What the prefix cache can know of `r`'s tokens: its shared prefix and its conversation.
+ContentKey content_key(const Request& r) {
+  ContentKey k;
+  k.group = r.prefix_group;
+  k.prefix_tokens = r.prefix_tokens;
+  k.conversation = r.conversation;
+  return k;
+}
+}  // namespace
+
 i64 ReplicaConfig::side_blocks(i64 tokens, i64 step_tokens) const {
   if (local_groups.empty() && state_blocks_per_request == 0) return 0;
   u64 blocks = static_cast<u64>(state_blocks_per_request);
@@ -79,6 +90,8 @@ void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_toke
   r.num_tokens = spec.prompt_tokens;
   r.prefix_group = spec.prefix_group;
   r.prefix_tokens = spec.prefix_tokens;
+  r.conversation = spec.conversation;
+  r.turn = spec.turn;
   waiting_.push_back(s);
   waiting_tokens_ += r.num_tokens;
   ++stats_.routed;
@@ -163,8 +176,8 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   // Prefix-cache hit (kv_cache_manager.get_computed_blocks): whole blocks, never the last token.
   i64 evictable = 0;
   hits_.clear();
-  if (kv_.prefix_caching() && r.prefix_group >= 0)
-    evictable = kv_.find_prefix(r.prefix_group, r.prefix_tokens, r.num_tokens - 1, hits_);
+  if (kv_.prefix_caching() && (r.prefix_group >= 0 || r.conversation >= 0))
+    evictable = kv_.find_prefix(content_key(r), r.num_tokens - 1, hits_);
   const i64 hit_tokens = static_cast<i64>(hits_.size()) * cfg_.block_size;
   const i64 n = std::min(r.num_tokens - hit_tokens, budget);
   const i64 need = kv_.blocks_to_allocate(hits_.size(), hit_tokens + n);
@@ -185,6 +198,7 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
     r.cached_tokens = hit_tokens;
   }
   stats_.prefix_cache_hit_tokens += static_cast<std::uint64_t>(hit_tokens);
+  if (kv_.prefix_caching()) stats_.prefix_cache_query_tokens += static_cast<std::uint64_t>(r.num_tokens);
   add_to_step(r, n, load);
   budget -= n;
   return true;
@@ -231,8 +245,8 @@ void Replica::finish_step(double now) {
       count_tokens(r, r.computed, r.computed + r.scheduled);
       r.computed += r.scheduled;
       r.scheduled = 0;
-      if (r.prefix_group >= 0)
-        kv_.register_prefix(r.blocks, r.prefix_group, r.prefix_tokens, r.computed, r.registered_prefix_blocks);
+      if (r.prefix_group >= 0 || r.conversation >= 0)
+        kv_.register_prefix(r.blocks, content_key(r), r.computed, r.registered_prefix_blocks);
       if (r.computed == r.num_tokens) {
         ++r.generated;
         ++r.num_tokens;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "collector.hpp"
@@ -67,6 +68,7 @@ void check_loop_settings(const SimConfig& cfg) {
 /// Adds one replica's statistics to the cluster's (means over replicas, peaks, sums).
 void add_replica_stats(SimResult& res, const ReplicaStats& s, std::uint32_t num_replicas) {
   res.preemptions += s.preemptions;
+  res.prefix_cache_hit_tokens += s.prefix_cache_hit_tokens;
   res.recomputed_tokens += s.recomputed_tokens;
   res.steps += s.steps;
   res.kv_utilization_mean += s.kv_utilization_mean / num_replicas;
@@ -89,7 +91,11 @@ class EventLoop {
   void wake(std::uint32_t r);
   void report() const;
   void on_step_end(std::uint32_t r);
-  void on_arrival();
+  void on_arrival(std::uint32_t target);
+  bool begin_turn(const RequestSpec& spec);
+  void dispatch(RequestSpec spec);
+  void end_turn(std::int64_t conversation, i64 generated, bool rejected);
+  void send_turn(const RequestSpec& spec, double t);
   void on_schedule(std::uint32_t r);
   void on_sample();
   void summarize();
@@ -112,6 +118,16 @@ class EventLoop {
   Rng think_rng_;
   double start_s_ = 0, now_ = 0;
   std::uint64_t arrived_ = 0;
+  /// A conversation between its turns (planner/workload.hpp ConversationSpec).
+  struct Conversation {
+    RequestSpec last;                ///< the last turn sent, its prompt in full
+    bool in_flight = false;          ///< a turn is sent, or scheduled to be, and has not finished
+    std::deque<RequestSpec> queued;  ///< users: turns dealt to the user while it waited for an answer
+  };
+  std::unordered_map<std::int64_t, Conversation> conversations_;
+  /// Turns scheduled to be sent: the arrival event with target k + 1 sends turns_[k].
+  std::vector<RequestSpec> turns_;
+  std::vector<std::uint32_t> free_turns_;
 };
 
 EventLoop::EventLoop(const SimConfig& cfg, const StepTimer& timer, RequestSource& source)
@@ -149,7 +165,7 @@ SimResult EventLoop::run() {
         on_step_end(e.target);
         break;
       case EventKind::arrival:
-        on_arrival();
+        on_arrival(e.target);
         break;
       case EventKind::schedule:
         on_schedule(e.target);
@@ -210,32 +226,114 @@ void EventLoop::on_step_end(std::uint32_t r) {
   const std::uint64_t done_before = col_.completed();
   replicas_[r].finish_step(now_);
   release(col_.completed() - done_before, now_);
+  auto& finished = col_.finished_turns();
+  for (const auto& [conversation, generated] : finished) end_turn(conversation, generated, false);
+  finished.clear();
   wake(r);
 }
 
-void EventLoop::on_arrival() {
+/// An arrival event: the source's pending request (target 0), or a conversation's next turn (target k + 1).
+void EventLoop::on_arrival(std::uint32_t target) {
+  if (target > 0) {
+    RequestSpec spec = turns_[target - 1];
+    free_turns_.push_back(target - 1);
+    spec.arrival_s = now_ - cfg_.request_overhead_s;
+    dispatch(spec);
+    return;
+  }
   RequestSpec spec = *pending_;
   // The send time (later than the source's arrival time when a closed loop waited): the engine sees the request
   // request_overhead_s later, and its TTFT counts from the send.
   spec.arrival_s = now_ - cfg_.request_overhead_s;
+  pending_ = source_.next();
+  const double sent_s = spec.arrival_s;
+  if (spec.conversation >= 0 && closed_)
+    throw SpecError("max_concurrency",
+                    "a closed loop of clients cannot also run conversations; give the workload an "
+                    "open-loop arrival process, or drop --max-concurrency");
+  if (spec.conversation < 0 || begin_turn(spec)) dispatch(spec);
+  if (pending_ && !stalled_) send_pending(sent_s);
+}
+
+/// A turn from the source: true when it goes now, false when it waits behind its user's turn in flight.
+bool EventLoop::begin_turn(const RequestSpec& spec) {
+  Conversation& c = conversations_[spec.conversation];
+  if (c.in_flight) {
+    c.queued.push_back(spec);
+    return false;
+  }
+  c.in_flight = true;
+  return true;
+}
+
+/// Sends `spec` to a replica (or rejects it): a turn that follows its conversation's history is sent with it.
+void EventLoop::dispatch(RequestSpec spec) {
+  if (spec.conversation >= 0) {
+    Conversation& c = conversations_[spec.conversation];
+    if (spec.follows_history)
+      spec.prompt_tokens = add(add(c.last.prompt_tokens, c.last.output_tokens, "conversation history in tokens"),
+                               spec.prompt_tokens, "conversation history in tokens");
+    c.last = spec;
+  }
   res_.last_arrival_s = spec.arrival_s;
   const std::uint64_t id = arrived_++;
-  pending_ = source_.next();
   if (spec.prompt_tokens >= max_len_) {
     ++res_.requests_rejected;  // vLLM rejects a prompt that leaves no room for one output token
     release(1, now_);
-  } else {
-    i64 out = spec.output_tokens;
-    const bool truncated = spec.prompt_tokens + out > max_len_;  // generation stops at max_model_len
-    if (truncated) {
-      out = max_len_ - spec.prompt_tokens;
-      ++res_.requests_truncated;
-    }
-    const std::uint32_t r = router_.pick(replicas_);
-    replicas_[r].enqueue(spec, id, out, truncated, now_);
-    wake(r);
+    if (spec.conversation >= 0) end_turn(spec.conversation, 0, true);
+    return;
   }
-  if (pending_ && !stalled_) send_pending(spec.arrival_s);
+  i64 out = spec.output_tokens;
+  const bool truncated = spec.prompt_tokens + out > max_len_;  // generation stops at max_model_len
+  if (truncated) {
+    out = max_len_ - spec.prompt_tokens;
+    ++res_.requests_truncated;
+  }
+  const std::uint32_t r = router_.pick(replicas_);
+  replicas_[r].enqueue(spec, id, out, truncated, now_);
+  wake(r);
+}
+
+/// A conversation's turn ended at now_ with `generated` answer tokens (0 and `rejected`: refused): the user's next
+/// dealt turn goes after the think time, or the source gives the conversation's next turn; a conversation started
+/// by an arrival ends with its last turn or its first refusal.
+void EventLoop::end_turn(std::int64_t conversation, i64 generated, bool rejected) {
+  const auto it = conversations_.find(conversation);
+  if (it == conversations_.end()) throw std::logic_error("a turn ended for a conversation not in flight");
+  Conversation& c = it->second;
+  c.in_flight = false;
+  c.last.output_tokens = generated;  // the answer as it was given (cut at max_model_len, or none)
+  if (!c.queued.empty()) {
+    RequestSpec next = c.queued.front();
+    c.queued.pop_front();
+    const double t = std::max(now_ + next.think_time_s, next.arrival_s);
+    send_turn(next, t);
+    return;
+  }
+  if (c.last.turns == 0) return;  // a user: its next turn comes with the arrivals
+  std::optional<RequestSpec> next;
+  if (!rejected) next = source_.next_turn(c.last);
+  if (!next) {
+    conversations_.erase(it);
+    return;
+  }
+  const double t = now_ + next->think_time_s;
+  send_turn(*next, t);
+}
+
+/// Schedules a conversation's turn to be sent at `t` (it reaches the engine request_overhead_s later).
+void EventLoop::send_turn(const RequestSpec& spec, double t) {
+  conversations_[spec.conversation].in_flight = true;
+  std::uint32_t slot = 0;
+  if (!free_turns_.empty()) {
+    slot = free_turns_.back();
+    free_turns_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(turns_.size());
+    turns_.emplace_back();
+  }
+  turns_[slot] = spec;
+  q_.push(t + cfg_.request_overhead_s, EventKind::arrival, slot + 1);
 }
 
 void EventLoop::on_schedule(std::uint32_t r) {
@@ -252,7 +350,7 @@ void EventLoop::on_schedule(std::uint32_t r) {
 
 void EventLoop::on_sample() {
   for (const auto& rep : replicas_) cfg_.observer->on_sample(rep.sample(now_));
-  bool done = !pending_;
+  bool done = !pending_ && free_turns_.size() == turns_.size();
   for (const auto& rep : replicas_) done = done && rep.empty() && !rep.busy();
   if (!done) q_.push(now_ + cfg_.timeline_interval_s, EventKind::sample);
 }
@@ -272,6 +370,10 @@ void EventLoop::summarize() {
     add_step_cost(res_.busy_breakdown_s, rep.breakdown());
   }
   res_.kv_waste_fraction = alloc > 0 ? waste / alloc : 0;
+  std::uint64_t queries = 0;
+  for (const auto& s : res_.replicas) queries += s.prefix_cache_query_tokens;
+  res_.prefix_cache_hit_rate =
+      queries > 0 ? static_cast<double>(res_.prefix_cache_hit_tokens) / static_cast<double>(queries) : 0;
   double max_done = 0;
   for (const auto& s : res_.replicas) max_done = std::max(max_done, static_cast<double>(s.completed));
   const double mean_done = static_cast<double>(col_.completed()) / cfg_.num_replicas;

@@ -61,14 +61,23 @@ double ArrivalSampler::gap_s(Rng& rng) const {
 }
 
 namespace {
-enum Stream : std::uint64_t { kArrivals = 0, kPrompt = 1, kOutput = 2, kPrefix = 3 };
+enum Stream : std::uint64_t { kArrivals = 0, kPrompt = 1, kOutput = 2, kPrefix = 3, kTurns = 4, kConversation = 5 };
 
 class SyntheticSource final : public RequestSource {
  public:
   SyntheticSource(const WorkloadSpec& w, std::uint64_t seed, const SourceLimits& l)
-      : w_(w), limits_(l), arrivals_(unit_rate_if_phased(w.arrival)), prompt_(w.prompt), output_(w.output),
-        rng_arrival_(stream_seed(seed, kArrivals)), rng_prompt_(stream_seed(seed, kPrompt)),
-        rng_output_(stream_seed(seed, kOutput)), rng_prefix_(stream_seed(seed, kPrefix)) {
+      : w_(w),
+        limits_(l),
+        arrivals_(unit_rate_if_phased(w.arrival)),
+        prompt_(w.prompt),
+        output_(w.output),
+        turns_(w.conversation.turns),
+        rng_arrival_(stream_seed(seed, kArrivals)),
+        rng_prompt_(stream_seed(seed, kPrompt)),
+        rng_output_(stream_seed(seed, kOutput)),
+        rng_prefix_(stream_seed(seed, kPrefix)),
+        rng_turns_(stream_seed(seed, kTurns)),
+        conversation_seed_(stream_seed(seed, kConversation)) {
     WorkloadSpec checked = w;
     if (std::isinf(w.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;  // offline: the rest must still be valid
     validate(checked);
@@ -78,6 +87,11 @@ class SyntheticSource final : public RequestSource {
       throw std::invalid_argument("requests all at once (rate inf) need a number of requests: a duration never ends them");
     double end = 0;
     for (const auto& ph : w.arrival.phases) phase_end_.push_back(end += ph.duration_s);
+    if (w.conversation.users > 0) {
+      user_turns_.assign(static_cast<std::size_t>(w.conversation.users), 0);
+      if (w.conversation.history == ConversationSpec::History::repeat)
+        user_prompt_.assign(static_cast<std::size_t>(w.conversation.users), 0);
+    }
   }
   /// With phases the sampler draws gaps of the unit-rate process: operational time, mapped to seconds below.
   static ArrivalProcess unit_rate_if_phased(ArrivalProcess a) {
@@ -111,7 +125,9 @@ class SyntheticSource final : public RequestSource {
     r.prompt_tokens = prompt_.sample(rng_prompt_);
     r.output_tokens = output_.sample(rng_output_);
     const auto& sp = w_.shared_prefix;
-    if (sp.enabled()) {
+    if (w_.conversation.users > 0) {
+      deal_to_user(r);
+    } else if (sp.enabled()) {
       // Always two draws, so the stream stays aligned whatever the outcome.
       const double u = rng_prefix_.uniform01();
       const i64 g = rng_prefix_.uniform_int(0, sp.num_groups - 1);
@@ -120,17 +136,72 @@ class SyntheticSource final : public RequestSource {
         r.prefix_tokens = std::min(sp.tokens, r.prompt_tokens);
       }
     }
+    if (w_.conversation.enabled() && w_.conversation.users == 0) {
+      r.conversation = static_cast<std::int64_t>(conversations_++);
+      r.turns = static_cast<std::uint32_t>(std::min<i64>(turns_.sample(rng_turns_), UINT32_MAX));
+    }
     ++produced_;
     return r;
   }
   std::optional<std::uint64_t> size_hint() const override { return limits_.num_requests; }
 
+  std::optional<RequestSpec> next_turn(const RequestSpec& done) override {
+    if (done.conversation < 0 || w_.conversation.users > 0) return std::nullopt;
+    if (limits_.num_requests && produced_ >= *limits_.num_requests) return std::nullopt;
+    if (done.turns != 0 && done.turn + 1 >= done.turns) return std::nullopt;
+    // Each turn's draws from its own stream (conversation, turn): the same whatever order turns finish in.
+    Rng rng(stream_seed(stream_seed(conversation_seed_, static_cast<std::uint64_t>(done.conversation)), done.turn + 1));
+    RequestSpec r = done;
+    ++r.turn;
+    const i64 message = prompt_.sample(rng);
+    r.output_tokens = output_.sample(rng);
+    if (w_.conversation.history == ConversationSpec::History::accumulate) {
+      r.follows_history = true;
+      r.prompt_tokens = std::max<i64>(1, message - (done.prefix_group >= 0 ? done.prefix_tokens : 0));
+    }
+    r.think_time_s = think_time(rng);
+    ++produced_;
+    return r;
+  }
+
  private:
+  /// inference-perf's users: request i is user i mod users's next turn; a user keeps its shared-prefix group (user u
+  /// in group u mod groups) and, repeating, its first prompt; accumulating, a later turn's prompt is the new message.
+  void deal_to_user(RequestSpec& r) {
+    const auto& cv = w_.conversation;
+    const auto u = static_cast<std::size_t>(produced_ % static_cast<std::uint64_t>(cv.users));
+    r.conversation = static_cast<std::int64_t>(u);
+    r.turn = user_turns_[u]++;
+    r.turns = 0;
+    const auto& sp = w_.shared_prefix;
+    if (sp.enabled()) {
+      r.prefix_group = static_cast<std::int32_t>(static_cast<i64>(u) % sp.num_groups);
+      r.prefix_tokens = sp.tokens;
+    }
+    if (cv.history == ConversationSpec::History::repeat) {
+      if (r.turn == 0) user_prompt_[u] = r.prompt_tokens;
+      r.prompt_tokens = user_prompt_[u];
+    } else if (r.turn > 0) {
+      r.follows_history = true;
+      r.prompt_tokens = std::max<i64>(1, r.prompt_tokens - r.prefix_tokens);
+    }
+    if (!r.follows_history) r.prefix_tokens = std::min(r.prefix_tokens, r.prompt_tokens);
+    if (r.turn > 0) r.think_time_s = think_time(rng_turns_);
+  }
+  double think_time(Rng& rng) const {
+    const auto& cv = w_.conversation;
+    return cv.think_time_exponential && cv.think_time_s > 0 ? rng.exponential(1.0 / cv.think_time_s) : cv.think_time_s;
+  }
+
   WorkloadSpec w_;
   SourceLimits limits_;
   ArrivalSampler arrivals_;
-  LengthSampler prompt_, output_;
-  Rng rng_arrival_, rng_prompt_, rng_output_, rng_prefix_;
+  LengthSampler prompt_, output_, turns_;
+  Rng rng_arrival_, rng_prompt_, rng_output_, rng_prefix_, rng_turns_;
+  std::uint64_t conversation_seed_;
+  std::uint64_t conversations_ = 0;        ///< conversations started (users == 0)
+  std::vector<std::uint32_t> user_turns_;  ///< users: turns dealt to each
+  std::vector<i64> user_prompt_;           ///< users, repeat: each user's prompt
   double t_ = 0;
   std::uint64_t produced_ = 0;
   std::vector<double> phase_end_;  ///< cumulative end of each rate phase (s)

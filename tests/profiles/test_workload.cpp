@@ -211,3 +211,61 @@ TEST_CASE("lengths in the text form of --prompt-tokens read as the mapping form 
   CHECK(e[0].key_path == "prompt_tokens");
   CHECK(e[0].message.rfind("expected uniform:MIN-MAX, got 'uniform:2K'", 0) == 0);
 }
+
+TEST_CASE("conversation workloads load, and their mistakes are located", "[profiles][workload][conversation]") {
+  const auto mt = profiles::load_workload_file(KVCAP_SOURCE_DIR "/profiles/examples/workload-multi-turn.yaml");
+  CHECK(mt.conversation.enabled());
+  CHECK(mt.conversation.users == 0);
+  CHECK(mt.conversation.turns.kind == LengthDistribution::Kind::uniform);
+  CHECK(mt.conversation.turns.mean_tokens() == 5.0);
+  CHECK(mt.conversation.think_time_s == 30.0);
+  CHECK(mt.conversation.think_time_exponential);
+  CHECK(mt.conversation.history == ConversationSpec::History::accumulate);
+  const auto ip =
+      profiles::load_workload_file(KVCAP_SOURCE_DIR "/profiles/examples/workload-inference-perf-multi-turn.yaml");
+  CHECK(ip.conversation.users == 44);
+  CHECK(ip.conversation.history == ConversationSpec::History::repeat);
+  CHECK(ip.arrival.phases.size() == 2);
+
+  // size: E[turns] requests per conversation, the mean prompt grown by (E[turns] - 1) / 2 turns of history.
+  const SizingWorkload sw = sizing_workload(mt);
+  CHECK(sw.arrival_rate_per_s == Approx(2.0 * 5.0));
+  const double prefix = 200, turn = mt.output.mean_tokens() + (mt.prompt.mean_tokens() - prefix);
+  CHECK(sw.prompt_tokens == Approx(mt.prompt.mean_tokens() + 2.0 * turn));
+  // Users whose history accumulates have no steady state to size.
+  WorkloadSpec grow = ip;
+  grow.conversation.history = ConversationSpec::History::accumulate;
+  CHECK_THROWS_AS(sizing_workload(grow), SpecError);
+  // Repeating users are sized as their requests.
+  CHECK(sizing_workload(ip).prompt_tokens == 566.0);
+
+  SECTION("neither turns nor users") {
+    const auto d = errors(kGood + "conversation: {think_time_s: 3}\n");
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "conversation");
+  }
+  SECTION("a typo in history") {
+    const auto d = errors(kGood + "conversation: {turns: 3, history: acumulate}\n");
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "conversation.history");
+    CHECK(d[0].line == 14);
+  }
+  SECTION("turns in the length grammar, located") {
+    const auto d = errors(kGood + "conversation:\n  turns: \"uniform:5-2\"\n");
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "conversation.turns");
+    CHECK(d[0].line == 15);
+  }
+  SECTION("turns beside users") {
+    const auto d = errors(kGood + "conversation: {turns: 3, users: 4}\n");
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "conversation.turns");
+  }
+  SECTION("a closed loop cannot carry conversations") {
+    const auto d = errors(replace(replace(kGood, "process: gamma", "process: closed\n  concurrency: 4"),
+                                  "  rate_per_s: 2.5\n  cv: 3\n", "") +
+                          "conversation: {turns: 3}\n");
+    REQUIRE(d.size() == 1);
+    CHECK(d[0].key_path == "conversation");
+  }
+}

@@ -44,14 +44,17 @@ TEST_CASE("contiguous allocation reserves max_model_len at once and never grows"
 TEST_CASE("prefix blocks: hits are shared, evicted least recently freed first", "[sim][blocks][prefix]") {
   BlockManager m(8, 4, Allocator::paged, 0, true);
   std::vector<std::uint32_t> r1, r2, hits;
+  ContentKey g0;
+  g0.group = 0;
+  g0.prefix_tokens = 8;
   // Request 1 of group 0: prompt of 12 tokens, 8 of them the shared prefix (2 full blocks).
   m.allocate(r1, 3);
   i64 reg = 0;
-  m.register_prefix(r1, 0, 8, 12, reg);
+  m.register_prefix(r1, g0, 12, reg);
   CHECK(reg == 2);
   CHECK(m.check_invariants());
   // Request 2 finds both prefix blocks (at most num_tokens - 1 = 11 tokens: still 2 blocks).
-  CHECK(m.find_prefix(0, 8, 11, hits) == 0);  // referenced by request 1: none evictable
+  CHECK(m.find_prefix(g0, 11, hits) == 0);  // referenced by request 1: none evictable
   REQUIRE(hits.size() == 2);
   CHECK(hits[0] == r1[0]);
   CHECK(hits[1] == r1[1]);
@@ -64,16 +67,72 @@ TEST_CASE("prefix blocks: hits are shared, evicted least recently freed first", 
   CHECK(m.num_used() == 0);  // everything free (cached blocks are evictable, not leaked)
   CHECK(m.check_invariants());
   // Still cached: a new request hits both, and they count as evictable (taking them uses free blocks).
-  CHECK(m.find_prefix(0, 8, 100, hits) == 2);
+  CHECK(m.find_prefix(g0, 100, hits) == 2);
   // Fill the pool: the 6 never-cached-or-older blocks go first, the cached prefix blocks last...
   std::vector<std::uint32_t> big;
   m.allocate(big, 6);
   CHECK(m.evictions() == 0);
-  CHECK(m.find_prefix(0, 8, 100, hits) == 2);
+  CHECK(m.find_prefix(g0, 100, hits) == 2);
   // ...and the next allocation evicts the least recently freed cached block.
   m.allocate(big, 1);
   CHECK(m.evictions() == 1);
-  m.find_prefix(0, 8, 100, hits);
+  m.find_prefix(g0, 100, hits);
   CHECK(hits.size() < 2);
+  CHECK(m.check_invariants());
+}
+
+TEST_CASE("prefix chains: a conversation's history hits after the group's prefix, hits never exceed cached blocks",
+          "[sim][blocks][prefix][conversation]") {
+  BlockManager m(16, 4, Allocator::paged, 0, true);
+  std::vector<std::uint32_t> t1, t2, t3, other, hits;
+  // Turn 1 of conversation 7 in group 0: 6 prefix tokens (1 full block of the group), prompt 10 + 3 answer tokens
+  // computed = 13 tokens: blocks 0 (group), 1 and 2 (the conversation's; the boundary block is the conversation's).
+  ContentKey k;
+  k.group = 0;
+  k.prefix_tokens = 6;
+  k.conversation = 7;
+  m.allocate(t1, 4);
+  i64 reg = 0;
+  m.register_prefix(t1, k, 13, reg);
+  CHECK(reg == 3);
+  CHECK(m.cached_blocks() == 3);
+  CHECK(m.check_invariants());
+  // Turn 2 resends the 13 tokens plus a new message (20 tokens): the 3 full blocks hit, the 4th does not exist.
+  CHECK(m.find_prefix(k, 19, hits) == 0);
+  CHECK(hits == std::vector<std::uint32_t>{t1[0], t1[1], t1[2]});
+  // Never more than num_tokens - 1 allows, never more than is cached.
+  CHECK(m.find_prefix(k, 7, hits) == 0);
+  CHECK(hits.size() == 1);
+  // Another conversation of the same group hits only the group's block.
+  ContentKey k2 = k;
+  k2.conversation = 8;
+  m.find_prefix(k2, 100, hits);
+  CHECK(hits == std::vector<std::uint32_t>{t1[0]});
+  // A single-turn request of the group: only the prefix's full blocks are offered to the cache.
+  ContentKey single;
+  single.group = 0;
+  single.prefix_tokens = 6;
+  m.allocate(other, 3);
+  i64 reg_other = 0;
+  m.register_prefix(other, single, 12, reg_other);
+  CHECK(reg_other == 1);
+  CHECK(m.cached_blocks() == 3);  // block 0 of the group was cached already: this one stays private
+  m.free(other);
+  // Turn 1 ends; its blocks stay cached (free, evictable) until the pool needs them.
+  m.free(t1);
+  CHECK(m.num_used() == 0);
+  CHECK(m.find_prefix(k, 19, hits) == 3);
+  // Fill the pool: the conversation's blocks are evicted least recently freed first; a partly evicted history hits
+  // only its leading run, and an evicted first block loses the whole history (hash chaining).
+  m.allocate(t2, 13);
+  CHECK(m.evictions() == 0);
+  m.allocate(t2, 1);
+  CHECK(m.evictions() == 1);
+  m.find_prefix(k, 19, hits);
+  CHECK(hits.size() < 3);
+  m.allocate(t3, 2);
+  m.find_prefix(k, 19, hits);
+  CHECK(hits.empty());
+  CHECK(m.cached_blocks() == 0);
   CHECK(m.check_invariants());
 }

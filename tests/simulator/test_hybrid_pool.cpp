@@ -31,7 +31,6 @@ TEST_CASE("gpt-oss: the sliding group holds its window, not the context", "[sim]
   cfg.replica = rc;
   cfg.max_concurrency = 64;
   WorkloadSpec w;
-  w.name = "w";
   w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
   w.prompt = LengthDistribution::fixed_tokens(4096);
   w.output = LengthDistribution::fixed_tokens(256);

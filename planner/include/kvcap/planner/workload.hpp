@@ -85,6 +85,30 @@ struct SharedPrefixGroups {
   bool enabled() const { return num_groups > 0 && tokens > 0 && fraction > 0; }
 };
 
+/// Multi-turn conversations (chat with history). Turn 1 of a conversation sends a prompt drawn from prompt_tokens
+/// (shared prefix included, as a single-turn request); with history `accumulate`, turn k+1 sends turn k's prompt and
+/// answer followed by a new user message of prompt_tokens - shared-prefix tokens (at least 1), so the history is
+/// found in the prefix cache while its blocks are still cached; with `repeat` every turn sends turn 1's prompt again.
+/// Who sends turns:
+///   users == 0  each arrival starts a conversation of `turns` turns (a rate counts conversations per second); turn
+///               k+1 is sent when answer k has finished plus the think time;
+///   users > 0   inference-perf's `enable_multi_turn_chat` sessions (inference_perf/apis/user_session.py): arrivals
+///               are turns, dealt round-robin to `users` persistent conversations; a user's turn waits until its
+///               previous answer has finished (plus the think time). A user keeps its shared-prefix group.
+struct ConversationSpec {
+  enum class History : std::uint8_t {
+    accumulate,  ///< every earlier prompt and answer, then the new user message
+    repeat,      ///< turn 1's prompt again (what inference-perf's multi-turn chat sends, as measured: constant input)
+  };
+  LengthDistribution turns = LengthDistribution::fixed_tokens(1);  ///< turns per conversation (users == 0)
+  i64 users = 0;
+  double think_time_s = 0;              ///< pause between an answer and the next turn (mean)
+  bool think_time_exponential = false;  ///< think times exponential with that mean (else all equal)
+  History history = History::accumulate;
+  bool enabled() const { return users > 0 || turns.kind != LengthDistribution::Kind::fixed || turns.tokens > 1; }
+};
+std::string_view to_string(ConversationSpec::History h);  ///< "accumulate" | "repeat"
+
 /// Optional latency targets for goodput (a request counts when it meets every target given).
 struct LatencyTargets {
   std::optional<double> ttft_s;  ///< time to first token
@@ -98,6 +122,7 @@ struct WorkloadSpec {
   LengthDistribution prompt;  ///< prompt tokens per request (shared prefix included)
   LengthDistribution output;  ///< output tokens per request
   SharedPrefixGroups shared_prefix;
+  ConversationSpec conversation;  ///< single-turn requests unless enabled()
   LatencyTargets slo;
 };
 

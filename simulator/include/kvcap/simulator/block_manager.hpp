@@ -16,11 +16,10 @@
 // id is handed out cannot change any result; the pool then keeps them on a LIFO stack (recently freed
 // blocks are hot in the CPU cache: 1.5-2x faster on large clusters). At the first cached block it turns
 // the stack into vLLM's LRU free queue, and from then on follows vLLM's order exactly.
-// Prefix caching (paged only) caches the blocks of shared-prefix groups (RequestSpec::prefix_group):
-// a block j of group g is full of identical tokens in every request of g, so later requests reuse it
-// (vLLM hashes block contents; only these blocks have identical contents in a synthetic workload, so
-// only they are cached here — a preempted request's own blocks are not found again, see docs/simulator.md).
+// Prefix caching (paged only): see ContentKey below; a preempted request's registered blocks are found again when it
+// is admitted again, as in vLLM.
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "kvcap/planner/checked.hpp"
@@ -28,6 +27,20 @@
 namespace kvcap::sim {
 
 enum class Allocator : std::uint8_t { paged, contiguous };
+
+/// What the prefix cache knows of a request's tokens. vLLM hashes each full block's tokens chained to its parent
+/// block's hash (vllm/v1/core/kv_cache_utils.py hash_block_tokens; block_pool.py cache_full_blocks), so a block is
+/// found again exactly when every token up to its end is the same. In a synthetic workload two kinds of tokens
+/// repeat: a shared-prefix group's prefix (the first `prefix_tokens` of the prompt) and a conversation's own tokens
+/// (everything after the prefix, which later turns send again as history). Block j is therefore named by a chain
+/// and its index: the group's chain while the block ends inside the prefix, then the conversation's; the blocks of
+/// a single-turn request beyond the prefix are its own and never found again.
+struct ContentKey {
+  std::int32_t group = -1;         ///< shared-prefix group (-1: none)
+  i64 prefix_tokens = 0;           ///< the group's prefix at the start of the prompt
+  std::int64_t conversation = -1;  ///< conversation the tokens after the prefix belong to (-1: none)
+  bool cacheable() const { return group >= 0 || conversation >= 0; }
+};
 
 class BlockManager {
  public:
@@ -60,17 +73,20 @@ class BlockManager {
   void free_tail(std::vector<std::uint32_t>& table, i64 n);
 
   // ---- prefix cache --------------------------------------------------------------------------------
-  /// Cached blocks for the start of a request of `group` whose prompt begins with `prefix_tokens` shared
-  /// tokens, at most `max_tokens` tokens (vLLM: num_tokens - 1, the last token is always recomputed).
-  /// Fills `hits` (not yet referenced) and returns how many of them are unreferenced (evictable): those
-  /// count against free blocks when taken (vLLM get_num_blocks_to_allocate).
-  i64 find_prefix(std::int32_t group, i64 prefix_tokens, i64 max_tokens, std::vector<std::uint32_t>& hits) const;
+  /// Cached blocks for the start of a request whose tokens `key` describes, at most `max_tokens` tokens (vLLM:
+  /// num_tokens - 1, the last token is always recomputed): the longest run of cached leading blocks
+  /// (find_longest_cache_hit). Fills `hits` (not yet referenced) and returns how many of them are unreferenced
+  /// (evictable): those count against free blocks when taken (vLLM get_num_blocks_to_allocate).
+  i64 find_prefix(const ContentKey& key, i64 max_tokens, std::vector<std::uint32_t>& hits) const;
   /// References the hit blocks and appends them to `table` (vLLM touch()).
   void take_prefix(std::vector<std::uint32_t>& table, const std::vector<std::uint32_t>& hits);
-  /// Offers the request's full prefix blocks to the cache once computed; `registered` counts blocks
-  /// already offered. Blocks the cache already holds (computed twice concurrently) stay private.
-  void register_prefix(const std::vector<std::uint32_t>& table, std::int32_t group, i64 prefix_tokens,
-                       i64 computed_tokens, i64& registered);
+  /// Offers the request's full blocks that can repeat (the prefix; with a conversation, every computed one) to the
+  /// cache once computed; `registered` counts blocks already offered. Blocks the cache already holds (computed twice
+  /// concurrently) stay private.
+  void register_prefix(const std::vector<std::uint32_t>& table, const ContentKey& key, i64 computed_tokens,
+                       i64& registered);
+  /// Blocks the cache can find (cached, referenced or not).
+  std::uint64_t cached_blocks() const { return cached_blocks_; }
   std::uint64_t evictions() const { return evictions_; }
 
   /// Consistency of free queue, reference counts and counters (tests; O(num_blocks)).
@@ -96,10 +112,20 @@ class BlockManager {
   std::vector<std::uint32_t> prev_, next_;
   std::uint32_t head_ = kNone, tail_ = kNone;
   std::vector<std::uint32_t> ref_;
-  // Prefix cache: block -> (group, index) and (group, index) -> block.
-  std::vector<std::int32_t> key_group_;
+  /// The chain block `j` of a request described by `key` belongs to (ContentKey): 2 x group, 2 x conversation + 1,
+  /// or -1 (its own tokens).
+  std::int64_t chain_of(const ContentKey& key, i64 j) const {
+    if (key.group >= 0 && (j + 1) * block_size_ <= key.prefix_tokens) return 2 * static_cast<std::int64_t>(key.group);
+    return key.conversation >= 0 ? 2 * key.conversation + 1 : -1;
+  }
+  /// An evicted block leaves its chain; trailing empty slots and empty chains are dropped, so memory follows what is
+  /// cached, not every conversation ever seen.
+  void uncache(std::uint32_t b);
+  // Prefix cache: block -> (chain, index) and chain -> [index] -> block.
+  std::vector<std::int64_t> key_chain_;
   std::vector<std::uint32_t> key_index_;
-  std::vector<std::vector<std::uint32_t>> cache_;  ///< [group][block index] -> block id or kNone
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> chains_;  ///< [chain][block index] -> block or kNone
+  std::uint64_t cached_blocks_ = 0;
   std::uint64_t evictions_ = 0;
 };
 

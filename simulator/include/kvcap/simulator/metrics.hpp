@@ -51,6 +51,8 @@ struct RequestRecord {
   i64 cached_prompt_tokens = 0;
   std::uint32_t preemptions = 0;
   bool truncated = false;
+  std::int64_t conversation = -1;  ///< the conversation it was a turn of (-1: none)
+  std::uint32_t turn = 0;          ///< 0-based
 };
 
 /// One replica's state at a sampling instant (the timeline CSV row).

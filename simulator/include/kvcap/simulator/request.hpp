@@ -14,6 +14,16 @@ struct RequestSpec {
   i64 output_tokens = 0;
   std::int32_t prefix_group = -1;  ///< shared-prefix group (-1: none)
   i64 prefix_tokens = 0;           ///< tokens of the group's prefix at the start of the prompt (<= prompt_tokens)
+  /// The conversation this request is a turn of (-1: a single-turn request). Its tokens after the shared prefix are
+  /// the conversation's own (history, then the new message): identical in every turn that carries them, so the
+  /// prefix cache finds them (block_manager.hpp, ContentKey).
+  std::int64_t conversation = -1;
+  std::uint32_t turn = 0;   ///< 0-based
+  std::uint32_t turns = 1;  ///< conversations started by an arrival: their number of turns (0: unbounded, users)
+  /// Turn > 0 with history: `prompt_tokens` counts only the new user message; the event loop prepends the history
+  /// (the previous turn's prompt and answer) when it sends the turn.
+  bool follows_history = false;
+  double think_time_s = 0;  ///< pause after the previous turn's answer before this turn is sent
 };
 
 /// A request in a replica, in vLLM V1's terms (vllm/v1/request.py): num_tokens = prompt + generated
@@ -34,6 +44,8 @@ struct Request {
   i64 computed_high_water = 0; ///< positions computed at least once (below it, computing again is recompute)
   i64 prefix_tokens = 0;
   std::int32_t prefix_group = -1;
+  std::int64_t conversation = -1;    ///< RequestSpec::conversation
+  std::uint32_t turn = 0;            ///< RequestSpec::turn
   i64 registered_prefix_blocks = 0;  ///< leading blocks already offered to the prefix cache
   i64 cached_tokens = 0;       ///< prompt tokens served from the prefix cache (first admission)
   std::uint32_t preemptions = 0;

@@ -121,6 +121,7 @@ struct ReplicaStats {
   std::uint64_t decode_tokens = 0;     ///< tokens computed one at a time after the first output token
   std::uint64_t recomputed_tokens = 0; ///< tokens computed again after a preemption
   std::uint64_t prefix_cache_hit_tokens = 0;
+  std::uint64_t prefix_cache_query_tokens = 0;  ///< tokens of the requests admitted while prefix caching was on
   std::uint64_t kv_used_blocks_end = 0;///< blocks referenced at the end (0: nothing leaked)
 };
 
@@ -151,6 +152,10 @@ struct SimResult {
   double goodput_requests_per_s = 0;     ///< completed requests meeting every target / (end - first arrival)
   std::uint64_t preemptions = 0;
   std::uint64_t recomputed_tokens = 0;
+  /// Prefix cache: prompt tokens found cached at admission / prompt tokens admitted (re-admissions after a
+  /// preemption count again), over all replicas; 0 without prefix caching or admissions.
+  std::uint64_t prefix_cache_hit_tokens = 0;
+  double prefix_cache_hit_rate = 0;
   double kv_utilization_mean = 0;        ///< mean over replicas of the time-weighted used / total blocks
   double kv_utilization_max = 0;         ///< peak over replicas
   double kv_waste_fraction = 0;          ///< time-weighted (allocated - filled) / allocated KV slots

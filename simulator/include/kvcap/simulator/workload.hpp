@@ -28,6 +28,14 @@ class RequestSource {
   virtual std::optional<RequestSpec> next() = 0;
   /// How many requests the source will produce, when known (progress indicators).
   virtual std::optional<std::uint64_t> size_hint() const = 0;
+  /// Conversations started by arrivals (ConversationSpec::users == 0): the turn after `done`, the last turn sent of
+  /// its conversation, with its new message's and answer's lengths and its think time drawn; nullopt when the
+  /// conversation has had all its turns or the source's request limit is reached. Its arrival time is the event
+  /// loop's to set: the previous answer's end plus the think time. Single-turn sources have none.
+  virtual std::optional<RequestSpec> next_turn(const RequestSpec& done) {
+    (void)done;
+    return std::nullopt;
+  }
 };
 
 /// A sample of `d` (integer tokens >= 1): see LengthDistribution for each kind's definition.

@@ -1,0 +1,169 @@
+// Multi-turn conversations (planner/workload.hpp ConversationSpec) and the hash-chained prefix cache they exercise:
+// turn k's prompt is the history plus the new message, sent when answer k-1 has finished plus the think time; its
+// history hits the cache while the blocks are cached and misses once they were evicted; inference-perf's users never
+// have two turns in flight.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/simulator/simulator.hpp"
+
+using namespace kvcap;
+using namespace kvcap::sim;
+
+namespace {
+struct Recorder : Observer {
+  std::vector<RequestRecord> done;
+  void on_request_done(const RequestRecord& r) override { done.push_back(r); }
+};
+
+ReplicaConfig replica(std::uint32_t blocks) {
+  ReplicaConfig c;
+  c.num_blocks = blocks;
+  c.block_size = 16;
+  c.max_num_batched_tokens = 2048;
+  c.max_num_seqs = 64;
+  c.max_model_len = 8192;
+  return c;
+}
+
+/// Fixed lengths: prompt `prompt` (prefix included), answer `output`; conversations of `turns` turns.
+WorkloadSpec chat(double rate, i64 prompt, i64 output, i64 turns, double think_s) {
+  WorkloadSpec w;
+  w.name = "chat";
+  w.arrival.kind = ArrivalProcess::Kind::fixed_rate;
+  w.arrival.rate_per_s = rate;
+  w.prompt = LengthDistribution::fixed_tokens(prompt);
+  w.output = LengthDistribution::fixed_tokens(output);
+  w.conversation.turns = LengthDistribution::fixed_tokens(turns);
+  w.conversation.think_time_s = think_s;
+  return w;
+}
+
+/// The run's finished turns, grouped by conversation and ordered by turn.
+std::map<std::int64_t, std::vector<RequestRecord>> by_conversation(const std::vector<RequestRecord>& done) {
+  std::map<std::int64_t, std::vector<RequestRecord>> m;
+  for (const auto& r : done) m[r.conversation].push_back(r);
+  for (auto& [c, turns] : m)
+    std::sort(turns.begin(), turns.end(), [](const auto& a, const auto& b) { return a.turn < b.turn; });
+  return m;
+}
+
+/// Conversations started during the first `duration_s` run all their turns; users' turns stop at `requests`.
+SimResult run(const WorkloadSpec& w, std::uint32_t blocks, const SourceLimits& limits, Recorder& rec) {
+  SimConfig cfg;
+  cfg.replica = replica(blocks);
+  cfg.check_invariants = true;
+  cfg.observer = &rec;
+  auto src = synthetic_source(w, 11, limits);
+  return simulate(cfg, StepTimer::linear(0.01, 1e-5, 1e-8), *src);
+}
+}  // namespace
+
+TEST_CASE("a conversation's k-th prompt is its history plus the new message, sent think time after the answer",
+          "[sim][conversation]") {
+  WorkloadSpec w = chat(0.001, 100, 30, 4, 2.0);
+  w.shared_prefix.num_groups = 1;
+  w.shared_prefix.tokens = 20;
+  Recorder rec;
+  const SimResult r = run(w, 10'000, SourceLimits{std::nullopt, 1.0}, rec);
+  REQUIRE(r.requests_completed == 4);
+  const auto conv = by_conversation(rec.done);
+  REQUIRE(conv.size() == 1);
+  const auto& t = conv.begin()->second;
+  REQUIRE(t.size() == 4);
+  // Turn 1: the prompt as drawn; turn k+1: turn k's prompt and answer, then 100 - 20 (prefix) new tokens.
+  CHECK(t[0].prompt_tokens == 100);
+  CHECK(t[1].prompt_tokens == 100 + 30 + 80);
+  CHECK(t[2].prompt_tokens == 210 + 30 + 80);
+  CHECK(t[3].prompt_tokens == 320 + 30 + 80);
+  for (std::size_t k = 1; k < t.size(); ++k) {
+    CHECK(t[k].turn == k);
+    CHECK(t[k].arrival_s == Approx(t[k - 1].finish_s + 2.0));
+    // The history in cache: every full block of what turn k-1 computed (its prompt and all but its last answer
+    // token), at most the prompt less its last token.
+    const i64 computed = t[k - 1].prompt_tokens + t[k - 1].output_tokens - 1;
+    const i64 expect = std::min(computed / 16, (t[k].prompt_tokens - 1) / 16) * 16;
+    CHECK(t[k].cached_prompt_tokens == expect);
+  }
+  CHECK(t[0].cached_prompt_tokens == 0);
+  const std::uint64_t hits = r.replicas[0].prefix_cache_hit_tokens;
+  CHECK(hits ==
+        static_cast<std::uint64_t>(t[1].cached_prompt_tokens + t[2].cached_prompt_tokens + t[3].cached_prompt_tokens));
+}
+
+TEST_CASE("a conversation's history misses the cache once its blocks were evicted", "[sim][conversation]") {
+  // A conversation starts every second; each turn 2 comes 60 s after turn 1, while 60 other conversations ran.
+  const WorkloadSpec w = chat(1.0, 200, 20, 2, 60.0);
+  Recorder roomy, tight;
+  const SourceLimits hundred_s{std::nullopt, 100.0};
+  const SimResult a = run(w, 100'000, hundred_s, roomy);  // every block stays cached
+  const SimResult b = run(w, 60, hundred_s, tight);       // 960 tokens: the others' blocks evict it
+  REQUIRE(a.requests_completed == 200);
+  REQUIRE(b.requests_completed == 200);
+  std::uint64_t second_turns = 0;
+  for (const auto& rec : roomy.done)
+    if (rec.turn == 1) {
+      ++second_turns;
+      CHECK(rec.cached_prompt_tokens == i64{(200 + 20 - 1) / 16} * 16);
+    }
+  CHECK(second_turns == 100);
+  for (const auto& rec : tight.done)
+    if (rec.turn == 1) CHECK(rec.cached_prompt_tokens == 0);
+  CHECK(a.replicas[0].prefix_cache_hit_tokens > 0);
+  CHECK(b.replicas[0].prefix_cache_hit_tokens == 0);
+}
+
+TEST_CASE("inference-perf users: turns dealt round-robin, one in flight per user, a repeated prompt hits the cache",
+          "[sim][conversation]") {
+  WorkloadSpec w;
+  w.name = "users";
+  w.arrival.kind = ArrivalProcess::Kind::poisson;
+  w.arrival.rate_per_s = 50;  // far more than 3 users can send one at a time
+  w.prompt = LengthDistribution::fixed_tokens(566);
+  w.output = LengthDistribution::fixed_tokens(40);
+  w.shared_prefix.num_groups = 2;
+  w.shared_prefix.tokens = 100;
+  w.conversation.users = 3;
+  w.conversation.history = ConversationSpec::History::repeat;
+  w.conversation.think_time_s = 0.5;
+  Recorder rec;
+  const SimResult r = run(w, 10'000, SourceLimits{60, std::nullopt}, rec);
+  REQUIRE(r.requests_completed == 60);
+  const auto conv = by_conversation(rec.done);
+  REQUIRE(conv.size() == 3);
+  for (const auto& [user, t] : conv) {
+    CHECK(t.size() == 20);  // request i went to user i mod 3
+    for (std::size_t k = 0; k < t.size(); ++k) {
+      CHECK(t[k].prompt_tokens == 566);
+      // Turn 1 is cold except for another user's copy of its group's prefix; later turns find all 35 full blocks.
+      if (k > 0) CHECK(t[k].cached_prompt_tokens == 560);
+      if (k > 0) CHECK(t[k].arrival_s >= t[k - 1].finish_s + 0.5 - 1e-9);
+    }
+  }
+  // Three users one turn at a time: never more than 3 requests in flight.
+  CHECK(r.running_max <= 3);
+}
+
+TEST_CASE("conversation workloads are checked", "[sim][conversation]") {
+  WorkloadSpec w = chat(1.0, 100, 10, 3, 0);
+  w.conversation.users = 4;
+  CHECK_THROWS_AS(validate(w), SpecError);  // turns and users together
+  w = chat(1.0, 100, 10, 3, -1);
+  CHECK_THROWS_AS(validate(w), SpecError);
+  w = chat(1.0, 100, 10, 3, 0);
+  w.arrival = ArrivalProcess{};
+  w.arrival.kind = ArrivalProcess::Kind::closed;
+  w.arrival.concurrency = 4;
+  w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_AS(synthetic_source(w, 1, SourceLimits{10, std::nullopt}), SpecError);
+  // A closed loop given by the run (--max-concurrency) cannot carry conversations either.
+  SimConfig cfg;
+  cfg.replica = replica(1000);
+  cfg.max_concurrency = 2;
+  auto src = synthetic_source(chat(1.0, 100, 10, 3, 0), 1, SourceLimits{10, std::nullopt});
+  CHECK_THROWS_AS(simulate(cfg, StepTimer::linear(0.01, 0, 0), *src), SpecError);
+}
