@@ -55,24 +55,27 @@ int cmd_plan(const std::vector<std::string>& args) {
   // The plausibility policy (planner/plausibility.hpp): would vLLM start, does the batch fit.
   std::vector<Finding> findings = check_memory_plan(gpu, plan);
   std::optional<RequestEstimate> speed;
+  std::optional<OperatingPoint> steady;  // the same batch as a serving steady state (planner/sizing.hpp)
   if (vm.count("batch") || vm.count("prompt-tokens") || vm.count("output-tokens") || vm.count("calibration")) {
     const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
     const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
     const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
-    speed = estimate_request(speed_context_from(vm, model, gpu, plan, &findings), batch, prompt, output);
+    const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
+    speed = estimate_request(ctx, batch, prompt, output);
     if (plan.fits()) {
       const auto more = check_batch(model, plan, batch, prompt, output);
       findings.insert(findings.end(), more.begin(), more.end());
+      if (vm.count("batch")) steady = closed_loop_steady_state(ctx, batch, prompt, output);
     }
   }
   switch (fmt) {
     case Format::table:
       report_plan_table(std::cout, model, gpu, plan);
-      if (speed) report_speed_table(std::cout, *speed, engine_profile(vm["engine"].as<std::string>()));
+      if (speed) report_speed_table(std::cout, *speed, engine_profile(vm["engine"].as<std::string>()), steady);
       break;
     case Format::json: {
       auto j = plan_json(model, gpu, plan, findings);
-      if (speed) j["speed"] = speed_json(*speed);
+      if (speed) j["speed"] = speed_json(*speed, steady);
       std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
       break;
     }

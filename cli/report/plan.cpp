@@ -231,7 +231,8 @@ void breakdown_rows(std::ostream& o, const StepBreakdown& b) {
 }
 }  // namespace
 
-void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine) {
+void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine,
+                        const std::optional<OperatingPoint>& steady) {
   o << "\nSpeed (roofline, engine profile " << engine.name << "; rates: memory " << r.first_step.source.memory
     << ", compute " << r.first_step.source.compute << ")\n";
   o << "  batch " << r.batch << ", prompt " << grouped(static_cast<u64>(r.prompt_tokens)) << " tokens, output "
@@ -245,11 +246,23 @@ void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineP
   breakdown_rows(o, r.first_step.stage);
   o << "  tokens/s per user " << fixed(r.tokens_per_s_per_user, 1) << ", per replica " << fixed(r.tokens_per_s, 1)
     << "; end-to-end " << fixed(r.e2e_s, 2) << " s\n";
+  if (steady) {
+    // Why the serving figures differ from the static ones above: the clients' next prompts are prefilled between
+    // the decode steps (TPOT / (1 - u)) and wait for each other (TTFT).
+    const OperatingPoint& s = *steady;
+    o << "  Served to " << r.batch << " clients in a closed loop (the steady state kvcap size uses and simulate "
+      << "--max-concurrency " << r.batch << " runs):\n";
+    o << "    TTFT mean " << ms(s.ttft_mean_s) << ", TPOT " << ms(s.tpot_s) << ", end-to-end " << fixed(s.e2e_s, 2)
+      << " s, " << fixed(s.rate_per_s, 2) << " req/s\n";
+    o << "    the clients' prompts take " << fixed(100 * s.prefill_utilization, 1)
+      << "% of the GPU between decode steps: TPOT = decode step / (1 - that share); TTFT adds waiting for other "
+         "prefills and the front end\n";
+  }
   const bool calibrated = r.first_step.source.memory == "calibrated" || r.first_step.source.compute == "calibrated";
   if (const auto b = error_band(engine); !b.empty() && !calibrated) o << "  expected error: " << b << "\n";
 }
 
-nlohmann::ordered_json speed_json(const RequestEstimate& r) {
+nlohmann::ordered_json speed_json(const RequestEstimate& r, const std::optional<OperatingPoint>& steady) {
   nlohmann::ordered_json j;
   j["batch"] = r.batch;
   j["prompt_tokens"] = r.prompt_tokens;
@@ -264,6 +277,13 @@ nlohmann::ordered_json speed_json(const RequestEstimate& r) {
                   {"bound", std::string(to_string(r.prefill.bound))},
                   {"breakdown", breakdown_json(r.prefill.total)}};
   j["e2e_s"] = r.e2e_s;
+  if (steady)
+    j["closed_loop_steady_state"] = {{"clients", steady->batch},
+                                     {"ttft_mean_s", steady->ttft_mean_s},
+                                     {"tpot_s", steady->tpot_s},
+                                     {"e2e_s", steady->e2e_s},
+                                     {"requests_per_s", steady->rate_per_s},
+                                     {"prefill_utilization", steady->prefill_utilization}};
   return j;
 }
 

@@ -1,11 +1,13 @@
 #pragma once
 // Reporters for a memory plan: one computation, three formats chosen by --format.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/plausibility.hpp"
+#include "kvcap/planner/sizing.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "report/format.hpp"
 
@@ -18,7 +20,9 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
 void report_plan_csv(std::ostream& o, const MemoryPlan& p);
 
 /// The speed section of `kvcap plan --batch/--prompt-tokens/--output-tokens`.
-void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine);
-nlohmann::ordered_json speed_json(const RequestEstimate& r);
+/// The static batch's speed and, when given, the same batch as a serving steady state (N clients in a closed loop).
+void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine,
+                        const std::optional<OperatingPoint>& steady);
+nlohmann::ordered_json speed_json(const RequestEstimate& r, const std::optional<OperatingPoint>& steady);
 
 }  // namespace kvcap::cli

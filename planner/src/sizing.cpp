@@ -215,7 +215,10 @@ Bound ReplicaModel::decode_bound(i64 batch) const {
 
 double ReplicaModel::own_prefill_s(double step_s) const {
   // Alone: T_prefill. Merged into decode steps: each chunk rides one step, which also does the prefill's compute.
-  return std::max(prefill_s_, prefill_busy_s_ * dbl(c_.plan.dep.d.pipeline_parallel_size) + dbl(chunks_) * step_s);
+  // Either way the engine's front end adds its cost per request (planner/engine.hpp), which T_prefill holds already.
+  const double front_end = c_.options.request_overhead_s;
+  return front_end + std::max(prefill_s_ - front_end,
+                              prefill_busy_s_ * dbl(c_.plan.dep.d.pipeline_parallel_size) + dbl(chunks_) * step_s);
 }
 
 double ReplicaModel::rate_for_batch(i64 batch) const {
@@ -292,6 +295,18 @@ OperatingPoint ReplicaModel::closed_loop(i64 users) const {
   op.tpot_s = op.decode_step_s / (1 - u);
   op.e2e_s = op.ttft_mean_s + std::max(0.0, w_.output_tokens - 1) * op.tpot_s;
   return op;
+}
+
+std::optional<OperatingPoint> closed_loop_steady_state(const SpeedContext& c, i64 clients, i64 prompt_tokens,
+                                                       i64 output_tokens) {
+  SizingWorkload w;
+  w.prompt_tokens = dbl(prompt_tokens);
+  w.output_tokens = dbl(output_tokens);
+  w.max_context_tokens = add(prompt_tokens, output_tokens, "max context tokens");
+  w.concurrent_users = clients;
+  const ReplicaModel m(c, w, 0.9);
+  if (clients < 1 || clients > m.max_batch_memory()) return std::nullopt;
+  return m.closed_loop(clients);
 }
 
 // ---- The search ----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kvcap/planner/sizing.hpp"
 #include "kvcap/simulator/simulator.hpp"
 
 namespace kvcap::sim {
@@ -28,6 +29,11 @@ double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens
                            double think_time_s) {
   const i64 prompt = std::max<i64>(1, std::min(prompt_tokens, c.plan.dep.max_model_len - 1));
   const i64 output = std::max<i64>(1, std::min(output_tokens, c.plan.dep.max_model_len - prompt));
+  // The serving steady state of the planner (prefills between the decode steps, queueing for them): a cycle is
+  // clients / throughput. When the clients do not all fit at once, the static estimate below.
+  if (const auto ss = closed_loop_steady_state(c, clients, prompt, output);
+      ss && ss->rate_per_s > 0 && std::isfinite(ss->rate_per_s))
+    return static_cast<double>(clients) / ss->rate_per_s + think_time_s;
   // At most what the engine runs at once: max_num_seqs and the requests its KV cache holds at full length.
   const double fit = concurrency_at(c.model, c.plan, prompt + output);
   const i64 cap =

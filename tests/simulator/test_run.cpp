@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <limits>
 
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/sizing.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/run.hpp"
 
@@ -116,4 +118,48 @@ TEST_CASE("a plan that cannot hold one request of max_model_len is refused befor
   SimulationRequest req = llama_request(1'000'000);
   CHECK_THROWS_AS(check_fits(req.speed.plan), SpecError);
   CHECK_THROWS_WITH(run_simulation(req), Catch::Contains("vLLM would refuse to start"));
+}
+
+// `plan --batch N` prints, beside the static batch, the serving steady state of N closed-loop clients: the planner's
+// queueing model (closed_loop_steady_state, what `kvcap size` sizes with). The simulator must reach the same steady
+// state step by step: TPOT and throughput within a few percent; the model's TTFT is an upper bound (its prefill wait is
+// an M/G/1 wait, which a finite population of staggered clients does not exceed) but not a loose one.
+TEST_CASE("plan's closed-loop steady state and simulate --max-concurrency agree", "[sim][run][steady]") {
+  struct Setup {
+    const char* model;
+    const char* gpu;
+    i64 tp, prompt, output, clients;
+    const char* engine;
+  };
+  const Setup setups[] = {
+      {"llama-3.1-8b", "h100-sxm", 1, 4096, 512, 8, "vllm"},
+      {"llama-3.1-8b", "h100-sxm", 1, 4096, 512, 64, "vllm"},
+      {"llama-3.1-70b", "h100-sxm", 4, 1024, 1024, 16, "datasheet"},
+      {"llama-3.1-8b", "a100-80gb", 1, 512, 256, 128, "sglang"},
+      {"llama-3.1-70b", "h200", 8, 2048, 256, 32, "trtllm"},
+  };
+  for (const Setup& s : setups) {
+    INFO(s.model << " on " << s.tp << " x " << s.gpu << ", " << s.prompt << "/" << s.output << ", " << s.clients
+                 << " clients, " << s.engine);
+    Deployment d;
+    d.tensor_parallel_size = s.tp;
+    d.num_gpus = s.tp;
+    const auto model = profiles::resolve_model(s.model);
+    const auto gpu = profiles::resolve_gpu(s.gpu);
+    SimulationRequest req;
+    req.speed = make_speed_context(model, gpu, plan_memory(model, gpu, d, {}), engine_profile(s.engine).speed);
+    req.workload.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+    req.workload.prompt = LengthDistribution::fixed_tokens(s.prompt);
+    req.workload.output = LengthDistribution::fixed_tokens(s.output);
+    req.max_concurrency = static_cast<std::uint32_t>(s.clients);
+    req.limits.num_requests = static_cast<std::uint64_t>(20 * s.clients);
+    const auto steady = closed_loop_steady_state(req.speed, s.clients, s.prompt, s.output);
+    REQUIRE(steady);
+    const SimResult sim = run_simulation(req).result;
+    const double requests_per_s = sim.requests_per_s;
+    CHECK(steady->tpot_s == Approx(sim.tpot_s.mean).epsilon(0.12));
+    CHECK(steady->rate_per_s == Approx(requests_per_s).epsilon(0.08));
+    CHECK(steady->ttft_mean_s >= 0.9 * sim.ttft_s.mean);
+    CHECK(steady->ttft_mean_s <= 1.4 * sim.ttft_s.mean);
+  }
 }

@@ -189,4 +189,12 @@ class ReplicaModel {
   double own_prefill_s(double step_s) const;
 };
 
+/// The serving steady state of `clients` clients in a closed loop on one replica (each sends its next request of
+/// `prompt_tokens` + `output_tokens` when its last one ends, no think time), with ReplicaModel's queueing model:
+/// what `kvcap size` sizes with, what `plan --batch` prints beside its static batch (whose TTFT is one prefill alone
+/// and whose TPOT has no prefill beside it), and the steady state `simulate --max-concurrency` reaches step by step.
+/// nullopt when the clients' requests do not all fit at once (the clients then queue: simulate it).
+std::optional<OperatingPoint> closed_loop_steady_state(const SpeedContext& c, i64 clients, i64 prompt_tokens,
+                                                       i64 output_tokens);
+
 }  // namespace kvcap
