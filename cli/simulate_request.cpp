@@ -13,6 +13,9 @@ namespace kvcap::cli {
 
 namespace {
 
+/// Bounded work: 10^7 requests take about 40 s of CPU (bench/bench_simulate: ~250,000 requests per CPU-second).
+constexpr std::uint64_t kMaxRequests = 10'000'000;
+
 std::string str(const po::variables_map& vm, const char* k) {
   return vm[k].as<std::string>();
 }
@@ -50,8 +53,6 @@ void limits_into(const po::variables_map& vm, sim::SimulationRequest& r) {
     r.limits.num_requests = static_cast<std::uint64_t>(parse_int(str(vm, "num-requests"), "--num-requests", 1));
   if (!vm.count("trace") && !vm.count("workload") && !r.limits.duration_s && !r.limits.num_requests) throw no_end();
   r.seed = static_cast<std::uint64_t>(parse_int(str(vm, "seed"), "--seed", 0));
-  // Bounded work: 10^7 requests take about 40 s of CPU (bench/bench_simulate: ~250,000 requests per CPU-second).
-  constexpr std::uint64_t kMaxRequests = 10'000'000;
   if (r.limits.num_requests && *r.limits.num_requests > kMaxRequests && !vm.count("force"))
     throw UsageError("--num-requests " + grouped(*r.limits.num_requests) + ": about " +
                      grouped(*r.limits.num_requests / 250'000 + 1) + " s of CPU at ~250,000 requests/s; at most " +
@@ -183,6 +184,15 @@ void workload_into(const po::variables_map& vm, SimulateCommand& c) {
   }
   if (vm.count("workload") && (vm.count("prompt-tokens") || vm.count("output-tokens") || vm.count("cv")))
     throw UsageError("--prompt-tokens/--output-tokens/--cv do not apply with --workload (the file gives them)");
+  // Bounded work: as --num-requests, the requests a duration or the phases imply (conversations: times their turns).
+  if (const double n = sim::expected_requests(r);
+      std::isfinite(n) && n > static_cast<double>(kMaxRequests) && !vm.count("force"))
+    throw UsageError("about " + grouped(static_cast<std::uint64_t>(std::min(n, 9e18))) +
+                     " requests (the arrivals over the duration or the phases" +
+                     (r.workload.conversation.enabled() ? std::string(", times the conversations' mean turns") : "") +
+                     "): about " + grouped(static_cast<std::uint64_t>(std::min(n, 9e18)) / 250'000 + 1) +
+                     " s of CPU at ~250,000 requests/s; at most " + grouped(kMaxRequests) +
+                     " without --force (or give --num-requests)");
   c.info.workload_name = r.workload.name;
   c.info.workload_desc =
       describe_workload(r.workload, vm.count("workload") ? str(vm, "workload") : "", r.limits, r.seed);

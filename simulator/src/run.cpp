@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/text.hpp"
@@ -97,6 +98,24 @@ double arrival_span_s(const SimulationRequest& r, double trace_span_s) {
   if (lim.num_requests && std::isfinite(r.workload.arrival.rate_per_s))
     return static_cast<double>(*lim.num_requests) / r.workload.arrival.rate_per_s;
   return 0;
+}
+
+double expected_requests(const SimulationRequest& r) {
+  if (r.trace) return 0;
+  if (r.limits.num_requests) return static_cast<double>(*r.limits.num_requests);
+  const auto& a = r.workload.arrival;
+  double arrivals = 0, start_s = 0;
+  const double end_s = r.limits.duration_s.value_or(std::numeric_limits<double>::infinity());
+  for (const auto& ph : a.phases) {
+    arrivals += ph.rate_per_s * std::max(0.0, std::min(start_s + ph.duration_s, end_s) - start_s);
+    start_s += ph.duration_s;
+  }
+  if (a.phases.empty()) {
+    if (!r.limits.duration_s || !std::isfinite(a.rate_per_s)) return std::numeric_limits<double>::infinity();
+    arrivals = a.rate_per_s * *r.limits.duration_s;
+  }
+  const auto& cv = r.workload.conversation;
+  return cv.enabled() && cv.users == 0 ? arrivals * cv.turns.mean_tokens() : arrivals;
 }
 
 double timeline_rows(double span_s, double interval_s, std::uint32_t replicas) {

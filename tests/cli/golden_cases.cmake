@@ -107,3 +107,8 @@ kvcap_golden(plan_deepseek_ep8 0 plan --model deepseek-v3 --gpu h200 --num-gpus 
 kvcap_golden(accuracy_scorecard 0 accuracy --fixtures %FIXTURES%)
 kvcap_golden(list_builtin 0 list)
 kvcap_golden(simulate_load_test_text_lengths 0 simulate --model llama-3.1-8b --gpu h100-sxm --workload %SOURCE%/profiles/examples/workload-load-test.yaml --num-requests 300 --no-wall-time --no-progress)
+# Multi-turn conversations (docs/simulator.md): the example file, its prefix-cache hit rate; runs whose duration or
+# conversations imply more than 10^7 requests are refused with the estimate.
+kvcap_golden(simulate_multi_turn 0 simulate --model llama-3.1-8b --gpu h100-sxm --engine vllm --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --duration 60s --no-wall-time)
+kvcap_golden(err_simulate_endless_conversation 2 simulate --model llama-3.1-8b --gpu h100-sxm --workload %DATA%/workload_endless_conversation.yaml --duration 10s)
+kvcap_golden(err_simulate_duration_too_many 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1000 --duration 1000000s --prompt-tokens 100 --output-tokens 10)

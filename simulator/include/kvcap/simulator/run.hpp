@@ -67,6 +67,10 @@ std::pair<double, double> mean_lengths_tokens(const SimulationRequest& r);
 /// Simulated seconds over which requests arrive, as far as the request tells before running: the trace's span or
 /// the phases' sum, cut at limits.duration_s, or num_requests / rate; 0 when unknown (a closed loop).
 double arrival_span_s(const SimulationRequest& r, double trace_span_s = 0);
+/// Requests a synthetic run will simulate, as far as the request tells before running: num_requests when given (it
+/// counts conversation turns too), else the arrivals over the phases or the duration, times the mean turns of the
+/// conversations they start. +inf when nothing bounds it; 0 for a trace (its rows are counted when read).
+double expected_requests(const SimulationRequest& r);
 
 /// Rows a timeline at `interval_s` writes over `span_s` for `replicas` replicas (the drain after the last arrival
 /// adds to it).
