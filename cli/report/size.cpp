@@ -166,6 +166,7 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
   else
     out << ", max_model_len: the model's";
   out << "\n";
+  if (!w.derivation.empty()) out << "  from " << w.derivation << "\n";
   out << "Targets: TTFT " << pct_name(q.targets.ttft_percentile) << " <= " << dur(q.targets.ttft_s)
       << ", TPOT <= " << dur(q.targets.tpot_s) << "; rates "
       << (s.calibration ? "calibrated" : "datasheet x default efficiencies")

@@ -101,6 +101,9 @@ void size_conversations(const WorkloadSpec& spec, SizingWorkload& w) {
   const auto& sp = spec.shared_prefix;
   const double prefix = sp.enabled() ? static_cast<double>(sp.tokens) * sp.fraction : 0;
   const double per_turn = w.output_tokens + std::max(1.0, w.prompt_tokens - prefix);
+  w.derivation = fixed(w.arrival_rate_per_s, 2) + " conversations/s x " + fixed(turns, 1) +
+                 " turns; the mean prompt carries " + fixed((turns - 1) / 2, 1) + " turns of history of " +
+                 fixed(per_turn, 0) + " tokens (prefix-cache savings on prefill not counted)";
   w.prompt_tokens += (turns - 1) / 2 * per_turn;
   w.arrival_rate_per_s *= turns;
   const i64 tmax = cv.turns.max_possible_tokens();

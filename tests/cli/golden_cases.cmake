@@ -112,3 +112,4 @@ kvcap_golden(simulate_load_test_text_lengths 0 simulate --model llama-3.1-8b --g
 kvcap_golden(simulate_multi_turn 0 simulate --model llama-3.1-8b --gpu h100-sxm --engine vllm --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --duration 60s --no-wall-time)
 kvcap_golden(err_simulate_endless_conversation 2 simulate --model llama-3.1-8b --gpu h100-sxm --workload %DATA%/workload_endless_conversation.yaml --duration 10s)
 kvcap_golden(err_simulate_duration_too_many 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1000 --duration 1000000s --prompt-tokens 100 --output-tokens 10)
+kvcap_golden(size_multi_turn 0 size --model llama-3.1-8b --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --gpus h100-sxm --top 3)

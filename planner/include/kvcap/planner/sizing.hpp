@@ -27,6 +27,7 @@ struct SizingWorkload {
   double arrival_scv = 1;         ///< squared coefficient of variation of the gaps (Poisson 1, fixed rate 0)
   double prompt_scv = 0;          ///< squared coefficient of variation of prompt lengths (prefill service)
   i64 concurrent_users = 0;       ///< closed loop: users each sending the next request when the last ends
+  std::string derivation;         ///< how the means came from the workload when not directly (conversations), or ""
   bool open_loop() const { return arrival_rate_per_s > 0; }
 };
 
