@@ -138,7 +138,7 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   o << "Preemptions  " << grouped(r.preemptions) << " (recompute; " << grouped(r.recomputed_tokens)
     << " tokens computed again)\n";
   if (r.prefix_cache_hit_tokens > 0)
-    o << "Prefix cache " << fixed(100 * r.prefix_cache_hit_rate, 1) << "% of admitted prompt tokens found cached ("
+    o << "Prefix cache " << fixed(100 * r.prefix_cache_hit_rate, 1) << "% of admitted tokens found cached ("
       << grouped(r.prefix_cache_hit_tokens) << " tokens)\n";
   o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max "
     << fixed(100 * r.kv_utilization_max, 1) << "%; " << fixed(100 * r.kv_waste_fraction, 1)

@@ -86,26 +86,63 @@ std::string_view to_string(CandidateStatus s) {
 }
 
 namespace {
-/// Conversations as the queueing formulas see them: started conversations bring E[turns] requests each, and with
-/// history turn k's prompt carries k - 1 earlier prompts and answers, so the mean prompt grows by (E[turns] - 1) / 2
-/// of a turn's new tokens (the prefix cache's savings on prefill are not counted: conservative). Users whose history
-/// grows for as long as the arrivals last have no steady state to size.
+/// E[T(T - 1)] of a turn count: exact for fixed, uniform and empirical; for lognormal the unclamped second moment
+/// mean^2 exp(sigma^2) (clamping can only lower it: conservative).
+double turn_pairs(const LengthDistribution& d) {
+  switch (d.kind) {
+    case LengthDistribution::Kind::fixed:
+      return dbl(d.tokens) * dbl(d.tokens - 1);
+    case LengthDistribution::Kind::uniform: {
+      const double a = dbl(d.min_tokens), b = dbl(d.max_tokens), n = b - a + 1;
+      const double sum_sq = (b * (b + 1) * (2 * b + 1) - (a - 1) * a * (2 * a - 1)) / 6;
+      return sum_sq / n - (a + b) / 2;
+    }
+    case LengthDistribution::Kind::lognormal: {
+      const double m = d.lognormal_mean_tokens;
+      return m * m * std::exp(d.sigma * d.sigma) - d.mean_tokens();
+    }
+    case LengthDistribution::Kind::empirical: {
+      double sum = 0, total = 0;
+      for (std::size_t i = 0; i < d.values.size(); ++i) {
+        const double w = d.weights.empty() ? 1.0 : d.weights[i];
+        sum += w * dbl(d.values[i]) * dbl(d.values[i] - 1);
+        total += w;
+      }
+      return sum / total;
+    }
+  }
+  return 0;
+}
+
+/// Conversations as the queueing formulas see them: a started conversation brings E[T] requests (its turns). With
+/// history `accumulate` the k-th turn's prompt carries k - 1 earlier turns of new tokens, so over all requests the
+/// mean prompt grows by E[T(T - 1)] / (2 E[T]) turns (longer conversations contribute more requests); the prefix
+/// cache's savings on prefill are not counted (conservative). With `repeat` the prompt stays. Users whose history
+/// grows for as long as the arrivals last have no steady state to size; repeating users are requests as they come.
 void size_conversations(const WorkloadSpec& spec, SizingWorkload& w) {
   const auto& cv = spec.conversation;
-  if (!cv.enabled() || cv.history == ConversationSpec::History::repeat) return;
-  if (cv.users > 0)
-    throw SpecError("conversation.history",
-                    "users whose history accumulates grow without end: kvcap size has no steady state to size; "
-                    "run kvcap simulate --workload, or use history: repeat");
+  if (!cv.enabled()) return;
+  const bool accumulate = cv.history == ConversationSpec::History::accumulate;
+  if (cv.users > 0) {
+    if (accumulate)
+      throw SpecError("conversation.history",
+                      "users whose history accumulates grow without end: kvcap size has no steady state to size; "
+                      "run kvcap simulate --workload, or use history: repeat");
+    return;
+  }
   const double turns = cv.turns.mean_tokens();
+  const double conversations_per_s = w.arrival_rate_per_s;
+  w.arrival_rate_per_s *= turns;
   const auto& sp = spec.shared_prefix;
   const double prefix = sp.enabled() ? static_cast<double>(sp.tokens) * sp.fraction : 0;
   const double per_turn = w.output_tokens + std::max(1.0, w.prompt_tokens - prefix);
-  w.derivation = fixed(w.arrival_rate_per_s, 2) + " conversations/s x " + fixed(turns, 1) +
-                 " turns; the mean prompt carries " + fixed((turns - 1) / 2, 1) + " turns of history of " +
-                 fixed(per_turn, 0) + " tokens (prefix-cache savings on prefill not counted)";
-  w.prompt_tokens += (turns - 1) / 2 * per_turn;
-  w.arrival_rate_per_s *= turns;
+  const double history_turns = accumulate ? turn_pairs(cv.turns) / (2 * turns) : 0;
+  w.derivation = fixed(conversations_per_s, 2) + " conversations/s x " + fixed(turns, 1) + " turns";
+  if (accumulate)
+    w.derivation += "; the mean prompt carries " + fixed(history_turns, 2) + " turns of history of " +
+                    fixed(per_turn, 0) + " tokens (prefix-cache savings on prefill not counted)";
+  w.prompt_tokens += history_turns * per_turn;
+  if (!accumulate) return;
   const i64 tmax = cv.turns.max_possible_tokens();
   const i64 pmax = spec.prompt.max_possible_tokens(), omax = spec.output.max_possible_tokens();
   w.max_context_tokens =

@@ -122,7 +122,7 @@ void BlockManager::uncache(std::uint32_t b) {
 i64 BlockManager::find_prefix(const ContentKey& key, i64 max_tokens, std::vector<std::uint32_t>& hits) const {
   hits.clear();
   if (!prefix_caching_ || !key.cacheable() || chains_.empty()) return 0;
-  const i64 shareable = max_tokens / block_size_;
+  const i64 shareable = (key.repeat_tokens >= 0 ? std::min(max_tokens, key.repeat_tokens) : max_tokens) / block_size_;
   i64 evictable = 0;
   std::int64_t chain = -1;
   const std::vector<std::uint32_t>* c = nullptr;
@@ -156,7 +156,8 @@ void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, cons
                                    i64& registered) {
   if (!prefix_caching_ || !key.cacheable()) return;
   // A conversation's blocks all repeat (later turns resend them); otherwise only the shared prefix does.
-  const i64 repeatable = key.conversation >= 0 ? computed_tokens : std::min(key.prefix_tokens, computed_tokens);
+  i64 repeatable = key.conversation >= 0 ? computed_tokens : std::min(key.prefix_tokens, computed_tokens);
+  if (key.conversation >= 0 && key.repeat_tokens >= 0) repeatable = std::min(repeatable, key.repeat_tokens);
   const i64 full = repeatable / block_size_;
   if (full <= registered) return;
   use_lru_queue();  // from now on free blocks may hold cached content: keep vLLM's eviction order

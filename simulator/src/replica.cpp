@@ -17,6 +17,7 @@ ContentKey content_key(const Request& r) {
   k.group = r.prefix_group;
   k.prefix_tokens = r.prefix_tokens;
   k.conversation = r.conversation;
+  if (r.prompt_repeats) k.repeat_tokens = r.prompt_tokens;
   return k;
 }
 }  // namespace
@@ -92,6 +93,7 @@ void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_toke
   r.prefix_tokens = spec.prefix_tokens;
   r.conversation = spec.conversation;
   r.turn = spec.turn;
+  r.prompt_repeats = spec.prompt_repeats;
   waiting_.push_back(s);
   waiting_tokens_ += r.num_tokens;
   ++stats_.routed;

@@ -122,6 +122,7 @@ class EventLoop {
   struct Conversation {
     RequestSpec last;                ///< the last turn sent, its prompt in full
     bool in_flight = false;          ///< a turn is sent, or scheduled to be, and has not finished
+    double done_s = 0;               ///< when its last turn ended
     std::deque<RequestSpec> queued;  ///< users: turns dealt to the user while it waited for an answer
   };
   std::unordered_map<std::int64_t, Conversation> conversations_;
@@ -255,11 +256,16 @@ void EventLoop::on_arrival(std::uint32_t target) {
   if (pending_ && !stalled_) send_pending(sent_s);
 }
 
-/// A turn from the source: true when it goes now, false when it waits behind its user's turn in flight.
+/// A turn from the source: true when it goes now, false when it waits behind its user's turn in flight or for the
+/// user's think time after the last answer.
 bool EventLoop::begin_turn(const RequestSpec& spec) {
   Conversation& c = conversations_[spec.conversation];
   if (c.in_flight) {
     c.queued.push_back(spec);
+    return false;
+  }
+  if (spec.turn > 0 && c.done_s + spec.think_time_s > now_) {
+    send_turn(spec, c.done_s + spec.think_time_s);
     return false;
   }
   c.in_flight = true;
@@ -302,6 +308,7 @@ void EventLoop::end_turn(std::int64_t conversation, i64 generated, bool rejected
   if (it == conversations_.end()) throw std::logic_error("a turn ended for a conversation not in flight");
   Conversation& c = it->second;
   c.in_flight = false;
+  c.done_s = now_;
   c.last.output_tokens = generated;  // the answer as it was given (cut at max_model_len, or none)
   if (!c.queued.empty()) {
     RequestSpec next = c.queued.front();

@@ -89,8 +89,7 @@ class SyntheticSource final : public RequestSource {
     for (const auto& ph : w.arrival.phases) phase_end_.push_back(end += ph.duration_s);
     if (w.conversation.users > 0) {
       user_turns_.assign(static_cast<std::size_t>(w.conversation.users), 0);
-      if (w.conversation.history == ConversationSpec::History::repeat)
-        user_prompt_.assign(static_cast<std::size_t>(w.conversation.users), 0);
+      user_prompt_.assign(static_cast<std::size_t>(w.conversation.users), 0);
     }
   }
   /// With phases the sampler draws gaps of the unit-rate process: operational time, mapped to seconds below.
@@ -139,6 +138,7 @@ class SyntheticSource final : public RequestSource {
     if (w_.conversation.enabled() && w_.conversation.users == 0) {
       r.conversation = static_cast<std::int64_t>(conversations_++);
       r.turns = static_cast<std::uint32_t>(std::min<i64>(turns_.sample(rng_turns_), UINT32_MAX));
+      r.prompt_repeats = w_.conversation.history == ConversationSpec::History::repeat;
     }
     ++produced_;
     return r;
@@ -178,14 +178,16 @@ class SyntheticSource final : public RequestSource {
       r.prefix_group = static_cast<std::int32_t>(static_cast<i64>(u) % sp.num_groups);
       r.prefix_tokens = sp.tokens;
     }
+    if (r.turn == 0) user_prompt_[u] = r.prompt_tokens;
+    // The user's prefix: as much of the group's as its first prompt held (every later turn starts with that prompt).
+    r.prefix_tokens = std::min(r.prefix_tokens, user_prompt_[u]);
     if (cv.history == ConversationSpec::History::repeat) {
-      if (r.turn == 0) user_prompt_[u] = r.prompt_tokens;
       r.prompt_tokens = user_prompt_[u];
+      r.prompt_repeats = true;
     } else if (r.turn > 0) {
       r.follows_history = true;
       r.prompt_tokens = std::max<i64>(1, r.prompt_tokens - r.prefix_tokens);
     }
-    if (!r.follows_history) r.prefix_tokens = std::min(r.prefix_tokens, r.prompt_tokens);
     if (r.turn > 0) r.think_time_s = think_time(rng_turns_);
   }
   double think_time(Rng& rng) const {
@@ -201,7 +203,7 @@ class SyntheticSource final : public RequestSource {
   std::uint64_t conversation_seed_;
   std::uint64_t conversations_ = 0;        ///< conversations started (users == 0)
   std::vector<std::uint32_t> user_turns_;  ///< users: turns dealt to each
-  std::vector<i64> user_prompt_;           ///< users, repeat: each user's prompt
+  std::vector<i64> user_prompt_;           ///< users: each user's first prompt
   double t_ = 0;
   std::uint64_t produced_ = 0;
   std::vector<double> phase_end_;  ///< cumulative end of each rate phase (s)

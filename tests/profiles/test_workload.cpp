@@ -227,11 +227,18 @@ TEST_CASE("conversation workloads load, and their mistakes are located", "[profi
   CHECK(ip.conversation.history == ConversationSpec::History::repeat);
   CHECK(ip.arrival.phases.size() == 2);
 
-  // size: E[turns] requests per conversation, the mean prompt grown by (E[turns] - 1) / 2 turns of history.
+  // size: E[T] requests per conversation; over all requests the mean prompt carries E[T(T-1)] / (2 E[T]) turns of
+  // history: for T uniform on 2..8, E[T^2] = 203 / 7 = 29, so 24 / 10 = 2.4 turns (longer conversations bring more
+  // requests; (E[T] - 1) / 2 = 2 would under-count).
   const SizingWorkload sw = sizing_workload(mt);
   CHECK(sw.arrival_rate_per_s == Approx(2.0 * 5.0));
   const double prefix = 200, turn = mt.output.mean_tokens() + (mt.prompt.mean_tokens() - prefix);
-  CHECK(sw.prompt_tokens == Approx(mt.prompt.mean_tokens() + 2.0 * turn));
+  CHECK(sw.prompt_tokens == Approx(mt.prompt.mean_tokens() + 2.4 * turn));
+  // Repeating conversations: E[T] requests each, the prompt as drawn.
+  WorkloadSpec rep = mt;
+  rep.conversation.history = ConversationSpec::History::repeat;
+  CHECK(sizing_workload(rep).arrival_rate_per_s == Approx(10.0));
+  CHECK(sizing_workload(rep).prompt_tokens == Approx(mt.prompt.mean_tokens()));
   // Users whose history accumulates have no steady state to size.
   WorkloadSpec grow = ip;
   grow.conversation.history = ConversationSpec::History::accumulate;

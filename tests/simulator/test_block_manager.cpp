@@ -123,7 +123,7 @@ TEST_CASE("prefix chains: a conversation's history hits after the group's prefix
   CHECK(m.num_used() == 0);
   CHECK(m.find_prefix(k, 19, hits) == 3);
   // Fill the pool: the conversation's blocks are evicted least recently freed first; a partly evicted history hits
-  // only its leading run, and an evicted first block loses the whole history (hash chaining).
+  // only its leading run (the tail is freed, so evicted, first), until nothing of it is left.
   m.allocate(t2, 13);
   CHECK(m.evictions() == 0);
   m.allocate(t2, 1);
@@ -134,5 +134,23 @@ TEST_CASE("prefix chains: a conversation's history hits after the group's prefix
   m.find_prefix(k, 19, hits);
   CHECK(hits.empty());
   CHECK(m.cached_blocks() == 0);
+  CHECK(m.check_invariants());
+}
+
+TEST_CASE("prefix chains: a repeating conversation caches and finds only its prompt, never its answers",
+          "[sim][blocks][prefix][conversation]") {
+  BlockManager m(16, 4, Allocator::paged, 0, true);
+  std::vector<std::uint32_t> t1, hits;
+  // history: repeat, prompt 10 tokens: 20 tokens computed (10 of answer), but only the prompt's 2 full blocks repeat.
+  ContentKey k;
+  k.conversation = 3;
+  k.repeat_tokens = 10;
+  m.allocate(t1, 5);
+  i64 reg = 0;
+  m.register_prefix(t1, k, 20, reg);
+  CHECK(m.cached_blocks() == 2);
+  // A later turn preempted after 10 generated tokens looks up 19 tokens: the answer's blocks are not its tokens.
+  CHECK(m.find_prefix(k, 19, hits) == 0);
+  CHECK(hits == std::vector<std::uint32_t>{t1[0], t1[1]});
   CHECK(m.check_invariants());
 }

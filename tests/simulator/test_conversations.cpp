@@ -167,3 +167,19 @@ TEST_CASE("conversation workloads are checked", "[sim][conversation]") {
   auto src = synthetic_source(chat(1.0, 100, 10, 3, 0), 1, SourceLimits{10, std::nullopt});
   CHECK_THROWS_AS(simulate(cfg, StepTimer::linear(0.01, 0, 0), *src), SpecError);
 }
+
+TEST_CASE("an idle user still waits its think time after the last answer", "[sim][conversation]") {
+  WorkloadSpec w;
+  w.name = "idle-user";
+  w.arrival.kind = ArrivalProcess::Kind::fixed_rate;
+  w.arrival.rate_per_s = 0.5;  // a turn dealt every 2 s, the answer takes well under 1 s
+  w.prompt = LengthDistribution::fixed_tokens(200);
+  w.output = LengthDistribution::fixed_tokens(20);
+  w.conversation.users = 1;
+  w.conversation.think_time_s = 5.0;
+  Recorder rec;
+  const SimResult r = run(w, 10'000, SourceLimits{6, std::nullopt}, rec);
+  REQUIRE(r.requests_completed == 6);
+  const auto& t = by_conversation(rec.done).begin()->second;
+  for (std::size_t k = 1; k < t.size(); ++k) CHECK(t[k].arrival_s >= t[k - 1].finish_s + 5.0 - 1e-9);
+}

@@ -39,6 +39,9 @@ struct ContentKey {
   std::int32_t group = -1;         ///< shared-prefix group (-1: none)
   i64 prefix_tokens = 0;           ///< the group's prefix at the start of the prompt
   std::int64_t conversation = -1;  ///< conversation the tokens after the prefix belong to (-1: none)
+  /// A conversation whose turns resend only their first prompt (history: repeat): the tokens that repeat; its
+  /// answers are not the next turn's tokens. -1: all of a conversation's tokens repeat (its history).
+  i64 repeat_tokens = -1;
   bool cacheable() const { return group >= 0 || conversation >= 0; }
 };
 

@@ -20,7 +20,8 @@ struct Event {
   double time_s = 0;
   EventKind kind = EventKind::arrival;
   std::uint64_t seq = 0;     ///< insertion order (assigned by the queue)
-  std::uint32_t target = 0;  ///< replica index (step_end, schedule); unused otherwise
+  std::uint32_t target =
+      0;  ///< replica index (step_end, schedule); arrival: 0 the source's request, k + 1 a scheduled turn
 };
 
 /// The tie-break rule as a predicate: true when `a` fires before `b`.

@@ -23,6 +23,8 @@ struct RequestSpec {
   /// Turn > 0 with history: `prompt_tokens` counts only the new user message; the event loop prepends the history
   /// (the previous turn's prompt and answer) when it sends the turn.
   bool follows_history = false;
+  /// History `repeat`: later turns resend this turn's prompt only, so its answer's blocks never repeat.
+  bool prompt_repeats = false;
   double think_time_s = 0;  ///< pause after the previous turn's answer before this turn is sent
 };
 
@@ -46,6 +48,7 @@ struct Request {
   std::int32_t prefix_group = -1;
   std::int64_t conversation = -1;    ///< RequestSpec::conversation
   std::uint32_t turn = 0;            ///< RequestSpec::turn
+  bool prompt_repeats = false;       ///< RequestSpec::prompt_repeats
   i64 registered_prefix_blocks = 0;  ///< leading blocks already offered to the prefix cache
   i64 cached_tokens = 0;       ///< prompt tokens served from the prefix cache (first admission)
   std::uint32_t preemptions = 0;

@@ -152,8 +152,8 @@ struct SimResult {
   double goodput_requests_per_s = 0;     ///< completed requests meeting every target / (end - first arrival)
   std::uint64_t preemptions = 0;
   std::uint64_t recomputed_tokens = 0;
-  /// Prefix cache: prompt tokens found cached at admission / prompt tokens admitted (re-admissions after a
-  /// preemption count again), over all replicas; 0 without prefix caching or admissions.
+  /// Prefix cache: tokens found cached at admission / tokens admitted (a re-admission after a preemption counts again,
+  /// with the tokens generated so far), over all replicas; 0 without prefix caching or admissions.
   std::uint64_t prefix_cache_hit_tokens = 0;
   double prefix_cache_hit_rate = 0;
   double kv_utilization_mean = 0;        ///< mean over replicas of the time-weighted used / total blocks
