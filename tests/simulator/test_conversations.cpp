@@ -180,6 +180,9 @@ TEST_CASE("an idle user still waits its think time after the last answer", "[sim
   Recorder rec;
   const SimResult r = run(w, 10'000, SourceLimits{6, std::nullopt}, rec);
   REQUIRE(r.requests_completed == 6);
-  const auto& t = by_conversation(rec.done).begin()->second;
+  const auto conv = by_conversation(rec.done);
+  REQUIRE(conv.size() == 1);
+  const auto& t = conv.begin()->second;
+  REQUIRE(t.size() == 6);
   for (std::size_t k = 1; k < t.size(); ++k) CHECK(t[k].arrival_s >= t[k - 1].finish_s + 5.0 - 1e-9);
 }
