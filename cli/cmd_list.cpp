@@ -38,9 +38,14 @@ int cmd_list(const std::vector<std::string>& args) {
     std::string bw = fixed(g.memory_bandwidth_bytes_per_s / 1e12, 2) + " TB/s";
     std::string bf = fixed(g.bf16_dense_flops / 1e12, 0) + " TF";
     std::string f8 = g.fp8_dense_flops > 0 ? fixed(g.fp8_dense_flops / 1e12, 0) + " TF" : "-";
-    std::cout << "  " << n << std::string(21 - std::min<std::size_t>(20, n.size()), ' ') << std::string(13 - std::min<std::size_t>(13, mem.size()), ' ') << mem
-              << std::string(12 - std::min<std::size_t>(12, bw.size()), ' ') << bw << std::string(13 - std::min<std::size_t>(13, bf.size()), ' ') << bf
-              << std::string(12 - std::min<std::size_t>(12, f8.size()), ' ') << f8 << std::string(10, ' ').substr(0, 10 - std::min<std::size_t>(10, fixed(g.price_per_gpu_hour_usd, 2).size())) << fixed(g.price_per_gpu_hour_usd, 2) << "\n";
+    const std::string price =
+        g.price_per_gpu_hour_usd > 0 ? fixed(g.price_per_gpu_hour_usd, 2) : "-";  // no published price
+    std::cout << "  " << n << std::string(21 - std::min<std::size_t>(20, n.size()), ' ')
+              << std::string(13 - std::min<std::size_t>(13, mem.size()), ' ') << mem
+              << std::string(12 - std::min<std::size_t>(12, bw.size()), ' ') << bw
+              << std::string(13 - std::min<std::size_t>(13, bf.size()), ' ') << bf
+              << std::string(12 - std::min<std::size_t>(12, f8.size()), ' ') << f8
+              << std::string(10, ' ').substr(0, 10 - std::min<std::size_t>(10, price.size())) << price << "\n";
   }
   return 0;
 }

@@ -18,6 +18,7 @@ std::string attention_desc(const ModelSpec& m) {
   } else {
     const char* kind = m.num_kv_heads == m.num_heads ? "MHA" : m.num_kv_heads == 1 ? "MQA" : "GQA";
     o << kind << " " << m.num_heads << " q / " << m.num_kv_heads << " kv heads x " << m.head_dim;
+    if (mla_projections(m)) o << " (MLA projections, latent " << m.mla.kv_lora_rank << ", every head cached)";
   }
   if (m.sliding_window > 0) {
     i64 sliding = 0;
@@ -114,9 +115,11 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size)
                                    : "")
     << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype) << ", block " << d.block_size << " tokens"
-    << (d.block_size != d.d.block_size
-            ? " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)"
-            : "")
+    << (d.block_size == d.d.block_size ? ""
+        : d.skip_page_bytes > 0
+            ? " (raised from " + std::to_string(d.d.block_size) + " so that one page holds a skipped layer's " +
+                  std::to_string(d.skip_block_size) + " tokens in " + std::string(name(d.dtype)) + ")"
+            : " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)")
     << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len)) << ", max_num_batched_tokens "
     << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
   o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";

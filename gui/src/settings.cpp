@@ -40,6 +40,11 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
   if (d.dtype != DType::auto_) add("--dtype", std::string(name(d.dtype)));
   if (d.quantization != DType::auto_) add("--quantization", std::string(name(d.quantization)));
   if (d.kv_cache_dtype != DType::auto_) add("--kv-cache-dtype", std::string(name(d.kv_cache_dtype)));
+  if (!d.kv_cache_dtype_skip_layers.empty()) {
+    std::string v;
+    for (const auto& l : d.kv_cache_dtype_skip_layers) (v += v.empty() ? "" : ",") += l;
+    add("--kv-cache-dtype-skip-layers", v);
+  }
   if (d.block_size != def.block_size) add("--block-size", std::to_string(d.block_size));
   if (d.max_model_len) add("--max-model-len", std::to_string(*d.max_model_len));
   if (d.max_num_batched_tokens) add("--max-num-batched-tokens", std::to_string(*d.max_num_batched_tokens));

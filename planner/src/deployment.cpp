@@ -66,6 +66,52 @@ int vllm_minor(const std::string& v) {
 }
 }  // namespace
 
+bool kv_dtype_skipped(const ModelSpec& m, const Deployment& d, i64 layer) {
+  // vllm/attention/layer.py Attention.__init__: a layer keeps kv_cache_dtype "auto" when its index is
+  // listed, or when it has a sliding window and "sliding_window" is listed.
+  const auto& s = d.kv_cache_dtype_skip_layers;
+  if (s.empty()) return false;
+  if (layer_attention(m, layer) == LayerAttention::sliding &&
+      std::find(s.begin(), s.end(), "sliding_window") != s.end())
+    return true;
+  return std::find(s.begin(), s.end(), std::to_string(layer)) != s.end();
+}
+
+namespace {
+// --kv-cache-dtype-skip-layers: checks the entries and aligns the block sizes as
+// vllm/platforms/interface.py _align_heterogeneous_kv_block_size does: one block pool holds pages of one
+// size, so the quantised (primary) layers' block is raised to the smallest multiple of the kernel
+// alignment whose page covers a skipped layer's page at the requested block, and the skipped layers'
+// page is padded to it (cache_config.skip_page_size_padded = block_size x primary page per token).
+void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeployment& r) {
+  const auto& skips = d.kv_cache_dtype_skip_layers;
+  if (skips.empty()) return;
+  for (const auto& s : skips) {
+    if (s == "sliding_window") continue;
+    const bool digits = !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoll(s) >= m.num_layers)
+      throw SpecError("kv_cache_dtype_skip_layers",
+                      "expected layer indices 0.." + str(m.num_layers - 1) + " or sliding_window, got '" + s + "'");
+  }
+  if (has_linear_layers(m) || m.index_head_dim > 0)
+    throw SpecError("kv_cache_dtype_skip_layers",
+                    "is not modelled for models with linear-attention (Mamba) layers or a sparse-attention indexer");
+  bool any = false;
+  for (i64 l = 0; l < m.num_layers && !any; ++l)
+    any = layer_attention(m, l) != LayerAttention::linear && kv_dtype_skipped(m, d, l);
+  const i64 tp = d.tensor_parallel_size;
+  const u64 primary = attention_page_bytes(m, r.kv_dtype, tp, 1), skipped = attention_page_bytes(m, r.dtype, tp, 1);
+  if (!any || skipped <= primary) return;  // nothing skipped, or the skipped page already fits
+  const i64 requested = r.block_size;
+  const u64 align = std::max<u64>(m.attention == AttentionType::mla ? 64 : 16, static_cast<u64>(requested));
+  const u64 need =
+      align * ceil_div(mul(static_cast<u64>(requested), skipped, "skipped page"), mul(align, primary, "primary page"));
+  if (static_cast<u64>(r.block_size) < need) r.block_size = static_cast<i64>(need);
+  r.skip_block_size = requested;
+  r.skip_page_bytes = mul(static_cast<u64>(r.block_size), primary, "skip_page_size_padded");
+}
+}  // namespace
+
 bool legacy_kv_size_log(const std::string& v) {
   // vLLM 0.19.0 still logged num_blocks // groups x block size (vllm-project/vllm#40691); the fix
   // (#40694) logs int(max_concurrency x max_model_len) from the next release on.
@@ -120,6 +166,14 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
                                         dtype_names([](const DTypeInfo& i) { return i.weights_ok; }));
   // --kv-cache-dtype auto is the model dtype, even when the weights are quantised (vllm/config/cache.py).
   r.kv_dtype = d.kv_cache_dtype == DType::auto_ ? r.dtype : d.kv_cache_dtype;
+  // vLLM's nvfp4 KV cache runs on Blackwell's fp4 attention kernels only (FlashInfer TRTLLM-gen, SM100).
+  if (r.kv_dtype == DType::nvfp4 && !(g.fp4_dense_flops > 0))
+    throw SpecError("kv_cache_dtype",
+                    "nvfp4 KV needs a GPU with fp4 tensor cores (Blackwell); " + g.name + " has none");
+  if (info(r.kv_dtype).kv_head_scale_bits > 0 && m.attention == AttentionType::mla)
+    throw SpecError("kv_cache_dtype",
+                    std::string(name(r.kv_dtype)) +
+                        " keeps a scale per KV head; an MLA model caches one latent per token (use fp8)");
   if (!info(r.kv_dtype).kv_ok)
     throw SpecError("kv_cache_dtype", std::string(name(r.kv_dtype)) + " is not a KV-cache format; expected one of " +
                                           dtype_names([](const DTypeInfo& i) { return i.kv_ok; }));
@@ -158,7 +212,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     // attention block grows to the smallest multiple of the kernel alignment (16 tokens; 64 for MLA)
     // whose page holds one linear layer's state; the state page is then padded to the attention page.
     r.linear_state_bytes = linear_state_bytes_per_rank(m, tp, r.dtype, d.mamba_ssm_cache_dtype);
-    const u64 attn_1_token = kv_bytes(r.kv_dtype, static_cast<u64>(kv_elements_per_token_per_layer(m, tp)));
+    const u64 attn_1_token = attention_page_bytes(m, r.kv_dtype, tp, 1);
     const u64 align = m.attention == AttentionType::mla ? 64 : 16;
     const u64 need = align * ceil_div(r.linear_state_bytes, align * attn_1_token);
     if (static_cast<u64>(r.block_size) < need) r.block_size = static_cast<i64>(need);
@@ -168,6 +222,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     r.mamba_align = d.mamba_cache_mode == Deployment::MambaCache::align ||
                     (d.mamba_cache_mode == Deployment::MambaCache::auto_ && !mamba_prefix_caching_off(d.vllm_version));
   }
+  resolve_skip_layers(m, d, r);
   d.max_model_len = r.max_model_len;
   d.max_num_batched_tokens = r.max_num_batched_tokens;
   d.max_num_seqs = r.max_num_seqs;

@@ -21,24 +21,35 @@ namespace {
 // - nvfp4: NVIDIA's FP4 (ModelOpt quant_algo NVFP4): e2m1 values, one fp8 e4m3 scale per 16 elements and one fp32
 //   scale per tensor (negligible): 4.5 bits per weight (NVIDIA Blackwell architecture technical brief; vLLM
 //   modelopt.py ModelOptNvFp4Config, group_size 16).
+// - vLLM's KV formats (vllm/v1/kv_cache_interface.py AttentionSpec.real_page_size_bytes and
+//   page_size_bytes; vllm/utils/torch_utils.py nvfp4_kv_cache_full_dim): nvfp4 stores head/2 bytes of e2m1
+//   values plus head/16 bytes of e4m3 block scales per head; the *_per_token_head formats (int4 packs two
+//   per byte) add 2 x block x kv_heads x 4 bytes of fp32 scales to the page.
 // - int8 KV: one fp16 scale per token and head of 128 (the seed text's per-head layout: 2 bytes per
 //   128, 1.56%); int4 / int2 KV: KIVI (Liu et al., arXiv:2402.02750), groups of 32 with an fp16 scale
 //   and an fp16 zero point.
 const std::vector<DTypeInfo> kTable = {
-    {DType::auto_, "auto", 0, 0, 0, 0, 0, true, true, true, "resolved against the model dtype"},
-    {DType::fp32, "fp32", 32, 0, 0, 0, 0, true, true, true, "IEEE binary32"},
-    {DType::bf16, "bf16", 16, 0, 0, 0, 0, true, true, true, "bfloat16"},
-    {DType::fp16, "fp16", 16, 0, 0, 0, 0, true, true, true, "IEEE binary16"},
-    {DType::fp8, "fp8", 8, 128 * 128, 32, 0, 0, true, true, false,
+    {DType::auto_, "auto", 0, 0, 0, 0, 0, 0, true, true, true, "resolved against the model dtype"},
+    {DType::fp32, "fp32", 32, 0, 0, 0, 0, 0, true, true, true, "IEEE binary32"},
+    {DType::bf16, "bf16", 16, 0, 0, 0, 0, 0, true, true, true, "bfloat16"},
+    {DType::fp16, "fp16", 16, 0, 0, 0, 0, 0, true, true, true, "IEEE binary16"},
+    {DType::fp8, "fp8", 8, 128 * 128, 32, 0, 0, 0, true, true, false,
      "e4m3; weights: fp32 scale per 128x128 block; KV: per-tensor scale outside the cache"},
-    {DType::fp8_e5m2, "fp8_e5m2", 8, 0, 0, 0, 0, false, true, false, "e5m2, no scale"},
-    {DType::int8, "int8", 8, 0, 0, 128, 16, true, true, false,
+    {DType::fp8_e5m2, "fp8_e5m2", 8, 0, 0, 0, 0, 0, false, true, false, "e5m2, no scale"},
+    {DType::int8, "int8", 8, 0, 0, 128, 16, 0, true, true, false,
      "weights: per-channel scale (negligible); KV: fp16 scale per 128 values"},
-    {DType::int4, "int4", 4, 128, 20, 32, 32, true, true, false,
+    {DType::int4, "int4", 4, 128, 20, 32, 32, 0, true, true, false,
      "weights: AWQ/GPTQ group 128, fp16 scale + 4-bit zero; KV: KIVI group 32, fp16 scale + zero"},
-    {DType::int2, "int2", 2, 0, 0, 32, 32, false, true, false, "KV only: KIVI group 32, fp16 scale + zero"},
-    {DType::mxfp4, "mxfp4", 4, 32, 8, 0, 0, true, false, false, "OCP MX: E8M0 scale per 32"},
-    {DType::nvfp4, "nvfp4", 4, 16, 8, 0, 0, true, false, false, "NVIDIA fp4: e4m3 scale per 16 (+ fp32 per tensor)"},
+    {DType::int2, "int2", 2, 0, 0, 32, 32, 0, false, true, false, "KV only: KIVI group 32, fp16 scale + zero"},
+    {DType::mxfp4, "mxfp4", 4, 32, 8, 0, 0, 0, true, false, false, "OCP MX: E8M0 scale per 32"},
+    {DType::nvfp4, "nvfp4", 4, 16, 8, 16, 8, 0, true, true, false,
+     "NVIDIA fp4: e4m3 scale per 16 (+ fp32 per tensor); KV: head/2 + head/16 bytes per head"},
+    {DType::fp8_per_token_head, "fp8_per_token_head", 8, 0, 0, 0, 0, 32, false, true, false,
+     "KV only: e4m3 with an fp32 scale per token and head"},
+    {DType::int8_per_token_head, "int8_per_token_head", 8, 0, 0, 0, 0, 32, false, true, false,
+     "KV only: int8 with an fp32 scale per token and head"},
+    {DType::int4_per_token_head, "int4_per_token_head", 4, 0, 0, 0, 0, 32, false, true, false,
+     "KV only: int4 packed two per byte with an fp32 scale per token and head"},
 };
 
 std::string lower(std::string_view s) {
@@ -76,6 +87,9 @@ std::optional<DType> parse_dtype(std::string_view s) {
   if (v == "int2") return DType::int2;
   if (v == "mxfp4") return DType::mxfp4;
   if (v == "nvfp4" || v == "modelopt_fp4" || v == "fp4") return DType::nvfp4;
+  if (v == "fp8_per_token_head") return DType::fp8_per_token_head;
+  if (v == "int8_per_token_head") return DType::int8_per_token_head;
+  if (v == "int4_per_token_head") return DType::int4_per_token_head;
   return std::nullopt;
 }
 
@@ -96,6 +110,10 @@ u64 weight_bytes(DType d, u64 elements) {
   const u64 bits = add(payload_bits(d, elements), group_bits(elements, i.weight_group, i.weight_group_bits),
                        "weight bits");
   return ceil_div(bits, 8);
+}
+
+u64 kv_head_scale_bytes(DType d) {
+  return info(d).kv_head_scale_bits / 8;
 }
 
 u64 kv_bytes(DType d, u64 elements) {

@@ -34,16 +34,23 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
   // AttentionSpec.page_size_bytes = block_size x (K + V) per token per rank; MLAAttentionSpec keeps one
   // latent + rope key, replicated on every TP rank; DeepSeek-V3.2 with an fp8 KV cache uses
   // fp8_ds_mla: 656 bytes per token (vllm/v1/attention/backends/mla/flashmla_sparse.py).
-  u64 attn_page = kv_bytes(d.kv_dtype, mul(u(bs), u(kv_elements_per_token_per_layer(m, tp)), "KV elements per block"));
+  u64 attn_page = attention_page_bytes(m, d.kv_dtype, tp, bs);
   if (m.attention == AttentionType::mla && m.index_head_dim > 0 && info(d.kv_dtype).payload_bits == 8) attn_page = mul(u(bs), 656);
   // DeepseekV32IndexerCache: MLAAttentionSpec(num_kv_heads=1, head_size=index_head_dim + index_head_dim // 128 x 4, uint8).
   const u64 index_page = m.index_head_dim > 0 ? mul(u(bs), u(m.index_head_dim + m.index_head_dim / 128 * 4)) : 0;
   std::vector<KvLayerSpec> out;
   if (decoder_layer) decoder_layer->clear();
-  for (i64 l = 0; l < m.num_layers; ++l) {
+  // Layers that share an earlier layer's cache have no spec (vllm/v1/worker/gpu_model_runner.py
+  // get_kv_cache_spec skips a layer with kv_sharing_target_layer_name).
+  for (i64 l = 0; l < m.num_layers - m.kv_shared_layers; ++l) {
     KvLayerSpec s;
     s.block_size = bs;
     s.page_size_bytes = attn_page;
+    if (d.skip_page_bytes > 0 && layer_attention(m, l) != LayerAttention::linear && kv_dtype_skipped(m, d.d, l)) {
+      // --kv-cache-dtype-skip-layers: the model dtype at the requested block, padded to the pool's page.
+      s.block_size = d.skip_block_size;
+      s.page_size_bytes = d.skip_page_bytes;
+    }
     switch (layer_attention(m, l)) {
       case LayerAttention::full: break;
       case LayerAttention::sliding: s.kind = KvSpecKind::sliding, s.window_tokens = m.sliding_window; break;
@@ -278,6 +285,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
                            "pipeline parallel), quantise the weights, or raise gpu_memory_utilization");
     }
   }
+  if (!m.vllm_note.empty()) p.warnings.push_back(m.vllm_note);
   if (d.max_model_len > m.max_position_embeddings)
     p.warnings.push_back("max_model_len " + std::to_string(d.max_model_len) + " exceeds the model's derived maximum " +
                          std::to_string(m.max_position_embeddings) +

@@ -31,6 +31,19 @@ i64 kv_elements_per_token_per_layer(const ModelSpec& m, i64 tp) {
   return 2 * kv_heads_per_rank(m, tp) * m.head_dim;
 }
 
+u64 attention_page_bytes(const ModelSpec& m, DType kv, i64 tp, i64 block_size) {
+  const u64 bs = static_cast<u64>(block_size);
+  const u64 data =
+      kv_bytes(kv, mul(bs, static_cast<u64>(kv_elements_per_token_per_layer(m, tp)), "KV elements per block"));
+  const u64 scales = mul(mul(2 * bs, static_cast<u64>(kv_heads_per_rank(m, tp)), "KV scales"), kv_head_scale_bytes(kv),
+                         "KV scale bytes");
+  return add(data, scales, "KV page bytes");
+}
+
+bool mla_projections(const ModelSpec& m) {
+  return m.attention == AttentionType::mla || m.mla.kv_lora_rank > 0;
+}
+
 bool has_linear_layers(const ModelSpec& m) {
   return std::find(m.layer_pattern.begin(), m.layer_pattern.end(), LayerAttention::linear) != m.layer_pattern.end();
 }
@@ -100,7 +113,18 @@ void validate(const ModelSpec& m) {
       throw SpecError("attention.num_kv_heads",
                       "num_heads (" + std::to_string(m.num_heads) + ") must be divisible by num_kv_heads (" +
                           std::to_string(m.num_kv_heads) + "): each KV head serves a whole group of query heads");
-  } else {
+    if (m.mla.kv_lora_rank > 0) {
+      // MLA projections with a per-head cache (MiniCPM3): every head caches nope + rope wide keys.
+      if (m.num_kv_heads != m.num_heads)
+        throw SpecError("attention.num_kv_heads", "must equal num_heads when MLA projections feed a per-head cache");
+      if (m.head_dim != m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim)
+        throw SpecError("attention.head_dim", "must be qk_nope_head_dim + qk_rope_head_dim (" +
+                                                  std::to_string(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim) +
+                                                  ") when MLA projections feed a per-head cache");
+      if (m.mla.v_head_dim > m.head_dim) throw SpecError("mla.v_head_dim", "cannot exceed the cached head_dim");
+    }
+  }
+  if (mla_projections(m)) {
     positive(m.mla.kv_lora_rank, "mla.kv_lora_rank");
     positive(m.mla.qk_rope_head_dim, "mla.qk_rope_head_dim");
     positive(m.mla.qk_nope_head_dim, "mla.qk_nope_head_dim");
@@ -108,6 +132,11 @@ void validate(const ModelSpec& m) {
     non_negative(m.mla.q_lora_rank, "mla.q_lora_rank");
   }
   non_negative(m.attention_chunk_size, "attention.chunk_size");
+  non_negative(m.kv_shared_layers, "attention.kv_shared_layers");
+  if (m.kv_shared_layers >= m.num_layers && m.num_layers > 0)
+    throw SpecError("attention.kv_shared_layers", "must leave at least one layer with its own KV cache (" +
+                                                      std::to_string(m.kv_shared_layers) + " of " +
+                                                      std::to_string(m.num_layers) + ")");
   non_negative(m.index_head_dim, "attention.index_head_dim");
   if (has_linear_layers(m)) {
     const auto& a = m.linear;

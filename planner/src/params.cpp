@@ -59,7 +59,7 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
         break;
       }
     }
-  } else if (m.attention == AttentionType::gqa) {
+  } else if (!mla_projections(m)) {
     const i64 q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
     push(t, "q_proj", mul(h, q), Shard::q_heads, true);
     // Gated attention (Qwen3-Next): q_proj also emits a per-channel output gate, as wide as q.
@@ -75,7 +75,8 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
     if (m.qk_norm) push(t, "qk_norm", 2 * m.head_dim, Shard::replicated, false);
     if (m.attention_sinks) push(t, "sinks", m.num_heads, Shard::q_heads, false);
   } else {
-    // DeepSeek MLA (vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention).
+    // DeepSeek MLA (vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention); MiniCPM3's
+    // projections are the same (minicpm3.py MiniCPM3Attention), only its cache differs.
     const auto& a = m.mla;
     const i64 qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim;
     if (a.q_lora_rank > 0) {

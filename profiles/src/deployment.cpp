@@ -19,9 +19,26 @@ namespace fs = std::filesystem;
 const std::map<std::string, std::vector<std::string>>& deployment_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
       {"",
-       {"kind", "name", "description", "model", "gpu", "tensor_parallel_size", "pipeline_parallel_size", "num_gpus",
-        "gpu_memory_utilization", "dtype", "quantization", "kv_cache_dtype", "block_size", "max_model_len",
-        "max_num_batched_tokens", "max_num_seqs", "kv_cache_memory_bytes", "activation_peak_bytes", "non_torch_bytes",
+       {"kind",
+        "name",
+        "description",
+        "model",
+        "gpu",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "num_gpus",
+        "gpu_memory_utilization",
+        "dtype",
+        "quantization",
+        "kv_cache_dtype",
+        "kv_cache_dtype_skip_layers",
+        "block_size",
+        "max_model_len",
+        "max_num_batched_tokens",
+        "max_num_seqs",
+        "kv_cache_memory_bytes",
+        "activation_peak_bytes",
+        "non_torch_bytes",
         "shared_prefix_tokens"}},
   };
   return k;
@@ -105,6 +122,25 @@ DeploymentProfile deployment_from_yaml(Ctx& c, const YAML::Node& map, const std:
   d.dtype = read_dtype(c, map, path, "dtype", [](const DTypeInfo& i) { return i.activation_ok; }, "dtype");
   d.quantization = read_dtype(c, map, path, "quantization", [](const DTypeInfo& i) { return i.weights_ok; }, "weight format");
   d.kv_cache_dtype = read_dtype(c, map, path, "kv_cache_dtype", [](const DTypeInfo& i) { return i.kv_ok; }, "KV-cache format");
+  if (present(map, "kv_cache_dtype_skip_layers")) {
+    // vLLM's kv_cache_dtype_skip_layers: layer indices or "sliding_window", as a list (or one scalar).
+    const YAML::Node n = map["kv_cache_dtype_skip_layers"];
+    const std::string where = join(path, "kv_cache_dtype_skip_layers");
+    std::vector<YAML::Node> items;
+    if (n.IsSequence())
+      for (const auto& e : n) items.push_back(e);
+    else
+      items.push_back(n);
+    if (items.empty()) c.error(n, where, "expected a list of layer indices or sliding_window");
+    for (const auto& e : items) {
+      const std::string v = e.IsScalar() ? e.Scalar() : "";
+      if (v == "sliding_window" ||
+          (!v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos))
+        d.kv_cache_dtype_skip_layers.push_back(v);
+      else
+        c.error(e, where, "expected a layer index (0, 1, ...) or sliding_window, got '" + v + "'");
+    }
+  }
   if (auto v = get_int(c, map, path, "block_size", false, 1, 1024)) d.block_size = *v;
   if (auto v = get_tokens(c, map, path, "max_model_len", false)) d.max_model_len = *v;
   if (auto v = get_tokens(c, map, path, "max_num_batched_tokens", false)) d.max_num_batched_tokens = *v;

@@ -1,6 +1,8 @@
 // The deployment flags' reader (flags.hpp), over the value grammar of units.hpp.
 #include "kvcap/profiles/flags.hpp"
 
+#include <algorithm>
+
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/units.hpp"
 
@@ -50,6 +52,21 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   if (given("dtype")) d.dtype = parse_dtype_text(text("dtype"), "--dtype", activation);
   if (given("quantization")) d.quantization = parse_dtype_text(text("quantization"), "--quantization", weights);
   if (given("kv-cache-dtype")) d.kv_cache_dtype = parse_dtype_text(text("kv-cache-dtype"), "--kv-cache-dtype", kv);
+  if (given("kv-cache-dtype-skip-layers")) {
+    // vLLM takes the list space-separated (nargs); a comma-separated value is accepted as well.
+    std::string list = text("kv-cache-dtype-skip-layers");
+    std::replace(list.begin(), list.end(), ' ', ',');
+    d.kv_cache_dtype_skip_layers.clear();
+    for (const auto& item : split_list(list)) {
+      if (item != "sliding_window" && (item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos))
+        throw InputError("--kv-cache-dtype-skip-layers: expected layer indices (0, 1, ...) or sliding_window, got '" +
+                         item + "'");
+      d.kv_cache_dtype_skip_layers.push_back(item);
+    }
+    if (d.kv_cache_dtype_skip_layers.empty())
+      throw InputError(
+          "--kv-cache-dtype-skip-layers: expected layer indices (0, 1, ...) or sliding_window, got an empty list");
+  }
   if (given("block-size")) d.block_size = parse_int(text("block-size"), "--block-size", 1);
   if (given("max-model-len")) d.max_model_len = parse_tokens(text("max-model-len"), "--max-model-len");
   if (given("max-num-batched-tokens"))

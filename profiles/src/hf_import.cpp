@@ -18,9 +18,11 @@ namespace kvcap::profiles {
 using namespace detail;
 
 std::vector<std::string> supported_hf_model_types() {
-  return {"llama",  "llama4",    "llama4_text", "mistral",     "mixtral",     "qwen2",        "qwen2_moe",
-          "qwen3",  "qwen3_moe", "gemma2",      "gemma3",      "gemma3_text", "phi3",         "deepseek_v2",
-          "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "glm4_moe", "phimoe", "granitemoehybrid", "jamba"};
+  return {"llama",       "llama4",     "llama4_text", "mistral",      "mixtral",          "qwen2",
+          "qwen2_moe",   "qwen3",      "qwen3_moe",   "gemma",        "gemma2",           "gemma3",
+          "gemma3_text", "phi3",       "deepseek_v2", "deepseek_v3",  "deepseek_v32",     "kimi_k2",
+          "gpt_oss",     "qwen3_next", "qwen3_5",     "qwen3_5_text", "qwen3_5_moe",      "qwen3_5_moe_text",
+          "glm4_moe",    "phimoe",     "phi3small",   "minicpm3",     "granitemoehybrid", "jamba"};
 }
 
 namespace {
@@ -118,20 +120,35 @@ void set(T& field, const std::optional<U>& v) {
 // vLLM resolves a model by its `architectures` entry (vllm/model_executor/models/registry.py); a
 // model_type kvcap does not know is read with the rules of the family its architecture names.
 std::string family_of_architecture(const std::string& arch) {
-  static const std::pair<const char*, const char*> kMap[] = {
-      {"LlamaForCausalLM", "llama"},          {"Llama4ForConditionalGeneration", "llama4"},
-      {"Llama4ForCausalLM", "llama4_text"},   {"MistralForCausalLM", "mistral"},
-      {"MixtralForCausalLM", "mixtral"},      {"Qwen2ForCausalLM", "qwen2"},
-      {"Qwen2MoeForCausalLM", "qwen2_moe"},   {"Qwen3ForCausalLM", "qwen3"},
-      {"Qwen3MoeForCausalLM", "qwen3_moe"},   {"Gemma2ForCausalLM", "gemma2"},
-      {"Gemma3ForCausalLM", "gemma3_text"},   {"Gemma3ForConditionalGeneration", "gemma3"},
-      {"Phi3ForCausalLM", "phi3"},            {"DeepseekV2ForCausalLM", "deepseek_v2"},
-      {"DeepseekV3ForCausalLM", "deepseek_v3"}, {"DeepseekV32ForCausalLM", "deepseek_v32"},
-      {"GptOssForCausalLM", "gpt_oss"},      {"Qwen3NextForCausalLM", "qwen3_next"},
-      {"Qwen3_5ForConditionalGeneration", "qwen3_5"}, {"Qwen3_5ForCausalLM", "qwen3_5_text"},
-      {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"}, {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
-      {"Glm4MoeForCausalLM", "glm4_moe"}, {"PhiMoEForCausalLM", "phimoe"},
-      {"GraniteMoeHybridForCausalLM", "granitemoehybrid"}, {"JambaForCausalLM", "jamba"}};
+  static const std::pair<const char*, const char*> kMap[] = {{"LlamaForCausalLM", "llama"},
+                                                             {"Llama4ForConditionalGeneration", "llama4"},
+                                                             {"Llama4ForCausalLM", "llama4_text"},
+                                                             {"MistralForCausalLM", "mistral"},
+                                                             {"MixtralForCausalLM", "mixtral"},
+                                                             {"Qwen2ForCausalLM", "qwen2"},
+                                                             {"Qwen2MoeForCausalLM", "qwen2_moe"},
+                                                             {"Qwen3ForCausalLM", "qwen3"},
+                                                             {"Qwen3MoeForCausalLM", "qwen3_moe"},
+                                                             {"GemmaForCausalLM", "gemma"},
+                                                             {"Gemma2ForCausalLM", "gemma2"},
+                                                             {"Gemma3ForCausalLM", "gemma3_text"},
+                                                             {"Gemma3ForConditionalGeneration", "gemma3"},
+                                                             {"Phi3ForCausalLM", "phi3"},
+                                                             {"DeepseekV2ForCausalLM", "deepseek_v2"},
+                                                             {"DeepseekV3ForCausalLM", "deepseek_v3"},
+                                                             {"DeepseekV32ForCausalLM", "deepseek_v32"},
+                                                             {"GptOssForCausalLM", "gpt_oss"},
+                                                             {"Qwen3NextForCausalLM", "qwen3_next"},
+                                                             {"Qwen3_5ForConditionalGeneration", "qwen3_5"},
+                                                             {"Qwen3_5ForCausalLM", "qwen3_5_text"},
+                                                             {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"},
+                                                             {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"},
+                                                             {"Glm4MoeForCausalLM", "glm4_moe"},
+                                                             {"PhiMoEForCausalLM", "phimoe"},
+                                                             {"GraniteMoeHybridForCausalLM", "granitemoehybrid"},
+                                                             {"JambaForCausalLM", "jamba"},
+                                                             {"Phi3SmallForCausalLM", "phi3small"},
+                                                             {"MiniCPM3ForCausalLM", "minicpm3"}};
   for (const auto& [a, f] : kMap)
     if (arch == a) return f;
   return {};
@@ -304,9 +321,13 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   m.num_kv_heads = m.num_heads;
   set(m.num_kv_heads, get_int(c, cfg, p, "num_key_value_heads", false, 1, kMaxDim));
   set(m.intermediate_size, get_int(c, cfg, p, "intermediate_size", false, 0, kMaxDim));
+  if (t == "phi3small" && !present(cfg, "intermediate_size"))
+    set(m.intermediate_size, get_int(c, cfg, p, "ff_intermediate_size", true, 1, kMaxDim));
   const bool gemma = t.rfind("gemma", 0) == 0;
   if (t == "deepseek_v32") set(m.index_head_dim, get_int(c, cfg, p, "index_head_dim", true, 1, kMaxDim));
-  m.tie_word_embeddings = gemma;  // transformers' per-family default
+  // transformers' per-family default; MiniCPM3Config and Phi3SmallConfig (remote code) keep
+  // PretrainedConfig's true (vLLM phi3_small.py ties lm_head: _tied_weights_keys).
+  m.tie_word_embeddings = gemma || t == "minicpm3" || t == "phi3small";
   set(m.tie_word_embeddings, get_bool(c, cfg, p, "tie_word_embeddings", false));
   // An explicit head_dim wins over hidden_size / num_attention_heads.
   if (present(cfg, "head_dim")) set(m.head_dim, get_int(c, cfg, p, "head_dim", false, 1, kMaxDim));
@@ -482,6 +503,29 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     if (auto tm = get_string(c, cfg, p, "topk_method", false)) m.moe.score_correction_bias = *tm == "noaux_tc";
     // num_nextn_predict_layers (DeepSeek-V3's multi-token-prediction module) is not part of serving
     // without speculative decoding and is left out, as in the published 671B figure.
+  } else if (t == "minicpm3") {
+    // MiniCPM3 (vllm/model_executor/models/minicpm3.py MiniCPM3Attention): DeepSeek's low-rank q and kv
+    // projections, but vLLM caches every head's key (nope + rope) and value (zero-padded to that width):
+    // Attention(num_heads, qk_head_dim, num_kv_heads=num_heads). v_head_dim defaults to hidden_size /
+    // num_attention_heads (MiniCPM3Config, configuration_minicpm.py).
+    set(m.mla.kv_lora_rank, get_int(c, cfg, p, "kv_lora_rank", true, 1, kMaxDim));
+    if (present(cfg, "q_lora_rank")) set(m.mla.q_lora_rank, get_int(c, cfg, p, "q_lora_rank", false, 0, kMaxDim));
+    set(m.mla.qk_rope_head_dim, get_int(c, cfg, p, "qk_rope_head_dim", true, 1, kMaxDim));
+    set(m.mla.qk_nope_head_dim, get_int(c, cfg, p, "qk_nope_head_dim", true, 1, kMaxDim));
+    if (m.num_heads > 0) m.mla.v_head_dim = m.hidden_size / m.num_heads;
+    if (present(cfg, "v_head_dim")) set(m.mla.v_head_dim, get_int(c, cfg, p, "v_head_dim", false, 1, kMaxDim));
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    m.num_kv_heads = m.num_heads;
+  } else if (t == "phi3small") {
+    // Phi-3-small (vllm/model_executor/models/phi3_small.py until v0.9): GQA with q/k/v and dense biases,
+    // a GeGLU MLP (up_proj 2 x intermediate, down_proj, both with biases), LayerNorms with biases. Its
+    // block-sparse layers skip reads of old blocks but vLLM's paged cache still held every token.
+    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    m.norms_per_layer = 4;
+    m.vllm_note =
+        "vLLM removed Phi-3-small (Phi3SmallForCausalLM, block-sparse attention) in v0.10.0 "
+        "(vllm-project/vllm#21217); the figures are for its paged cache as vLLM 0.9 kept it, every token of every "
+        "layer";
   } else if (t == "glm4_moe") {
     // GLM-4.5 / 4.6 (vllm/model_executor/models/glm4_moe.py): GQA with q/k/v biases (attention_bias) and
     // optional q/k norms (use_qk_norm), DeepSeek-style experts after first_k_dense_replace dense layers,

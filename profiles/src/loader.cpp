@@ -15,15 +15,35 @@ using namespace detail;
 const std::map<std::string, std::vector<std::string>>& model_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
       {"",
-       {"kind", "name", "display_name", "family", "source", "dtype", "quantization", "hidden_size",
-        "intermediate_size", "num_layers", "vocab_size", "max_position_embeddings", "default_max_model_len", "tie_word_embeddings",
-        "norms_per_layer", "attention", "mla", "linear_attention", "moe", "mlp", "published_params"}},
+       {"kind",
+        "name",
+        "display_name",
+        "family",
+        "source",
+        "dtype",
+        "quantization",
+        "hidden_size",
+        "intermediate_size",
+        "num_layers",
+        "vocab_size",
+        "max_position_embeddings",
+        "default_max_model_len",
+        "tie_word_embeddings",
+        "vllm_note",
+        "norms_per_layer",
+        "attention",
+        "mla",
+        "linear_attention",
+        "moe",
+        "mlp",
+        "published_params"}},
       {"attention",
        {"type", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "o_bias", "qk_norm", "sinks", "sliding_window",
-        "layer_pattern", "chunk_size", "index_head_dim", "output_gate"}},
+        "layer_pattern", "chunk_size", "index_head_dim", "output_gate", "kv_shared_layers"}},
       {"linear_attention",
        {"kind", "num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "num_heads", "head_dim",
-        "intermediate_size", "state_size", "n_groups", "dt_rank", "conv_bias", "proj_bias", "conv_kernel", "state_dtype"}},
+        "intermediate_size", "state_size", "n_groups", "dt_rank", "conv_bias", "proj_bias", "conv_kernel",
+        "state_dtype"}},
       {"mla", {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}},
       {"moe",
        {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_intermediate_size",
@@ -106,6 +126,7 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.max_position_embeddings, get_int(c, root, "", "max_position_embeddings", true, 1, kMaxDim));
   set(m.default_max_model_len, get_int(c, root, "", "default_max_model_len", false, 1, kMaxDim));
   set(m.tie_word_embeddings, get_bool(c, root, "", "tie_word_embeddings", false));
+  set(m.vllm_note, get_string(c, root, "", "vllm_note", false));
   set(m.norms_per_layer, get_int(c, root, "", "norms_per_layer", false, 0, 64));
   if (m.display_name.empty()) m.display_name = m.name;
 
@@ -135,6 +156,7 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.attention_output_gate, get_bool(c, a, "attention", "output_gate", false));
   set(m.sliding_window, get_int(c, a, "attention", "sliding_window", false, 1, kMaxDim));
   set(m.attention_chunk_size, get_int(c, a, "attention", "chunk_size", false, 1, kMaxDim));
+  set(m.kv_shared_layers, get_int(c, a, "attention", "kv_shared_layers", false, 0, 1'000'000));
   set(m.index_head_dim, get_int(c, a, "attention", "index_head_dim", false, 1, kMaxDim));
   if (auto pat = get_string_list(c, a, "attention", "layer_pattern", false)) {
     for (std::size_t i = 0; i < pat->size(); ++i) {
@@ -190,9 +212,9 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
       m.linear.state_dtype = *dt;
   }
 
+  // With attention.type gqa an mla section means MLA projections feeding a per-head cache (MiniCPM3).
   const YAML::Node mla = get_map(c, root, "", "mla", m.attention == AttentionType::mla);
   check_keys(c, mla, "mla", keys.at("mla"));
-  if (mla.IsMap() && m.attention != AttentionType::mla) c.error(mla, "mla", "only valid with attention.type: mla");
   set(m.mla.kv_lora_rank, get_int(c, mla, "mla", "kv_lora_rank", true, 1, kMaxDim));
   set(m.mla.q_lora_rank, get_int(c, mla, "mla", "q_lora_rank", false, 0, kMaxDim));
   set(m.mla.qk_rope_head_dim, get_int(c, mla, "mla", "qk_rope_head_dim", true, 1, kMaxDim));

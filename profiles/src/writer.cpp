@@ -63,6 +63,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   o << "max_position_embeddings: " << m.max_position_embeddings << "   # vLLM's derived max_model_len\n";
   if (m.default_max_model_len > 0) o << "default_max_model_len: " << m.default_max_model_len << "   # vLLM's default (longrope: original length)\n";
   o << "tie_word_embeddings: " << b(m.tie_word_embeddings) << "\n";
+  if (!m.vllm_note.empty()) o << "vllm_note: " << quote(m.vllm_note) << "\n";
   if (m.norms_per_layer != 2) o << "norms_per_layer: " << m.norms_per_layer << "\n";
   o << "attention:\n";
   o << "  type: " << (m.attention == AttentionType::mla ? "mla" : "gqa") << "\n";
@@ -78,6 +79,8 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   if (m.attention_output_gate) o << "  output_gate: true\n";
   if (m.sliding_window > 0) o << "  sliding_window: " << m.sliding_window << "\n";
   if (m.attention_chunk_size > 0) o << "  chunk_size: " << m.attention_chunk_size << "\n";
+  if (m.kv_shared_layers > 0)
+    o << "  kv_shared_layers: " << m.kv_shared_layers << "   # the last layers reuse an earlier layer's cache\n";
   if (m.index_head_dim > 0) o << "  index_head_dim: " << m.index_head_dim << "\n";
   if (!m.layer_pattern.empty()) {
     o << "  layer_pattern: [";
@@ -116,7 +119,8 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
     o << "  conv_kernel: " << a.conv_kernel << "           # linear_conv_kernel_dim / mamba_d_conv\n";
     if (a.state_dtype != DType::auto_) o << "  state_dtype: " << name(a.state_dtype) << "      # mamba_ssm_dtype\n";
   }
-  if (m.attention == AttentionType::mla) {
+  if (mla_projections(m)) {
+    if (m.attention == AttentionType::gqa) o << "# MLA projections, every head's key and value cached (MiniCPM3)\n";
     o << "mla:\n";
     o << "  kv_lora_rank: " << m.mla.kv_lora_rank << "\n";
     o << "  q_lora_rank: " << m.mla.q_lora_rank << "          # 0: full-rank q_proj\n";

@@ -114,6 +114,32 @@ TEST_CASE("vLLM test_init_kv_cache_without_kv_sharing (tests/v1/worker/test_gpu_
   CHECK(worker_estimate_max_model_len(w, gs, 5ll << 30, 3'000'000, 8192) == 1'310'720);
 }
 
+TEST_CASE("vLLM test_init_kv_cache_with_kv_sharing_valid (tests/v1/worker/test_gpu_model_runner.py)",
+          "[kv_cache][vllm-port]") {
+  // Two Attention layers of 8 heads x 64, float16; layer 1 has kv_sharing_target_layer_name = layer 0, so
+  // get_kv_cache_spec holds layer 0 only. Through the model path: attention.kv_shared_layers = 1.
+  ModelSpec m;
+  m.name = "kv-sharing";
+  m.dtype = DType::fp16;
+  m.hidden_size = 512, m.intermediate_size = 1024, m.num_layers = 2, m.vocab_size = 1024;
+  m.max_position_embeddings = 4'000'000;
+  m.num_heads = m.num_kv_heads = 8, m.head_dim = 64;
+  m.kv_shared_layers = 1;
+  validate(m);
+  Deployment d;
+  d.max_model_len = 3'000'000;
+  d.kv_cache_memory_bytes = {20ull << 30};
+  const auto p = plan_memory(m, profiles::resolve_gpu("h100-sxm"), d, {});
+  CHECK(p.kv_layers.size() == 1);  // "assert len(kv_cache_spec) == 1"
+  // "num_expected_blocks = 655360  # 20GB / 32KB", twice the 327,680 without sharing.
+  CHECK(p.num_blocks == 655'360);
+  // "max context len with KV sharing should be 2x as large as without": estimate_max_model_len(5 GiB) = 2 x 1,310,720.
+  d.kv_cache_memory_bytes = {5ull << 30};
+  CHECK(plan_memory(m, profiles::resolve_gpu("h100-sxm"), d, {}).max_model_len_that_fits == 2 * 1'310'720);
+  m.kv_shared_layers = 2;
+  CHECK_THROWS_WITH(validate(m), Catch::Contains("must leave at least one layer with its own KV cache"));
+}
+
 TEST_CASE("vLLM test_get_max_concurrency_for_kv_cache_config", "[kv_cache][vllm-port]") {
   // max_model_len 16384, max_num_batched_tokens 1024; specs of 32 KV heads x 128, float16, block 16.
   const u64 page = 16 * 2 * 32 * 128 * 2;

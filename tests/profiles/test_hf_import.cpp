@@ -1,9 +1,10 @@
 // The Hugging Face importer across model types (configs written from the published ones).
+#include <algorithm>
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/params.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
@@ -151,8 +152,8 @@ TEST_CASE("2026 configs: architectures fallback, Kimi-K2, Llama 4, DeepSeek-V3.2
   const auto arch = imp(R"({"model_type":"my_llama","architectures":["LlamaForCausalLM"],"hidden_size":4096,
     "intermediate_size":11008,"num_hidden_layers":32,"num_attention_heads":32,"vocab_size":32000,"max_position_embeddings":4096})");
   CHECK(param_counts(arch).total == 6'738'415'616);
-  CHECK_THROWS_WITH(imp(R"({"model_type":"minicpm3","architectures":["MiniCPM3ForCausalLM"]})"),
-                    Catch::Contains("unsupported model_type 'minicpm3' (architecture MiniCPM3ForCausalLM)"));
+  CHECK_THROWS_WITH(imp(R"({"model_type":"falcon_h1","architectures":["FalconH1ForCausalLM"]})"),
+                    Catch::Contains("unsupported model_type 'falcon_h1' (architecture FalconH1ForCausalLM)"));
   const auto scout = profiles::load_model_file(dir + "Llama-4-Scout-17B-16E.json");
   CHECK(layer_attention(scout, 0) == LayerAttention::chunked);
   CHECK(layer_attention(scout, 3) == LayerAttention::full);
@@ -196,4 +197,62 @@ TEST_CASE("GLM-4.5-Air and Phi-3.5-MoE import with their published parameter cou
   CHECK(static_cast<double>(param_counts(phi).active) == Approx(6.6e9).epsilon(0.01));
   CHECK(phi.default_max_model_len == 4096);
   CHECK(phi.sliding_window == 0);  // a window as long as the context is no window
+}
+
+TEST_CASE("MiniCPM3: MLA projections, every head cached; Phi-3-small with vLLM's removal noted", "[hf]") {
+  // openbmb/MiniCPM3-4B's published shape (config.json keys; v_head_dim and tie_word_embeddings left to
+  // MiniCPM3Config's defaults: hidden / heads = 64, tied).
+  const auto mc = imp(R"({"model_type":"minicpm3","architectures":["MiniCPM3ForCausalLM"],"hidden_size":2560,
+    "num_hidden_layers":62,"num_attention_heads":40,"num_key_value_heads":40,"intermediate_size":6400,"vocab_size":73448,
+    "q_lora_rank":768,"kv_lora_rank":256,"qk_nope_head_dim":64,"qk_rope_head_dim":32,"max_position_embeddings":32768,
+    "rope_scaling":{"type":"longrope","long_factor":[1.0],"short_factor":[1.0],"original_max_position_embeddings":32768},
+    "torch_dtype":"bfloat16"})");
+  CHECK(mc.attention == AttentionType::gqa);
+  CHECK(mc.head_dim == 96);  // qk_nope + qk_rope: the value is zero-padded to it in the cache
+  CHECK(mc.num_kv_heads == 40);
+  CHECK(mc.mla.v_head_dim == 64);
+  // vLLM caches 2 x 40 heads x 96 x 2 bytes per layer: 952,320 bytes per token over 62 layers (an MLA
+  // latent would be 62 x 288 x 2 = 35,712).
+  Deployment d;
+  d.kv_cache_memory_bytes = {8ull << 30};
+  const auto p = plan_memory(mc, profiles::resolve_gpu("h100-sxm"), d, {4096});
+  CHECK(p.kv_bytes_per_token_per_rank == 62u * 2 * 40 * 96 * 2);
+  // Parameters by hand: per layer q_a 2560x768 + 768 + q_b 768x3840 + kv_a 2560x288 + 256 + kv_b 256x5120
+  // + o 2560x2560 + norms 2x2560 + MLP 3x2560x6400 = 62,674,944; x 62 + embeddings 73448x2560 (tied)
+  // = 4,073,873,408 (+ the final norm): "MiniCPM3-4B".
+  CHECK(std::fabs(static_cast<double>(param_counts(mc).total) / 4'073'873'408.0 - 1) < 1e-5);
+  // The YAML round trip keeps the MLA projections beside the per-head cache.
+  const auto back = profiles::parse_model(profiles::to_yaml(mc), "minicpm3.yaml");
+  CHECK(param_counts(back).total == param_counts(mc).total);
+  CHECK(back.head_dim == 96);
+
+  // microsoft/Phi-3-small-8k-instruct's shape: GQA 32/8, GeGLU MLP of ff_intermediate_size, biases,
+  // LayerNorms, tied embeddings. Published: 7.39B.
+  const auto ps = imp(R"({"model_type":"phi3small","architectures":["Phi3SmallForCausalLM"],"hidden_size":4096,
+    "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"ff_intermediate_size":14336,
+    "vocab_size":100352,"max_position_embeddings":8192,"blocksparse_block_size":64,"dense_attention_every_n_layers":2,
+    "hidden_act":"gegelu","torch_dtype":"bfloat16"})");
+  CHECK(std::fabs(static_cast<double>(param_counts(ps).total) / 7.39e9 - 1) < 0.005);
+  const auto pp = plan_memory(ps, profiles::resolve_gpu("h100-sxm"), d, {4096});
+  CHECK(pp.kv_bytes_per_token_per_rank == 32u * 2 * 8 * 128 * 2);
+  CHECK(std::find_if(pp.warnings.begin(), pp.warnings.end(), [](const std::string& w) {
+          return w.find("removed Phi-3-small") != std::string::npos && w.find("#21217") != std::string::npos;
+        }) != pp.warnings.end());
+}
+
+TEST_CASE("Gemma (v1): GeGLU, tied embeddings, MQA on 2B", "[hf]") {
+  // google/gemma-7b config.json shape; published 8.54B.
+  const auto g7 =
+      imp(R"({"model_type":"gemma","architectures":["GemmaForCausalLM"],"hidden_size":3072,"intermediate_size":24576,
+    "num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":16,"head_dim":256,"vocab_size":256000,
+    "max_position_embeddings":8192,"torch_dtype":"bfloat16"})");
+  CHECK(g7.tie_word_embeddings);
+  CHECK(std::fabs(static_cast<double>(param_counts(g7).total) / 8.54e9 - 1) < 0.005);
+  // google/gemma-2b: one KV head (MQA); published 2.51B.
+  const auto g2 = imp(R"({"model_type":"gemma","hidden_size":2048,"intermediate_size":16384,"num_hidden_layers":18,
+    "num_attention_heads":8,"num_key_value_heads":1,"head_dim":256,"vocab_size":256000,"max_position_embeddings":8192})");
+  CHECK(std::fabs(static_cast<double>(param_counts(g2).total) / 2.51e9 - 1) < 0.005);
+  Deployment d;
+  d.kv_cache_memory_bytes = {1ull << 30};
+  CHECK(plan_memory(g2, profiles::resolve_gpu("l4"), d, {}).kv_bytes_per_token_per_rank == 18u * 2 * 1 * 256 * 2);
 }

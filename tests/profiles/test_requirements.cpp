@@ -133,7 +133,7 @@ TEST_CASE("kvcap validate accepts the whole shipped profiles/ tree", "[profiles]
   std::map<std::string, int> kinds;
   for (const auto& f : rep.files) ++kinds[f.kind];
   CHECK(kinds["model"] == 26);
-  CHECK(kinds["gpu"] == 12);
+  CHECK(kinds["gpu"] == 13);
   CHECK(kinds["deployment"] >= 1);
   CHECK(kinds["requirements"] >= 1);
   CHECK(rep.skipped > 0);  // schema JSON, sources: not YAML, not checked

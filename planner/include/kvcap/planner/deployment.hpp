@@ -19,6 +19,9 @@ struct Deployment {
   DType dtype = DType::auto_;             ///< --dtype: activation / unquantised weights (auto: model's)
   DType quantization = DType::auto_;      ///< --quantization: linear-layer weight format (auto: checkpoint's)
   DType kv_cache_dtype = DType::auto_;    ///< --kv-cache-dtype (auto: the model dtype, even for quantised weights)
+  /// --kv-cache-dtype-skip-layers: attention layers kept in the model dtype while the others use
+  /// kv_cache_dtype: layer indices ("0", "47") or "sliding_window" (every sliding-window layer).
+  std::vector<std::string> kv_cache_dtype_skip_layers;
   i64 block_size = 16;                    ///< --block-size, tokens per KV block (hybrid linear-attention models raise it)
   /// --enable-expert-parallel (vLLM): the routed experts of a MoE model are split whole over the EP group of
   /// every GPU of the deployment (tensor x data parallel, per pipeline stage) instead of being TP-sharded in each
@@ -67,11 +70,19 @@ struct ResolvedDeployment {
   /// Tokens per attention block as vLLM runs it: --block-size, raised for models with linear-attention
   /// layers so that one attention page holds one layer's state (HybridAttentionMambaModelConfig).
   i64 block_size = 16;
+  /// --kv-cache-dtype-skip-layers (vllm/platforms/interface.py _align_heterogeneous_kv_block_size): the
+  /// skipped layers keep the requested block in the model dtype, their page padded to the quantised
+  /// layers' page (skip_page_size_padded), whose block was raised to cover it. 0: no layer skipped.
+  i64 skip_block_size = 0;
+  u64 skip_page_bytes = 0;
   i64 expert_parallel_size = 1;     ///< ranks the routed experts are split over (TP x replicas with EP; else 1)
   u64 linear_state_bytes = 0;       ///< one linear layer's state per request per rank, unpadded (0: none)
   u64 linear_state_page_bytes = 0;  ///< the same padded to the attention page (vLLM mamba_page_size_padded)
   bool mamba_align = false;         ///< mamba_cache_mode resolved to align (2 state blocks per request and group)
 };
+
+/// Whether attention layer `layer` keeps the model dtype under --kv-cache-dtype-skip-layers.
+bool kv_dtype_skipped(const ModelSpec& m, const Deployment& d, i64 layer);
 
 /// Fills vLLM's defaults and validates (throws SpecError naming the flag-like field).
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& d);

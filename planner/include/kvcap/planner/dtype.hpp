@@ -12,17 +12,20 @@
 namespace kvcap {
 
 enum class DType : std::uint8_t {
-  auto_,     ///< "auto": resolved against the model dtype (vLLM --dtype / --kv-cache-dtype auto)
+  auto_,  ///< "auto": resolved against the model dtype (vLLM --dtype / --kv-cache-dtype auto)
   fp32,
   bf16,
   fp16,
-  fp8,       ///< fp8 e4m3 (vLLM "fp8" / "fp8_e4m3"), per-tensor scale for KV
+  fp8,  ///< fp8 e4m3 (vLLM "fp8" / "fp8_e4m3"), per-tensor scale for KV
   fp8_e5m2,
   int8,
   int4,
   int2,
-  mxfp4,     ///< OCP microscaling fp4 (gpt-oss expert weights)
-  nvfp4,     ///< NVIDIA fp4 (e2m1) with an fp8 scale per 16 elements (ModelOpt NVFP4 checkpoints)
+  mxfp4,  ///< OCP microscaling fp4 (gpt-oss expert weights)
+  nvfp4,  ///< NVIDIA fp4 (e2m1) with an fp8 scale per 16 elements (ModelOpt NVFP4 checkpoints; vLLM nvfp4 KV)
+  fp8_per_token_head,   ///< vLLM KV: fp8 e4m3 with an fp32 scale per token and KV head
+  int8_per_token_head,  ///< vLLM KV: int8 with an fp32 scale per token and KV head
+  int4_per_token_head,  ///< vLLM KV: int4 (two per byte) with an fp32 scale per token and KV head
 };
 
 struct DTypeInfo {
@@ -33,6 +36,7 @@ struct DTypeInfo {
   unsigned weight_group_bits;    ///< metadata bits per weight group
   unsigned kv_group;             ///< elements per metadata group when used for KV (0: none)
   unsigned kv_group_bits;        ///< metadata bits per KV group
+  unsigned kv_head_scale_bits;   ///< metadata bits per token and KV head, for K and V each (per-token-head formats)
   bool weights_ok;               ///< valid as a weight format
   bool kv_ok;                    ///< valid as a KV-cache format
   bool activation_ok;            ///< valid as the model (activation) dtype
@@ -52,6 +56,8 @@ std::string dtype_names(bool (*accept)(const DTypeInfo&));
 u64 weight_bytes(DType d, u64 elements);
 /// Bytes to store `elements` KV values of one token of one layer (groups run along the head).
 u64 kv_bytes(DType d, u64 elements);
+/// Scale bytes a per-token-head KV format adds per token and KV head, for K and V each (0 for the others).
+u64 kv_head_scale_bytes(DType d);
 /// Payload-only bytes (the textbook 0.5 B for int4), as fraction numerator over 8: bits.
 u64 payload_bits(DType d, u64 elements);
 

@@ -58,6 +58,10 @@ struct LinearAttentionSpec {
   bool enabled() const { return conv_kernel > 0; }
 };
 
+/// DeepSeek's multi-head latent attention projections. With attention `mla` the cache holds the latent;
+/// with attention `gqa` and kv_lora_rank > 0 the projections are low-rank but every head's key and value
+/// (value zero-padded to the key's width) are cached as in MHA: MiniCPM3 (vllm/model_executor/models/
+/// minicpm3.py MiniCPM3Attention builds Attention(num_heads, qk_head_dim, num_kv_heads=num_heads)).
 struct MlaSpec {
   i64 kv_lora_rank = 0;      ///< kv_lora_rank: width of the compressed KV latent (512 for V2/V3)
   i64 q_lora_rank = 0;       ///< q_lora_rank: 0 (null) means a full-rank q_proj (V2-Lite)
@@ -108,6 +112,9 @@ struct ModelSpec {
   bool attention_output_gate = false;  ///< q_proj also emits a sigmoid gate per head (Qwen3-Next gated attention)
   i64 sliding_window = 0;        ///< sliding_window in tokens (0: none)
   i64 attention_chunk_size = 0;  ///< attention_chunk_size of chunked local layers (Llama 4; 0: none)
+  /// The last kv_shared_layers layers read the KV cache of an earlier layer and keep none of their own
+  /// (Gemma 3n num_kv_shared_layers; vLLM Attention(kv_sharing_target_layer_name=...) gets no KVCacheSpec).
+  i64 kv_shared_layers = 0;
   /// index_head_dim of DeepSeek-V3.2's sparse-attention indexer (0: none): each layer also caches an
   /// fp8 indexer key of index_head_dim bytes + one fp32 scale per 128 (vllm deepseek_v2.py DeepseekV32IndexerCache).
   i64 index_head_dim = 0;
@@ -121,6 +128,10 @@ struct ModelSpec {
   bool mlp_gated = true;      ///< SwiGLU/GeGLU: gate, up, down (3 matrices)
   bool mlp_bias = false;
   i64 norms_per_layer = 2;    ///< RMSNorm weight vectors per layer (Gemma 2/3: 4)
+
+  /// What vLLM says of this architecture when it cannot serve it as kvcap models it (printed as a warning
+  /// with every plan), e.g. Phi-3-small's removal in vLLM 0.10; empty: none.
+  std::string vllm_note;
 
   double published_params_total = 0;   ///< published parameter count, for cross-checks (0: unknown)
   double published_params_active = 0;
@@ -139,6 +150,14 @@ bool layer_is_moe(const ModelSpec& m, i64 layer);
 i64 kv_elements_per_token_per_layer(const ModelSpec& m, i64 tensor_parallel_size);
 /// KV heads held by one rank: max(1, H_kv / TP) (replicated when TP > H_kv); 1 for MLA.
 i64 kv_heads_per_rank(const ModelSpec& m, i64 tensor_parallel_size);
+
+/// Bytes of one attention layer's page of `block_size` tokens on one rank in KV format `kv`
+/// (vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes): the K and V elements in `kv`, plus for the
+/// *_per_token_head formats an fp32 scale per token and KV head for K and V (2 x block x kv_heads x 4).
+u64 attention_page_bytes(const ModelSpec& m, DType kv, i64 tensor_parallel_size, i64 block_size);
+
+/// Whether the attention projections are MLA's low-rank ones (DeepSeek MLA, or MiniCPM3's per-head cache).
+bool mla_projections(const ModelSpec& m);
 
 /// Whether any layer is a linear-attention layer (a hybrid of attention and state-space layers).
 bool has_linear_layers(const ModelSpec& m);
