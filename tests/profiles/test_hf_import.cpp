@@ -50,6 +50,19 @@ TEST_CASE("qwen2 carries q/k/v biases and honours use_sliding_window: false", "[
   CHECK(std::round(static_cast<double>(param_counts(m).total) / 1e7) == 762);  // Qwen2-7B: 7.62B
 }
 
+TEST_CASE("qwen2_moe: 60 routed experts beside a gated shared expert", "[hf]") {
+  // Qwen/Qwen1.5-MoE-A2.7B config.json shape; published 14.3B total, "2.7B activated" (embeddings included).
+  const auto m = imp(R"({"model_type":"qwen2_moe","hidden_size":2048,"intermediate_size":5632,"num_hidden_layers":24,
+    "num_attention_heads":16,"num_key_value_heads":16,"vocab_size":151936,"max_position_embeddings":8192,"num_experts":60,
+    "num_experts_per_tok":4,"moe_intermediate_size":1408,"shared_expert_intermediate_size":5632,"decoder_sparse_step":1,
+    "tie_word_embeddings":false,"torch_dtype":"bfloat16"})");
+  CHECK(m.qkv_bias);
+  CHECK(m.moe.shared_expert_gate);
+  const auto c = param_counts(m);
+  CHECK(std::fabs(static_cast<double>(c.total) / 14.3e9 - 1) < 0.005);
+  CHECK(std::fabs(static_cast<double>(c.active) / 2.7e9 - 1) < 0.01);
+}
+
 TEST_CASE("qwen3_moe and gpt_oss experts; mixture counts active per token", "[hf]") {
   const auto q = imp(R"({"model_type":"qwen3_moe","hidden_size":2048,"intermediate_size":6144,"moe_intermediate_size":768,
     "num_hidden_layers":48,"num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,
