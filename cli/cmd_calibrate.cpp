@@ -75,30 +75,21 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     if (p.done == p.total && p.stage == "done") std::fprintf(stderr, "\n");
   };
   const auto r = kernels::run_calibration(opt, progress);
-  kernels::YamlExtras extras;
+  std::optional<kernels::Datasheet> datasheet;
   if (vm.count("gpu")) {
     const GpuSpec g = profiles::resolve_gpu(vm["gpu"].as<std::string>());
-    extras.blocks.push_back({"datasheet",
-                             {{"gpu", g.name},
-                              {"memory_bandwidth_bytes_per_s", g.memory_bandwidth_bytes_per_s},
-                              {"bf16_dense_flops", g.bf16_dense_flops}}});
-    if (g.memory_bandwidth_bytes_per_s > 0) {
-      extras.ratios.push_back({"stream_vs_datasheet", r.stream_read_bytes_per_s / g.memory_bandwidth_bytes_per_s});
-      extras.ratios.push_back({"decode_vs_datasheet", r.decode.bandwidth_bytes_per_s / g.memory_bandwidth_bytes_per_s});
-    }
-    if (!r.gemm_classes.empty())
-      extras.ratios.push_back({"gemm_vs_datasheet_bf16", r.gemm_classes.back().flops_per_s / g.bf16_dense_flops});
+    datasheet = kernels::Datasheet{g.name, g.memory_bandwidth_bytes_per_s, g.bf16_dense_flops};
   }
   const std::string out = vm["out"].as<std::string>();
-  kernels::write_calibration_yaml_file(out, r, extras);
-  std::cout << "Calibrated " << r.device.name << " (" << r.mode << ", " << fixed(r.wall_s, 1) << " s)\n"
-            << "  stream read        " << fixed(r.stream_read_bytes_per_s / 1e9, 1) << " GB/s\n"
-            << "  decode attention   " << fixed(r.decode.bandwidth_bytes_per_s / 1e9, 1) << " GB/s, t0 "
-            << fixed(r.decode.t0_s * 1e6, 1) << " us (fit rms " << fixed(100 * r.decode.fit_rms_relative_error, 1)
-            << "%, held-out max " << fixed(100 * r.decode.holdout_max_relative_error, 1) << "%)\n";
-  for (const auto& c : r.gemm_classes)
-    std::cout << "  GEMM M " << c.m_min << "-" << c.m_max << "   " << fixed(c.flops_per_s / 1e12, 2) << " TFLOP/s (" << c.impl << ")\n";
-  std::cout << "  prefill attention  " << fixed(r.prefill_flops_per_s / 1e12, 2) << " TFLOP/s\nwrote " << out << "\n";
+  kernels::write_calibration_yaml_file(out, r,
+                                       datasheet ? kernels::datasheet_extras(r, *datasheet) : kernels::YamlExtras{});
+  kernels::write_calibration_report(std::cout, r, datasheet ? &*datasheet : nullptr);
+  std::cout << "wrote " << out << "\n";
+  if (r.selftest.failed > 0) {
+    std::cerr << "kvcap calibrate: " << r.selftest.failed << " kernel self-test(s) failed on " << r.device.name
+              << " (first: " << r.selftest.first_failure << "); " << out << " records them and kvcap will refuse it\n";
+    return 1;
+  }
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -118,7 +119,7 @@ std::vector<Task> plan_sweep(const Backend& be, bool quick) {
     add_grid(fit_shapes, KvLayout::paged, KvDtype::bf16, lens, batches, 8, 32, 128, 16);
     add_grid(other_shapes, KvLayout::contiguous, KvDtype::bf16, lens, batches, 8, 32, 128, 16);
     add_grid(fit_shapes, KvLayout::paged, KvDtype::fp16, {4096, 16384}, {8, 32}, 8, 32, 128, 16);
-    add_grid(fit_shapes, KvLayout::paged, KvDtype::bf16, {4096, 16384}, {8, 32}, 8, 64, 64, 32);
+    add_grid(other_shapes, KvLayout::paged, KvDtype::bf16, {4096, 16384}, {8, 32}, 8, 64, 64, 32);
     add_grid(other_shapes, KvLayout::paged, KvDtype::fp8_e4m3, {4096, 16384, 65536}, {8, 32, 128}, 8, 32, 128, 16);
     add_grid(other_shapes, KvLayout::paged, KvDtype::bf16, {16384}, {32}, 8, 32, 128, 32);
     add_grid(other_shapes, KvLayout::paged, KvDtype::bf16, {16384}, {32}, 8, 32, 128, 64);
@@ -135,13 +136,15 @@ std::vector<Task> plan_sweep(const Backend& be, bool quick) {
     add_grid(fit_shapes, KvLayout::paged, KvDtype::bf16, lens, batches, 2, 8, 128, 16);
     add_grid(other_shapes, KvLayout::contiguous, KvDtype::bf16, lens, batches, 2, 8, 128, 16);
     add_grid(fit_shapes, KvLayout::paged, KvDtype::fp16, {4096, 16384}, {4}, 2, 8, 128, 16);
-    add_grid(fit_shapes, KvLayout::paged, KvDtype::bf16, {4096, 16384}, {4}, 2, 16, 64, 32);
+    add_grid(other_shapes, KvLayout::paged, KvDtype::bf16, {4096, 16384}, {4}, 2, 16, 64, 32);
     add_grid(other_shapes, KvLayout::paged, KvDtype::fp8_e4m3, {4096, 16384}, {4, 16}, 2, 8, 128, 16);
     other_shapes.push_back(mla_shape(KvDtype::bf16, 4, 4096, 16));
     if (!quick) other_shapes.push_back(mla_shape(KvDtype::bf16, 4, 16384, 16));
   }
-  // The fit covers the paged 16-bit KV points (the layout vLLM serves from); every fourth of them, in sweep order, is
-  // held out to score the fit. Contiguous, fp8 and MLA points are measured for ratios and by_variant.
+  // The fit covers the reference grid: paged 16-bit KV (the layout vLLM serves from), d = 128, GQA group 4. Every
+  // fourth of its points, in sweep order, is held out to score the fit. The other variants (contiguous, fp8, d = 64
+  // with group 8, MLA) run kernels of other arithmetic intensity, some of them compute-bound on CUDA cores, so
+  // they are not mixed into one bandwidth: each is reported on its own (by_variant) and in the ratios.
   int i = 0;
   for (const auto& s : fit_shapes) {
     Task t{Task::Kind::decode, {}, s, {}, {}};
@@ -296,6 +299,29 @@ DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points) {
   return f;
 }
 
+KernelBuildInfo kernel_build_info() {
+  KernelBuildInfo b;
+#ifdef KVCAP_KERNELS_COMMIT
+  b.commit = KVCAP_KERNELS_COMMIT;
+#else
+  b.commit = "unknown";
+#endif
+#ifdef KVCAP_KERNELS_CXX_COMPILER
+  b.cxx_compiler = KVCAP_KERNELS_CXX_COMPILER;
+#endif
+#ifdef KVCAP_KERNELS_CUDA_COMPILER
+  b.cuda_compiler = KVCAP_KERNELS_CUDA_COMPILER;
+  b.cuda_architectures = KVCAP_KERNELS_CUDA_ARCHS;
+#endif
+  return b;
+}
+
+double time_decode_shape(const CalibrationOptions& options, const DecodeShape& shape) {
+  auto be = open_backend(options);
+  const int reps = options.repetitions > 0 ? options.repetitions : (be->info().kind == "cuda" ? 5 : 3);
+  return be->time_decode(shape, reps);
+}
+
 CalibrationResult run_calibration(const CalibrationOptions& options, const ProgressCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   auto be = open_backend(options);
@@ -306,6 +332,23 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
 
   CalibrationResult res;
   res.device = be->info();
+  res.build = kernel_build_info();
+  // The self-tests first: a calibration records whether the kernels it timed compute what they should on this device.
+  if (progress) progress(CalibrationProgress{0, static_cast<int>(tasks.size()), "selftest", "self-tests"});
+  {
+    std::ostringstream log;
+    run_cpu_selftests(log, 1, &res.selftest);
+    if (cuda) {
+      SelftestCounts gpu;
+      if (run_gpu_selftests(log, res.device.ordinal, 1, &gpu) == 77) {
+        gpu.failed += 1;
+        gpu.first_failure = "gpu: the CUDA self-tests found no device";
+      }
+      res.selftest.passed += gpu.passed;
+      res.selftest.failed += gpu.failed;
+      if (res.selftest.first_failure.empty()) res.selftest.first_failure = gpu.first_failure;
+    }
+  }
   res.mode = quick ? "quick" : "full";
   res.date_utc = utc_now_iso();
   res.host = host_description(res.device);
@@ -380,11 +423,12 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
   be->release();
   report(total, "fit", "fitting");
 
-  // Decode fit over the paged 16-bit KV points (bf16/fp16, head dims 64/128); contiguous, fp8 and MLA points are
-  // reported per variant and in the ratios.
+  // Decode fit over the reference grid (plan_sweep): paged 16-bit KV, d = 128, group 4, pages of 16.
   std::vector<CalibrationPoint> fit_pts;
   for (const auto& p : res.points) {
-    if (p.kernel == "decode_attention" && !p.mla && p.layout == "paged" && (p.kv_dtype == "bf16" || p.kv_dtype == "fp16")) {
+    if (p.kernel == "decode_attention" && !p.mla && p.layout == "paged" &&
+        (p.kv_dtype == "bf16" || p.kv_dtype == "fp16") && p.head_dim == 128 && p.q_heads == 4 * p.kv_heads &&
+        p.block_size == 16) {
       fit_pts.push_back(p);
     }
   }

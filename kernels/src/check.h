@@ -14,6 +14,7 @@ class Checks {
   explicit Checks(std::ostream& log) : log_(log) {}
   void check(bool ok, const std::string& name, const std::string& detail = {}) {
     (ok ? passed_ : failed_) += 1;
+    if (!ok && first_failure_.empty()) first_failure_ = name + (detail.empty() ? "" : ": " + detail);
     if (!ok) log_ << "FAIL " << name << (detail.empty() ? "" : ": " + detail) << "\n";
     else if (verbose_) log_ << "pass " << name << (detail.empty() ? "" : ": " + detail) << "\n";
   }
@@ -32,6 +33,7 @@ class Checks {
   }
   int passed() const { return passed_; }
   int failed() const { return failed_; }
+  const std::string& first_failure() const { return first_failure_; }
   int finish(const std::string& what) {
     log_ << what << ": " << passed_ << " passed, " << failed_ << " failed\n";
     return failed_ == 0 ? 0 : 1;
@@ -41,6 +43,7 @@ class Checks {
  private:
   std::ostream& log_;
   int passed_ = 0, failed_ = 0;
+  std::string first_failure_;
   bool verbose_ = false;
 };
 

@@ -8,7 +8,7 @@ namespace kvcap::kernels {
 
 bool built_with_cuda() { return false; }
 
-int run_gpu_selftests(std::ostream& log, int /*device_ordinal*/, std::uint64_t /*seed*/) {
+int run_gpu_selftests(std::ostream& log, int /*device_ordinal*/, std::uint64_t /*seed*/, SelftestCounts* /*counts*/) {
   log << "GPU tests skipped: kvcap-kernels was built without CUDA\n";
   return 77;
 }

@@ -237,10 +237,11 @@ constexpr Family kFamilies[] = {{"numeric", test_numeric}, {"decode", test_decod
 
 }  // namespace
 
-int run_cpu_selftests(std::ostream& log, std::uint64_t seed) {
+int run_cpu_selftests(std::ostream& log, std::uint64_t seed, SelftestCounts* counts) {
   Checks c(log);
   std::mt19937_64 rng(seed);
   for (const Family& f : kFamilies) f.run(c, rng);
+  if (counts) *counts = {c.passed(), c.failed(), c.first_failure()};
   return c.finish("cpu");
 }
 
@@ -259,7 +260,7 @@ SelftestCounts run_cpu_selftest(const std::string& family, std::ostream& log, st
     Checks c(log);
     std::mt19937_64 rng(seed);
     f.run(c, rng);
-    return {c.passed(), c.failed()};
+    return {c.passed(), c.failed(), c.first_failure()};
   }
   throw std::invalid_argument("unknown CPU self-test family '" + family + "'");
 }

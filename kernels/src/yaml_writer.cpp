@@ -109,6 +109,15 @@ void write_calibration_yaml(std::ostream& o, const CalibrationResult& r, const Y
   if (d.l2_bytes > 0) o << "  l2_bytes: " << d.l2_bytes << "\n";
   if (!d.driver_version.empty()) o << "  driver_version: " << quote(d.driver_version) << "\n";
   if (!d.runtime_version.empty()) o << "  runtime_version: " << quote(d.runtime_version) << "\n";
+  o << "build:\n";
+  o << "  commit: " << quote(r.build.commit) << "\n";
+  o << "  cxx_compiler: " << quote(r.build.cxx_compiler) << "\n";
+  if (!r.build.cuda_compiler.empty()) o << "  cuda_compiler: " << quote(r.build.cuda_compiler) << "\n";
+  if (!r.build.cuda_architectures.empty()) o << "  cuda_architectures: " << quote(r.build.cuda_architectures) << "\n";
+  o << "selftest:\n";
+  o << "  passed: " << r.selftest.passed << "\n";
+  o << "  failed: " << r.selftest.failed << "\n";
+  if (!r.selftest.first_failure.empty()) o << "  first_failure: " << quote(r.selftest.first_failure) << "\n";
   o << "date: " << quote(r.date_utc) << "\n";
   o << "mode: " << r.mode << "\n";
   o << "host: " << quote(r.host) << "\n";

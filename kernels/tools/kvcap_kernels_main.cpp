@@ -16,11 +16,17 @@ using namespace kvcap::kernels;
 
 void usage(std::ostream& o) {
   o << "usage: kvcap-kernels <command> [options]\n"
-       "  test                 CPU twins vs references, then GPU kernels vs CPU twins (GPU part skipped without a device)\n"
+       "  test                 CPU twins vs references, then GPU kernels vs CPU twins (GPU part skipped without a "
+       "device)\n"
        "  test-cpu             CPU twins vs naive references only\n"
        "  test-gpu             GPU kernels vs CPU twins; exit code 77 when no CUDA device (or no CUDA build)\n"
        "  calibrate --out FILE [--device cpu|cuda:N] [--quick|--full] [--threads N] [--reps N]\n"
+       "            [--datasheet-gpu NAME --datasheet-bandwidth B/s --datasheet-bf16-flops F]\n"
+       "                       self-tests, sweep, fits; writes FILE and prints the report with the targets' verdicts\n"
        "  bench [--device cpu|cuda:N] [--full] [--threads N]   GB/s and FLOP/s beside the stream ceiling and cuBLAS\n"
+       "  time-decode [--device D] [--layout paged|contiguous] [--dtype bf16|fp16|fp8] [--batch N] [--kv-len N]\n"
+       "              [--kv-heads N] [--q-heads N] [--head-dim 64|128] [--page 16|32|64] [--mla] [--reps N]\n"
+       "                       one decode shape: median time and GB/s\n"
        "options:\n"
        "  --device D   cpu (default) or cuda:N\n"
        "  --quick      short sweep (default); --full  longer sweep\n"
@@ -32,7 +38,34 @@ struct Args {
   CalibrationOptions cal;
   std::string out;
   std::uint64_t seed = 1;
+  DecodeShape decode;
+  Datasheet datasheet;
 };
+
+double real_value(const std::string& flag, const std::string& v) {
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || !(x > 0) || x > 1e21)
+    throw std::invalid_argument(flag + " expects a positive number (got '" + v + "')");
+  return x;
+}
+
+int int_value(const std::string& flag, const std::string& v) {
+  std::size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || x <= 0) throw std::invalid_argument(flag + " expects a positive integer (got '" + v + "')");
+  return x;
+}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -51,7 +84,45 @@ Args parse(int argc, char** argv) {
     else if (s == "--threads") a.cal.cpu_threads = std::stoi(value());
     else if (s == "--reps") a.cal.repetitions = std::stoi(value());
     else if (s == "--seed") a.seed = std::stoull(value());
-    else if (s == "-h" || s == "--help") a.command = "help";
+    else if (s == "--datasheet-gpu")
+      a.datasheet.gpu = value();
+    else if (s == "--datasheet-bandwidth")
+      a.datasheet.memory_bandwidth_bytes_per_s = real_value(s, value());
+    else if (s == "--datasheet-bf16-flops")
+      a.datasheet.bf16_dense_flops = real_value(s, value());
+    else if (s == "--layout") {
+      const std::string v = value();
+      if (v != "paged" && v != "contiguous") throw std::invalid_argument("--layout expects paged or contiguous");
+      a.decode.layout = v == "paged" ? KvLayout::paged : KvLayout::contiguous;
+    } else if (s == "--dtype") {
+      const std::string v = value();
+      if (v == "bf16")
+        a.decode.kv_dtype = KvDtype::bf16;
+      else if (v == "fp16")
+        a.decode.kv_dtype = KvDtype::fp16;
+      else if (v == "fp8")
+        a.decode.kv_dtype = KvDtype::fp8_e4m3;
+      else
+        throw std::invalid_argument("--dtype expects bf16, fp16 or fp8 (got '" + v + "')");
+    } else if (s == "--batch")
+      a.decode.batch = int_value(s, value());
+    else if (s == "--kv-len")
+      a.decode.kv_len = int_value(s, value());
+    else if (s == "--kv-heads")
+      a.decode.num_kv_heads = int_value(s, value());
+    else if (s == "--q-heads")
+      a.decode.num_q_heads = int_value(s, value());
+    else if (s == "--head-dim")
+      a.decode.head_dim_qk = a.decode.head_dim_v = int_value(s, value());
+    else if (s == "--page")
+      a.decode.page_size = int_value(s, value());
+    else if (s == "--mla") {
+      a.decode.mla = true;
+      a.decode.head_dim_qk = 576;
+      a.decode.head_dim_v = 512;
+      a.decode.num_kv_heads = 1;
+    } else if (s == "-h" || s == "--help")
+      a.command = "help";
     else throw std::invalid_argument("unknown option '" + s + "'");
   }
   return a;
@@ -73,20 +144,10 @@ ProgressCallback progress_printer() {
   };
 }
 
+// bench: the calibration sweep without a file, its report on stdout (kernel GB/s and FLOP/s beside the ceilings).
 int cmd_bench(const Args& a) {
   const CalibrationResult r = run_calibration(a.cal, progress_printer());
-  const double stream = r.stream_read_bytes_per_s;
-  std::printf("device: %s (%s), %s mode, %.1f s\n", r.device.name.c_str(), r.device.kind.c_str(), r.mode.c_str(), r.wall_s);
-  std::printf("stream read  %10.2f GB/s   (ceiling)\n", stream / 1e9);
-  std::printf("stream copy  %10.2f GB/s   %.3f x read\n", r.stream_copy_bytes_per_s / 1e9, r.stream_copy_bytes_per_s / stream);
-  std::printf("decode fit   %10.2f GB/s   %.3f x read   t0 %.3g s   fit rms %.3f   holdout max %.3f (%d points)\n",
-              r.decode.bandwidth_bytes_per_s / 1e9, r.decode.bandwidth_bytes_per_s / stream, r.decode.t0_s,
-              r.decode.fit_rms_relative_error, r.decode.holdout_max_relative_error, r.decode.holdout_points);
-  for (const auto& v : r.decode_by_variant) {
-    std::printf("  decode %-10s %-4s d%-3d%s %10.2f GB/s   %.3f x read\n", v.layout.c_str(), v.kv_dtype.c_str(), v.head_dim,
-                v.mla ? " mla" : "    ", v.bandwidth_bytes_per_s / 1e9, v.bandwidth_bytes_per_s / stream);
-  }
-  // GEMM: each impl at each M beside the reference impl (cuBLAS on CUDA) measured at the same shape.
+  write_calibration_report(std::cout, r, a.datasheet.memory_bandwidth_bytes_per_s > 0 ? &a.datasheet : nullptr);
   for (const auto& p : r.points) {
     if (p.kernel != "gemm") continue;
     double ref = 0;
@@ -99,13 +160,7 @@ int cmd_bench(const Args& a) {
     if (ref > 0 && p.impl != "cublas") std::printf("   %.3f x cublas", rate / ref);
     std::printf("\n");
   }
-  for (const auto& p : r.points) {
-    if (p.kernel == "prefill_attention") {
-      std::printf("prefill S=%-6d H=%d d=%d %10.3f TFLOP/s\n", p.seq_len, p.q_heads, p.head_dim, p.flops / p.time_s / 1e12);
-    }
-  }
-  for (const auto& [k, v] : r.ratios) std::printf("ratio %-28s %.3f\n", k.c_str(), v);
-  return 0;
+  return r.selftest.failed == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -128,11 +183,23 @@ int main(int argc, char** argv) {
     if (a.command == "calibrate") {
       if (a.out.empty()) throw std::invalid_argument("calibrate needs --out FILE");
       const CalibrationResult r = run_calibration(a.cal, progress_printer());
-      write_calibration_yaml_file(a.out, r);
+      const bool ds = a.datasheet.memory_bandwidth_bytes_per_s > 0 || a.datasheet.bf16_dense_flops > 0;
+      write_calibration_yaml_file(a.out, r, ds ? datasheet_extras(r, a.datasheet) : YamlExtras{});
+      write_calibration_report(std::cout, r, ds ? &a.datasheet : nullptr);
       std::fprintf(stderr, "wrote %s (%zu points, %.1f s)\n", a.out.c_str(), r.points.size(), r.wall_s);
-      return 0;
+      // A calibration whose self-tests failed is written (it is evidence) but the run fails: kvcap refuses it.
+      return r.selftest.failed == 0 ? 0 : 1;
     }
     if (a.command == "bench") return cmd_bench(a);
+    if (a.command == "time-decode") {
+      const double t = time_decode_shape(a.cal, a.decode);
+      const double bytes = static_cast<double>(a.decode.bytes());
+      std::printf("decode %s %s batch=%d kv_len=%d kv_heads=%d q_heads=%d d=%d page=%d%s: %.3f us, %.1f GB/s\n",
+                  to_string(a.decode.layout), std::string(to_string(a.decode.kv_dtype)).c_str(), a.decode.batch,
+                  a.decode.kv_len, a.decode.num_kv_heads, a.decode.num_q_heads, a.decode.head_dim_qk,
+                  a.decode.page_size, a.decode.mla ? " mla" : "", t * 1e6, bytes / t / 1e9);
+      return 0;
+    }
     std::cerr << "kvcap-kernels: unknown command '" << a.command << "'\n";
     usage(std::cerr);
     return 2;

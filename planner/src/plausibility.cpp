@@ -154,6 +154,10 @@ std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, b
     else
       r.push_back(error(std::string("KVCAP-E") + number, msg + "; --calibration-force uses it anyway", kExitUsage));
   };
+  if (!c.selftests_passed)
+    r.push_back(warning("KVCAP-W304",
+                        "the calibration records no kernel self-tests (written before kvcap recorded "
+                        "them): nothing shows its kernels computed correctly on the measured device"));
   const std::string want = device_product(g.display_name);
   if (c.device_kind == "cpu") {
     mismatch("301", "the calibration was measured on a CPU ('" + c.device + "'), the plan is for a " + g.display_name);

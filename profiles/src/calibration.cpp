@@ -17,8 +17,9 @@ constexpr std::int64_t kFormatVersion = 1;
 constexpr double kMaxBandwidth = 1e15;
 constexpr double kMaxFlops = 1e18;
 
-const std::vector<std::string> kTop = {"kvcap_calibration", "device", "date", "mode", "host", "stream", "decode",
-                                       "gemm", "prefill_attention", "points", "ratios", "datasheet"};
+const std::vector<std::string> kTop = {
+    "kvcap_calibration", "device", "build",  "selftest", "date", "mode", "host", "stream", "decode", "gemm",
+    "prefill_attention", "points", "ratios", "datasheet"};
 const std::vector<std::string> kDevice = {"kind", "name", "compute_capability", "memory_bytes", "multiprocessors",
                                           "sm_clock_mhz", "memory_clock_mhz", "memory_bus_width_bits", "l2_bytes",
                                           "driver_version", "runtime_version"};
@@ -125,6 +126,26 @@ Calibration read(Ctx& c, const YAML::Node& root) {
   if (const YAML::Node p = get_map(c, root, "", "prefill_attention", false)) {
     if (auto v = get_number(c, p, "prefill_attention", "flops_per_s", true, 0, kMaxFlops))
       cal.prefill_attention.flops_per_s = *v;
+  }
+  // The build that measured, and the self-tests it ran on the device before the sweep (kernels/src/calibrate.cpp).
+  // A calibration whose kernels failed their self-tests timed kernels that compute something else: refused.
+  if (const YAML::Node b = get_map(c, root, "", "build", false)) {
+    check_keys(c, b, "build", {"commit", "cxx_compiler", "cuda_compiler", "cuda_architectures"});
+    for (const char* k : {"commit", "cxx_compiler", "cuda_compiler", "cuda_architectures"})
+      get_string(c, b, "build", k, false);
+  }
+  if (const YAML::Node st = get_map(c, root, "", "selftest", false)) {
+    check_keys(c, st, "selftest", {"passed", "failed", "first_failure"});
+    get_int(c, st, "selftest", "passed", true, 0, std::int64_t{1} << 40);
+    const auto failed = get_int(c, st, "selftest", "failed", true, 0, std::int64_t{1} << 40);
+    const auto first = get_string(c, st, "selftest", "first_failure", false);
+    if (failed && *failed > 0)
+      c.error(st["failed"], "selftest.failed",
+              std::to_string(*failed) + " kernel self-test(s) failed on the measured device" +
+                  (first ? " (first: " + *first + ")" : "") +
+                  "; its timings measure kernels that compute the wrong thing, so kvcap will not use this calibration. "
+                  "Fix the kernels (scripts/gpu-check.sh names the kernel and shape) and calibrate again");
+    cal.selftests_passed = failed && *failed == 0;
   }
   check_points(c, root);
   if (cal.decode.bandwidth_bytes_per_s == 0 && cal.stream.read_bytes_per_s == 0 && cal.gemm.empty())

@@ -48,6 +48,7 @@ TEST_CASE("the documented calibration example loads with its fitted figures", "[
   CHECK(c.prefill_attention.flops_per_s == Approx(3.5e14));
   CHECK(c.source.find("cuda") != std::string::npos);
   CHECK(gemm_flops_for(c, 100) == Approx(2.9e14));
+  CHECK(c.selftests_passed);
 }
 
 TEST_CASE("bad calibration files are rejected with line and key", "[calibration][errors]") {
@@ -83,6 +84,29 @@ TEST_CASE("bad calibration files are rejected with line and key", "[calibration]
       for (const auto& x : e.diagnostics()) suggested |= x.message.find("did you mean 'decode'") != std::string::npos;
     }
     CHECK(suggested);
+  }
+  SECTION("a calibration whose kernels failed their self-tests is refused, naming the first failure") {
+    std::string t = good;
+    const auto at = t.find("  failed: 0");
+    t.replace(at, 11, "  failed: 3\n  first_failure: \"gpu.decode_vs_cpu: paged bf16 d=128 max error 0.3\"");
+    const int line = 1 + static_cast<int>(std::count(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const auto d = first_error(t);
+    CHECK(d.key_path == "selftest.failed");
+    CHECK(d.line == line);
+    CHECK(d.message.find("3 kernel self-test(s) failed") != std::string::npos);
+    CHECK(d.message.find("gpu.decode_vs_cpu: paged bf16") != std::string::npos);
+  }
+  SECTION("a file without a self-test record loads, marked unchecked") {
+    std::string t = good;
+    const auto a = t.find("selftest:");
+    const auto b = t.find("date:");
+    t.erase(a, b - a);
+    CHECK_FALSE(profiles::parse_calibration(t, "old.yaml").selftests_passed);
+  }
+  SECTION("a self-test count that is not a count") {
+    std::string t = good;
+    t.replace(t.find("  passed: 225"), 13, "  passed: many");
+    CHECK(first_error(t).key_path == "selftest.passed");
   }
   SECTION("a model profile is not a calibration") {
     CHECK(!first_error(profiles::builtin_text("models/llama-3.1-8b.yaml")).message.empty());
@@ -133,11 +157,15 @@ TEST_CASE("what kvcap calibrate writes, the profiles reader reads back", "[calib
   p.time_s = 0.1;
   r.points = {p};
   r.ratios = {{"decode_vs_stream", 0.88}};
-  kernels::YamlExtras extras;
-  extras.blocks.push_back({"datasheet", {{"memory_bandwidth_bytes_per_s", 1.0e11}}});
+  r.build = {"0123456789ab+dirty", "GNU 12.2.0", "", ""};
+  r.selftest = {122, 0, ""};
+  const kernels::Datasheet ds{"test-gpu", 1.0e11, 1.0e12};
   std::ostringstream out;
-  kernels::write_calibration_yaml(out, r, extras);
+  kernels::write_calibration_yaml(out, r, kernels::datasheet_extras(r, ds));
   const Calibration c = profiles::parse_calibration(out.str(), "written.yaml");
+  CHECK(c.selftests_passed);
+  CHECK(out.str().find("commit: \"0123456789ab+dirty\"") != std::string::npos);
+  CHECK(out.str().find("stream_vs_datasheet: 0.125") != std::string::npos);
   CHECK(c.device == "Test CPU");
   CHECK(c.decode.t0_s == Approx(2.5e-6));
   CHECK(c.decode.bandwidth_bytes_per_s == Approx(1.1e10));
@@ -145,5 +173,58 @@ TEST_CASE("what kvcap calibrate writes, the profiles reader reads back", "[calib
   REQUIRE(c.gemm.size() == 2);
   CHECK(c.gemm[1].m_max == 4096);
   CHECK(c.prefill_attention.flops_per_s == Approx(5.0e10));
+
+  // A run whose self-tests failed is written as evidence, with its first failure, and the reader refuses it.
+  r.selftest = {120, 2,
+                "gpu.decode_vs_cpu: paged fp8 d=128 q_heads=8 kv_heads=1 chunks=4 max error 0.5 (tolerance 0.0001)"};
+  std::ostringstream bad;
+  kernels::write_calibration_yaml(bad, r);
+  CHECK(bad.str().find("first_failure: \"gpu.decode_vs_cpu: paged fp8") != std::string::npos);
+  CHECK_THROWS_AS(profiles::parse_calibration(bad.str(), "bad.yaml"), profiles::ProfileError);
+}
+
+TEST_CASE("a calibration is judged against the kernel targets", "[calibration][kernels]") {
+  using S = kernels::TargetVerdict::Status;
+  kernels::CalibrationResult r;
+  r.device.kind = "cuda";
+  r.device.name = "Test GPU";
+  r.selftest = {225, 0, ""};
+  r.stream_read_bytes_per_s = 3.05e12;
+  r.decode_by_variant = {{"paged", "bf16", 128, false, 2.85e12}};
+  r.ratios = {{"paged_vs_contiguous", 0.95}, {"fp8_vs_bf16_decode_speedup", 1.3}, {"mma_gemm_vs_cublas", 0.61}};
+  r.gemm_classes = {{2049, 1000000000, 7.0e14, "cublas"}};
+  r.decode.holdout_points = 4;
+  r.decode.holdout_max_relative_error = 0.11;
+  const kernels::Datasheet ds{"test-gpu", 3.35e12, 1.0e15};
+  const auto v = kernels::evaluate_targets(r, &ds);
+  const auto status = [&](const std::string& start) {
+    for (const auto& t : v) {
+      if (t.name.rfind(start, 0) == 0) return t.status;
+    }
+    FAIL("no target " << start);
+    return S::not_measured;
+  };
+  CHECK(status("self-tests") == S::met);
+  CHECK(status("stream read") == S::met);    // 3.05 / 3.35 = 91%
+  CHECK(status("decode (paged") == S::met);  // 2.85 / 3.05 = 93%
+  CHECK(status("paged >=") == S::met);
+  CHECK(status("fp8 KV") == S::missed);      // 1.3x < 1.5x
+  CHECK(status("WMMA") == S::met);           // 61% >= 60%
+  CHECK(status("cuBLAS") == S::missed);      // 70% < 75%
+  CHECK(status("decode fit") == S::missed);  // 11% > 10%
+  r.stream_read_bytes_per_s = 3.0e12;        // 89.6% of the datasheet
+  CHECK(kernels::evaluate_targets(r, &ds)[1].status == S::missed);
+  // Without a datasheet the datasheet targets are not judged; on a CPU no GPU target is.
+  const auto nods = kernels::evaluate_targets(r, nullptr);
+  CHECK(nods[1].status == S::not_measured);
+  r.device.kind = "cpu";
+  for (const auto& t : kernels::evaluate_targets(r, &ds)) {
+    if (t.name.rfind("self-tests", 0) != 0) CHECK(t.status == S::not_measured);
+  }
+  r.selftest = {224, 1, "gpu.stream_read_checksum"};
+  std::ostringstream report;
+  kernels::write_calibration_report(report, r, &ds);
+  CHECK(report.str().find("MISSED self-tests") != std::string::npos);
+  CHECK(report.str().find("must not be used") != std::string::npos);
 }
 #endif

@@ -139,7 +139,9 @@ class CudaBackend final : public Backend {
     p.page_indptr = d_indptr.get();
     p.page_indices = d_indices.get();
     set_decode_shape(p, sh);
-    const DecodeSplit split = plan_decode_split(decode_work_items(p), sh.kv_len, 2 * info_.multiprocessors);
+    // Enough blocks for four waves of resident blocks, so that the last, partial wave costs little.
+    const int resident = std::max(decode_resident_blocks(p), 2 * info_.multiprocessors);
+    const DecodeSplit split = plan_decode_split(decode_work_items(p), sh.kv_len, 4 * resident);
     d_ws.resize(decode_workspace_floats(p, split));
     pool_for(region);
     return time_reps(reps, [&](int r) {

@@ -195,6 +195,261 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- GQA decode on CUDA cores, one token per team of lanes (MHA/GQA, head_dim 64/128) ----
+// A team of TEAM = head_dim / E lanes owns one token at a time: lane l of the team holds dims [l*E, l*E + E) of
+// the query heads in registers and loads the same dims of the token's K and V rows (E elements: 16, 8 or 4 bytes),
+// so a team reads a whole row with one coalesced access and no shared memory. Each team walks U consecutive
+// tokens per step (loads of K and V for all U issued before any use), reduces the dot products over its lanes
+// with xor-shuffles, and keeps its own online-softmax state (running max m, sum l, unnormalised accumulator) for
+// each of the block's G query heads. At the end the teams of a warp are merged by shuffles and the warps through
+// shared memory (the flash-decoding merge rule: M = max m_i, L = sum l_i 2^(m_i - M), O = sum o_i 2^(m_i - M)).
+template <int N> struct RawVec;
+template <> struct RawVec<16> { using type = uint4; static constexpr int words = 4; };
+template <> struct RawVec<8> { using type = uint2; static constexpr int words = 2; };
+template <> struct RawVec<4> { using type = unsigned; static constexpr int words = 1; };
+
+template <int W>
+__device__ __forceinline__ void to_words(const uint4& r, unsigned (&w)[W]) { w[0] = r.x; w[1] = r.y; w[2] = r.z; w[3] = r.w; }
+template <int W>
+__device__ __forceinline__ void to_words(const uint2& r, unsigned (&w)[W]) { w[0] = r.x; w[1] = r.y; }
+template <int W>
+__device__ __forceinline__ void to_words(const unsigned& r, unsigned (&w)[W]) { w[0] = r; }
+
+// E elements held as W 32-bit words -> floats, two at a time (numeric.h: hardware conversion on sm_89+ for fp8).
+template <KvDtype D, int E, int W>
+__device__ __forceinline__ void widen_kv(const unsigned (&w)[W], float (&x)[E]) {
+  static_assert(E % 2 == 0, "pairs");
+#pragma unroll
+  for (int j = 0; j < E; j += 2) {
+    if constexpr (D == KvDtype::fp8_e4m3) {
+      fp8x2_e4m3_to_float2(static_cast<std::uint16_t>((w[j >> 2] >> ((j & 3) * 8)) & 0xffffu), x[j], x[j + 1]);
+    } else if constexpr (D == KvDtype::bf16) {
+      bf16x2_to_float2(w[j >> 1], x[j], x[j + 1]);
+    } else {
+      x[j] = fp16_to_float(static_cast<std::uint16_t>(w[j >> 1] & 0xffffu));
+      x[j + 1] = fp16_to_float(static_cast<std::uint16_t>(w[j >> 1] >> 16));
+    }
+  }
+}
+
+// Sums r[0..N) over the lanes of a team of 2*O lanes so that lane tl ends with, in r[0], the team total of element
+// tl / (2*O / N): at each butterfly step a lane keeps half of the elements it still holds (the upper half when its
+// bit O is set), sends the other half to its partner and adds what it receives; once one element is left, plain
+// butterfly steps finish the sum. N - 1 + log2(2*O / N) shuffles instead of N x log2(2*O).
+template <int O, int N, int G>
+__device__ __forceinline__ void team_transpose_sum(float (&r)[G], int tl) {
+  if constexpr (O >= 1) {
+    if constexpr (N > 1) {
+      const bool upper = (tl & O) != 0;
+#pragma unroll
+      for (int i = 0; i < N / 2; ++i) {
+        const float send = upper ? r[i] : r[i + N / 2];
+        const float keep = upper ? r[i + N / 2] : r[i];
+        r[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+      }
+      team_transpose_sum<O / 2, N / 2, G>(r, tl);
+    } else {
+      r[0] += __shfl_xor_sync(0xffffffffu, r[0], O);
+      team_transpose_sum<O / 2, 1, G>(r, tl);
+    }
+  }
+}
+
+template <int DQK, int G, KvDtype D>
+struct TeamShape {
+  using T = typename KvTraits<D>::storage;
+  // Registers per lane: G x E query, G x E accumulator, 2U loads of E elements. Kept at or under 128 so that four
+  // blocks (16 warps) fit on an SM (scripts/kernel-static-check.sh holds it there). Measured on an H100, 8 query
+  // heads per block: U = 4 ran 1.94 TB/s where U = 2 ran 1.54 (2026-11-25, docs/kernels.md).
+  static constexpr int E = G >= 8 ? 4 : 8;   // elements per lane
+  static constexpr int TEAM = DQK / E;       // lanes per token
+  static constexpr int TPW = 32 / TEAM;      // teams per warp
+  static constexpr int NT = kWarps * TPW;    // teams per block
+  static constexpr int U = 4;                // tokens per team step (loads in flight per lane: 2U); divides a page
+  static constexpr int VB = E * static_cast<int>(sizeof(T));
+  using Vec = typename RawVec<VB>::type;
+  static constexpr int W = RawVec<VB>::words;
+  static_assert(TEAM >= 1 && TEAM <= 32 && 32 % TEAM == 0, "a team must divide a warp");
+  static_assert(G <= TEAM, "each head needs an owner lane in the team");
+};
+
+template <int DQK, int G, KvDtype D>
+__global__ void __launch_bounds__(kThreads)
+    decode_team_kernel(const DecodeParams p, const DecodeSplit split, const int q_tiles, float* __restrict__ part_o,
+                       float* __restrict__ part_lse) {
+  using S = TeamShape<DQK, G, D>;
+  using T = typename S::T;
+  using Vec = typename S::Vec;
+  constexpr int E = S::E, TEAM = S::TEAM, U = S::U;
+  __shared__ float o_s[kWarps][G][DQK];
+  __shared__ float m_s[kWarps][G];
+  __shared__ float l_s[kWarps][G];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int team = warp * S::TPW + lane / TEAM;
+  const int tl = lane % TEAM;  // this lane's dims: [tl * E, tl * E + E)
+  const int chunk = blockIdx.x;
+  const int kvh = blockIdx.y / q_tiles;
+  const int qt = blockIdx.y % q_tiles;
+  const int b = blockIdx.z;
+  const int qh0 = kvh * p.group_size() + qt * G;
+  const int gt = min(G, p.group_size() - qt * G);
+  const int len = p.seq_lens[b];
+  const int begin = split.num_chunks > 1 ? chunk * split.chunk_tokens : 0;
+  const int end = split.num_chunks > 1 ? min(len, begin + split.chunk_tokens) : len;
+
+  const float qscale = p.sm_scale * p.k_scale * kLog2e;
+  float q[G][E], acc[G][E];
+  float m_own = -FLT_MAX, l_own = 0.0f;  // running max and sum of this lane's own head (see team_transpose_sum)
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      q[g][j] = g < gt ? p.q[p.q_offset(b, qh0 + g) + tl * E + j] * qscale : 0.0f;
+      acc[g][j] = 0.0f;
+    }
+  }
+  const T* kbase = static_cast<const T*>(p.k);
+  const T* vbase = static_cast<const T*>(p.v);
+
+  // The step loop runs the same number of times on every lane of a warp (the shuffles need all 32 lanes): it
+  // advances by warp-steps, and a team whose tokens lie past the end masks them.
+  const int team_in_warp = team - warp * S::TPW;
+  const bool paged = p.layout == KvLayout::paged;
+  const std::int32_t* pages = paged ? p.page_indices + p.page_indptr[b] : nullptr;
+  for (int w0 = begin + warp * S::TPW * U; w0 < end; w0 += S::NT * U) {
+    const int t0 = w0 + team_in_warp * U;
+    // U divides the page size and t0 is a multiple of U, so the step's tokens are consecutive slots of one page.
+    const std::int64_t slot0 = t0 < end ? p.slot(b, t0, pages) : 0;
+    Vec kr[U], vr[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (t0 + u < end) {
+        const std::int64_t off = p.slot_offset(slot0 + u, kvh) + tl * E;
+        kr[u] = __ldg(reinterpret_cast<const Vec*>(kbase + off));
+        vr[u] = __ldg(reinterpret_cast<const Vec*>(vbase + off));
+      } else {
+        kr[u] = Vec{};
+        vr[u] = Vec{};
+      }
+    }
+    // Scores: each lane's partial dot products for the G heads are summed over the team by a transposing
+    // butterfly (team_transpose_sum), after which lane tl holds the score of its own head tl / (TEAM / G).
+    float s[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      unsigned w[S::W];
+      to_words<S::W>(kr[u], w);
+      float k[E];
+      widen_kv<D, E, S::W>(w, k);
+      float part[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        part[g] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < E; ++j) part[g] = fmaf(q[g][j], k[j], part[g]);
+      }
+      team_transpose_sum<TEAM / 2, G, G>(part, tl);
+      s[u] = t0 + u < end ? part[0] : -FLT_MAX;
+    }
+    // Online softmax of the own head over the step's tokens, then its rescale factor and weights to every lane.
+    float mx = s[0];
+#pragma unroll
+    for (int u = 1; u < U; ++u) mx = fmaxf(mx, s[u]);
+    const float m_new = fmaxf(m_own, mx);
+    const float f = exp2f(m_own - m_new);
+    m_own = m_new;
+    float pr[U], psum = 0.0f;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      pr[u] = t0 + u < end ? exp2f(s[u] - m_new) : 0.0f;
+      psum += pr[u];
+    }
+    l_own = l_own * f + psum;
+    if (__any_sync(0xffffffffu, f != 1.0f)) {  // once the running maxima settle, no head of the warp rescales
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float fg = __shfl_sync(0xffffffffu, f, g * (TEAM / G), TEAM);
+#pragma unroll
+        for (int j = 0; j < E; ++j) acc[g][j] *= fg;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      unsigned w[S::W];
+      to_words<S::W>(vr[u], w);
+      float v[E];
+      widen_kv<D, E, S::W>(w, v);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float pg = __shfl_sync(0xffffffffu, pr[u], g * (TEAM / G), TEAM);
+#pragma unroll
+        for (int j = 0; j < E; ++j) acc[g][j] = fmaf(pg, v[j], acc[g][j]);
+      }
+    }
+  }
+  // Every lane takes each head's running max and sum from the head's owner.
+  float m[G], l[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = __shfl_sync(0xffffffffu, m_own, g * (TEAM / G), TEAM);
+    l[g] = __shfl_sync(0xffffffffu, l_own, g * (TEAM / G), TEAM);
+  }
+
+  // Merge the teams of this warp (lanes tl and tl + k*TEAM hold the same dims).
+#pragma unroll
+  for (int o = TEAM; o < 32; o <<= 1) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m[g], o);
+      const float mm = fmaxf(m[g], mo);
+      const float f = exp2f(m[g] - mm);
+      l[g] *= f;
+#pragma unroll
+      for (int j = 0; j < E; ++j) acc[g][j] *= f;
+      m[g] = mm;
+      l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+      for (int j = 0; j < E; ++j) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], o);
+    }
+  }
+  if (lane < TEAM) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+#pragma unroll
+      for (int j = 0; j < E; ++j) o_s[warp][g][tl * E + j] = acc[g][j];
+      if (tl == 0) {
+        m_s[warp][g] = m[g];
+        l_s[warp][g] = l[g];
+      }
+    }
+  }
+  __syncthreads();
+  // Merge the warps; normalise; unsplit -> out, split -> partial output + log2-sum-exp.
+  for (int i = tid; i < gt * DQK; i += kThreads) {
+    const int g = i / DQK, d = i % DQK;
+    float mm = -FLT_MAX;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, m_s[w][g]);
+    float ll = 0.0f, oo = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = exp2f(m_s[w][g] - mm);
+      ll += l_s[w][g] * f;
+      oo += o_s[w][g][d] * f;
+    }
+    const float inv = ll > 0.0f ? p.v_scale / ll : 0.0f;
+    const int qh = qh0 + g;
+    if (split.num_chunks > 1) {
+      const long long row = (static_cast<long long>(b) * p.num_q_heads + qh) * split.num_chunks + chunk;
+      part_o[row * DQK + d] = oo * inv;
+      if (d == 0) part_lse[row] = ll > 0.0f ? mm + log2f(ll) : -INFINITY;
+    } else {
+      p.out[p.out_offset(b, qh) + d] = oo * inv;
+    }
+  }
+}
+
 // One block per (sequence, query head): out = sum_c 2^(lse_c - max) o_c / sum_c 2^(lse_c - max).
 __global__ void __launch_bounds__(kThreads)
     decode_merge_kernel(const DecodeParams p, const DecodeSplit split, const float* __restrict__ part_o,
@@ -220,24 +475,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int DQK, int DV, int MAXG, KvDtype D, bool MLA>
-cudaError_t launch_decode(const DecodeParams& p, const DecodeSplit& s, float* ws, cudaStream_t stream) {
-  using L = DecodeSmem<DQK, MAXG, D>;
-  const int G = p.group_size();
-  const int q_tiles = (G + MAXG - 1) / MAXG;
-  auto kernel = decode_kernel<DQK, DV, MAXG, D, MLA>;
-  static const cudaError_t attr = detail::allow_smem(kernel, L::bytes);  // once per instantiation
-  if (attr != cudaSuccess) return attr;
-  const dim3 grid(s.num_chunks, p.num_kv_heads * q_tiles, p.batch);
-  float* part_o = ws;
-  float* part_lse = s.num_chunks > 1 ? ws + static_cast<std::size_t>(p.batch) * p.num_q_heads * s.num_chunks * DV : nullptr;
-  kernel<<<grid, kThreads, L::bytes, stream>>>(p, s, q_tiles, part_o, part_lse);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess || s.num_chunks <= 1) return e;
-  decode_merge_kernel<<<p.batch * p.num_q_heads, kThreads, 0, stream>>>(p, s, part_o, part_lse);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 int decode_max_group_per_block(const DecodeParams& p) { return p.v_in_k ? 16 : 8; }
@@ -245,6 +482,44 @@ int decode_max_group_per_block(const DecodeParams& p) { return p.v_in_k ? 16 : 8
 int decode_work_items(const DecodeParams& p) {
   const int maxg = decode_max_group_per_block(p);
   return p.batch * p.num_kv_heads * ((p.group_size() + maxg - 1) / maxg);
+}
+
+namespace {
+// Calls f(kernel, block threads, dynamic smem bytes, tag) with the instantiation that serves p: MLA on the shared
+// tile kernel, MHA/GQA on the team kernel with query heads per block = the group rounded up to a power of two, at
+// most 8 (larger groups take several tiles). Returns cudaErrorInvalidValue for an unsupported dtype or head dim.
+template <class F>
+cudaError_t with_decode_kernel(const DecodeParams& p, F&& f) {
+  if (p.v_in_k) {
+    KVCAP_DISPATCH_KV_DTYPE(p.kv_dtype, D, {
+      using L = DecodeSmem<576, 16, D>;
+      return f(decode_kernel<576, 512, 16, D, true>, L::bytes, 16);
+    })
+  } else {
+    const int g = p.group_size();
+    KVCAP_DISPATCH_KV_DTYPE(p.kv_dtype, D, {
+      KVCAP_DISPATCH_HEAD_DIM(p.head_dim_qk, HD, {
+        if (g <= 1) return f(decode_team_kernel<HD, 1, D>, 0, 1);
+        if (g <= 2) return f(decode_team_kernel<HD, 2, D>, 0, 2);
+        if (g <= 4) return f(decode_team_kernel<HD, 4, D>, 0, 4);
+        return f(decode_team_kernel<HD, 8, D>, 0, 8);
+      })
+    })
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+int decode_resident_blocks(const DecodeParams& p) {
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
+  const cudaError_t e = with_decode_kernel(p, [&](auto kernel, int smem, int) {
+    const cudaError_t a = detail::allow_smem(kernel, smem);
+    if (a != cudaSuccess) return a;
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
+  });
+  return e == cudaSuccess ? per_sm * sms : 0;
 }
 
 cudaError_t decode_attention_gpu(const DecodeParams& p, const DecodeSplit& split, float* workspace, cudaStream_t stream) {
@@ -258,14 +533,20 @@ cudaError_t decode_attention_gpu(const DecodeParams& p, const DecodeSplit& split
     KVCAP_FAIL_LAUNCH("decode attention: split-KV needs a workspace and chunk_tokens > 0");
   }
   if (p.batch > 65535) KVCAP_FAIL_LAUNCH("decode attention: batch > 65535");
-  if (p.v_in_k) {
-    KVCAP_DISPATCH_KV_DTYPE(p.kv_dtype, D, { return launch_decode<576, 512, 16, D, true>(p, s, workspace, stream); })
-  } else {
-    KVCAP_DISPATCH_KV_DTYPE(p.kv_dtype, D, {
-      KVCAP_DISPATCH_HEAD_DIM(p.head_dim_qk, HD, { return launch_decode<HD, HD, 8, D, false>(p, s, workspace, stream); })
-    })
-  }
-  return cudaSuccess;
+  float* part_o = workspace;
+  float* part_lse =
+      s.num_chunks > 1 ? workspace + static_cast<std::size_t>(p.batch) * p.num_q_heads * s.num_chunks * p.head_dim_v : nullptr;
+  const cudaError_t e = with_decode_kernel(p, [&](auto kernel, int smem, int heads_per_block) {
+    const cudaError_t a = detail::allow_smem(kernel, smem);
+    if (a != cudaSuccess) return a;
+    const int q_tiles = (p.group_size() + heads_per_block - 1) / heads_per_block;
+    const dim3 grid(s.num_chunks, p.num_kv_heads * q_tiles, p.batch);
+    kernel<<<grid, kThreads, smem, stream>>>(p, s, q_tiles, part_o, part_lse);
+    return cudaGetLastError();
+  });
+  if (e != cudaSuccess || s.num_chunks <= 1) return e;
+  decode_merge_kernel<<<p.batch * p.num_q_heads, kThreads, 0, stream>>>(p, s, part_o, part_lse);
+  return cudaGetLastError();
 }
 
 }  // namespace kvcap::kernels

@@ -78,6 +78,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(const PrefillParams p
       m[rr] = m_new;
 #pragma unroll
       for (int j = 0; j < DPL; ++j) acc[rr][j] *= f;
+#pragma unroll 8  // (a rolled loop made ptxas spill 4 bytes at D = 64)
       for (int t = 0; t < kT; ++t) {
         const float wt = __shfl_sync(0xffffffffu, w, t);
 #pragma unroll

@@ -188,7 +188,7 @@ void test_rejects(Checks& c) {
 
 }  // namespace
 
-int run_gpu_selftests(std::ostream& log, int device_ordinal, std::uint64_t seed) {
+int run_gpu_selftests(std::ostream& log, int device_ordinal, std::uint64_t seed, SelftestCounts* counts) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count <= device_ordinal) {
@@ -208,6 +208,7 @@ int run_gpu_selftests(std::ostream& log, int device_ordinal, std::uint64_t seed)
   } catch (const std::exception& ex) {
     c.check(false, "gpu.exception", ex.what());
   }
+  if (counts) *counts = {c.passed(), c.failed(), c.first_failure()};
   return c.finish("gpu");
 }
 

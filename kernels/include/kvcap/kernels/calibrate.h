@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "kvcap/kernels/decode_attention.h"
+
 namespace kvcap::kernels {
 
 enum class CalibrationMode { quick, full };
@@ -86,8 +88,27 @@ struct DecodeFit {
   int holdout_points = 0;
 };
 
+// What a calibration's numbers rest on: the self-tests of the measured device's kernels against their references,
+// run before the sweep (CPU twins always; the CUDA kernels too on cuda:N).
+struct SelftestCounts {
+  int passed = 0;
+  int failed = 0;
+  std::string first_failure;  // "check name: detail" of the first failed check; empty when none failed
+};
+
+// The identity of the kernel build that measured (compile definitions set by kernels/CMakeLists.txt at configure time).
+struct KernelBuildInfo {
+  std::string commit;              // git commit of the source tree ("+dirty" with local changes), "unknown" outside git
+  std::string cxx_compiler;        // e.g. "GNU 12.2.0"
+  std::string cuda_compiler;       // e.g. "NVIDIA 13.0.88"; empty in CPU-only builds
+  std::string cuda_architectures;  // CMAKE_CUDA_ARCHITECTURES, e.g. "90"; empty in CPU-only builds
+};
+KernelBuildInfo kernel_build_info();
+
 struct CalibrationResult {
   DeviceInfo device;
+  KernelBuildInfo build;
+  SelftestCounts selftest;
   std::string mode;  // quick | full
   std::string date_utc;  // ISO-8601, e.g. 2026-11-21T06:30:00Z
   std::string host;
@@ -118,11 +139,37 @@ struct YamlExtras {
   std::vector<std::pair<std::string, double>> ratios;  // appended to the `ratios` mapping
 };
 
+// The GPU's datasheet figures (kvcap's GPU profile), to judge the measurements against.
+struct Datasheet {
+  std::string gpu;                          // profile name, e.g. "h100-sxm"
+  double memory_bandwidth_bytes_per_s = 0;  // datasheet memory bandwidth
+  double bf16_dense_flops = 0;              // dense bf16 tensor FLOP/s
+};
+// The datasheet block and the *_vs_datasheet ratios for write_calibration_yaml.
+YamlExtras datasheet_extras(const CalibrationResult& r, const Datasheet& d);
+
+// One performance target of docs/kernels.md judged on a calibration: met, missed, or not measurable here.
+struct TargetVerdict {
+  std::string name;      // e.g. "stream read >= 90% of datasheet"
+  std::string measured;  // e.g. "92.0% (3.081 TB/s of 3.350)"
+  enum class Status { met, missed, not_measured } status = Status::not_measured;
+};
+// The targets: self-tests all pass; stream read >= 90% of datasheet; reference decode >= 90% of stream read;
+// paged >= 90% of contiguous; fp8 KV >= 1.5x bf16 decode speed; WMMA GEMM >= 60% of cuBLAS; cuBLAS >= 75% of
+// dense bf16 at M >= 2049; decode fit held-out error <= 10%. GPU targets are not_measured on a CPU calibration.
+std::vector<TargetVerdict> evaluate_targets(const CalibrationResult& r, const Datasheet* datasheet);
+// A human report: device, build, self-tests, achieved vs datasheet figures, per-kernel efficiency and the verdicts.
+void write_calibration_report(std::ostream& out, const CalibrationResult& r, const Datasheet* datasheet);
+
 // Writes calibration.yaml (format version 1). Numbers use %.9g; integers are exact.
 void write_calibration_yaml(std::ostream& out, const CalibrationResult& result, const YamlExtras& extras = {});
 // Same, to a file; throws std::runtime_error if the file cannot be written.
 void write_calibration_yaml_file(const std::string& path, const CalibrationResult& result,
                                  const YamlExtras& extras = {});
+
+// Times one decode shape on options.device (median of options.repetitions runs after a warm-up, data rotated out
+// of the cache as in the sweep): for exploring a kernel at a shape the sweep does not hold, and for profilers.
+double time_decode_shape(const CalibrationOptions& options, const DecodeShape& shape);
 
 // Fits t = t0 + bytes / bandwidth over the decode points with holdout == false and scores the holdout ones.
 // Exposed for tests. Needs at least two fit points with distinct byte counts.
@@ -134,15 +181,13 @@ bool built_with_cuda();
 // Self-tests: CPU twins vs naive references (run_cpu_selftests) and CUDA kernels vs CPU twins (run_gpu_selftests),
 // over randomised shapes. They print one line per check and "N passed, N failed". Return 0 on success, 1 on failure;
 // run_gpu_selftests returns 77 when no CUDA device (or no CUDA build) is available.
-int run_cpu_selftests(std::ostream& log, std::uint64_t seed = 1);
-int run_gpu_selftests(std::ostream& log, int device_ordinal = 0, std::uint64_t seed = 1);
+// With `counts`, the tallies and the first failure are stored there too.
+int run_cpu_selftests(std::ostream& log, std::uint64_t seed = 1, SelftestCounts* counts = nullptr);
+int run_gpu_selftests(std::ostream& log, int device_ordinal = 0, std::uint64_t seed = 1,
+                      SelftestCounts* counts = nullptr);
 
 // The CPU self-tests one family at a time, for test frameworks (tests/kernels): the same checks run_cpu_selftests
 // makes, with a random stream of the family's own from `seed`. Failures are logged to `log`, one line each.
-struct SelftestCounts {
-  int passed = 0;
-  int failed = 0;
-};
 // In run order: "numeric", "decode", "gemm", "prefill", "stream", "fit".
 const std::vector<std::string>& cpu_selftest_families();
 // Throws std::invalid_argument for a name not in cpu_selftest_families().

@@ -28,6 +28,9 @@ cudaError_t fill_valid_bytes_gpu(void* dst, std::size_t bytes, std::uint64_t see
 int decode_max_group_per_block(const DecodeParams& p);
 // Thread blocks before splitting: batch x kv heads x query-head tiles (feed plan_decode_split with it).
 int decode_work_items(const DecodeParams& p);
+// Thread blocks of the kernel that serves p that are resident on the current device at once (occupancy x SMs); 0 if
+// the query fails. Split so that the grid is several such waves: plan_decode_split(items, len, 4 x this).
+int decode_resident_blocks(const DecodeParams& p);
 // workspace: device floats, at least decode_workspace_floats(p, split) (unused when split.num_chunks == 1).
 cudaError_t decode_attention_gpu(const DecodeParams& p, const DecodeSplit& split, float* workspace, cudaStream_t stream);
 

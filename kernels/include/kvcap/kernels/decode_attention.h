@@ -49,16 +49,20 @@ struct DecodeParams {
   KVCAP_HD int group_size() const { return num_q_heads / num_kv_heads; }
   // Elements per token across all KV heads.
   KVCAP_HD std::int64_t token_stride() const { return std::int64_t{num_kv_heads} * head_dim_qk; }
+  // Cache slot of (sequence b, token pos): the sequence's row (contiguous) or page (paged) and the position in it.
+  // `pages` = page_indices + page_indptr[b], hoisted by callers that walk one sequence.
+  KVCAP_HD std::int64_t slot(int b, int pos, const std::int32_t* pages) const {
+    if (layout == KvLayout::contiguous) return std::int64_t{b} * max_kv_len + pos;
+    return std::int64_t{pages[pos / page_size]} * page_size + pos % page_size;
+  }
+  // Element offset of (slot, kv head h, dim 0) in k (and v).
+  KVCAP_HD std::int64_t slot_offset(std::int64_t s, int h) const {
+    return s * token_stride() + std::int64_t{h} * head_dim_qk;
+  }
   // Element offset of (sequence b, token pos, kv head h, dim 0) in k (and v).
   KVCAP_HD std::int64_t kv_offset(int b, int pos, int h) const {
-    std::int64_t slot;
-    if (layout == KvLayout::contiguous) {
-      slot = std::int64_t{b} * max_kv_len + pos;
-    } else {
-      const std::int32_t page = page_indices[page_indptr[b] + pos / page_size];
-      slot = std::int64_t{page} * page_size + pos % page_size;
-    }
-    return slot * token_stride() + std::int64_t{h} * head_dim_qk;
+    const std::int32_t* pages = layout == KvLayout::paged ? page_indices + page_indptr[b] : nullptr;
+    return slot_offset(slot(b, pos, pages), h);
   }
   KVCAP_HD std::int64_t q_offset(int b, int qh) const {
     return (std::int64_t{b} * num_q_heads + qh) * head_dim_qk;

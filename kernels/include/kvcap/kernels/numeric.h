@@ -95,8 +95,17 @@ inline std::uint16_t float_to_fp16(float f) {
 // Branch-free like fp16: exponent+mantissa into float position, rescale by 2^(127-7). Exact for all 254 finite
 // values (the NaN codes 0x7f/0xff widen to +-480).
 KVCAP_HD float fp8e4m3_to_float(std::uint8_t v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  // sm_89+: the hardware conversion (see fp8x2_e4m3_to_float2 below), on a pair whose upper byte is zero.
+  std::uint32_t h2;
+  float f;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(static_cast<std::uint16_t>(v)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<std::uint16_t>(h2 & 0xffffu)));
+  return f;
+#else
   const float mag = bits_to_float(std::uint32_t{v & 0x7fu} << 20) * 1.329227995784916e+36f;  // 2^120
   return bits_to_float(float_to_bits(mag) | (std::uint32_t{v & 0x80u} << 24));
+#endif
 }
 
 inline std::uint8_t float_to_fp8e4m3(float f) {
@@ -115,6 +124,27 @@ inline std::uint8_t float_to_fp8e4m3(float f) {
   if (q == 8) { q = 0; ++biased; }
   if (biased > 15 || (biased == 15 && q == 7)) return static_cast<std::uint8_t>(sign | 0x7e);
   return static_cast<std::uint8_t>(sign | (static_cast<std::uint32_t>(biased) << 3) | q);
+}
+
+// Two packed elements at once, as the CUDA kernels widen them. bf16: the halves of a 32-bit word, shifted into
+// place. fp8: on sm_89+ one cvt.rn.f16x2.e4m3x2 (exact: every finite e4m3 value is an fp16 normal) and two
+// f16 -> f32 conversions; elsewhere, and on the host, the software widening above (same values; the two NaN codes
+// differ, and no KV cache holds them).
+KVCAP_HD void bf16x2_to_float2(std::uint32_t two, float& lo, float& hi) {
+  lo = bits_to_float(two << 16);
+  hi = bits_to_float(two & 0xffff0000u);
+}
+
+KVCAP_HD void fp8x2_e4m3_to_float2(std::uint16_t two, float& lo, float& hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  std::uint32_t h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(two));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"(static_cast<std::uint16_t>(h2 & 0xffffu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"(static_cast<std::uint16_t>(h2 >> 16)));
+#else
+  lo = fp8e4m3_to_float(static_cast<std::uint8_t>(two & 0xffu));
+  hi = fp8e4m3_to_float(static_cast<std::uint8_t>(two >> 8));
+#endif
 }
 
 // Compile-time view of a KV element type: its storage and its widening conversion.

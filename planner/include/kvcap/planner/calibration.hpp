@@ -38,6 +38,8 @@ struct Calibration {
   std::string device;  ///< device name as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
   std::string device_kind;     ///< "cuda" or "cpu" (device.kind)
   u64 device_memory_bytes = 0;  ///< device.memory_bytes (0: not given)
+  /// The file records the kernels' self-tests (selftest:), all passed; files with failures are refused on load.
+  bool selftests_passed = false;
   CalibrationDecode decode;
   CalibrationStream stream;
   std::vector<CalibrationGemmClass> gemm;  ///< non-overlapping classes, any order
