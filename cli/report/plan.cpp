@@ -237,7 +237,10 @@ void breakdown_rows(std::ostream& o, const StepBreakdown& b) {
 void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine,
                         const std::optional<OperatingPoint>& steady) {
   o << "\nSpeed (roofline, engine profile " << engine.name << "; rates: memory " << r.first_step.source.memory
-    << ", compute " << r.first_step.source.compute << ")\n";
+    << ", compute " << r.first_step.source.compute
+    << (r.first_step.source.attention != r.first_step.source.compute ? ", attention " + r.first_step.source.attention
+                                                                     : "")
+    << ")\n";
   o << "  batch " << r.batch << ", prompt " << grouped(static_cast<u64>(r.prompt_tokens)) << " tokens, output "
     << grouped(static_cast<u64>(r.output_tokens)) << " tokens\n";
   o << "  TTFT (prefill of one prompt)        " << ms(r.ttft_s) << "  [" << to_string(r.prefill.bound) << "-bound]\n";
@@ -274,7 +277,10 @@ nlohmann::ordered_json speed_json(const RequestEstimate& r, const std::optional<
                  {"tokens_per_s_per_user", r.tokens_per_s_per_user},
                  {"tokens_per_s_total", r.tokens_per_s},
                  {"bound", std::string(to_string(r.first_step.bound))},
-                 {"rates", {{"memory", r.first_step.source.memory}, {"compute", r.first_step.source.compute}}},
+                 {"rates",
+                  {{"memory", r.first_step.source.memory},
+                   {"compute", r.first_step.source.compute},
+                   {"attention", r.first_step.source.attention}}},
                  {"breakdown", breakdown_json(r.first_step.stage)}};
   j["prefill"] = {{"ttft_s", r.ttft_s},
                   {"bound", std::string(to_string(r.prefill.bound))},

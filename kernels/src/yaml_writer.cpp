@@ -146,6 +146,7 @@ void write_calibration_yaml(std::ostream& o, const CalibrationResult& r, const Y
   }
   o << "prefill_attention:\n";
   o << "  flops_per_s: " << num(r.prefill_flops_per_s) << "\n";
+  o << "  tensor_cores: " << (r.prefill_tensor_cores ? "true" : "false") << "\n";
   o << "points:\n";
   for (const auto& p : r.points) o << "  - " << point_line(p) << "\n";
   o << "ratios:\n";

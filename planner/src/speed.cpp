@@ -109,7 +109,7 @@ Rates rates(const SpeedContext& c, i64 tokens) {
   r.weight_bw = r.kv_bw = bw;
   r.gemm_flops = gemm_peak * (gemm_8bit ? o.compute_efficiency_8bit : o.compute_efficiency_16bit);
   r.attn_flops = dense_flops(g, d.dtype) * o.compute_efficiency_16bit;
-  r.source = {"datasheet", "datasheet"};
+  r.source = {"datasheet", "datasheet", "datasheet"};
   if (c.calibration) {
     const auto& k = *c.calibration;
     const double stream = k.stream.read_bytes_per_s, dec = k.decode.bandwidth_bytes_per_s;
@@ -126,7 +126,13 @@ Rates rates(const SpeedContext& c, i64 tokens) {
       r.gemm_flops = gemm_8bit ? gf * dense_flops(g, gd) / g.bf16_dense_flops : gf;
       r.source.compute = "calibrated";
     }
-    if (k.prefill_attention.flops_per_s > 0) r.attn_flops = k.prefill_attention.flops_per_s;
+    // A GPU's prefill attention rate is used only when it was measured on tensor cores, as engines run it: kvcap's
+    // CUDA-core kernel measured 10.4 TFLOP/s on an H100 where FlashAttention-2 runs hundreds (docs/kernels.md).
+    // A CPU calibration's rate is the CPU's own.
+    if (k.prefill_attention.flops_per_s > 0 && (k.prefill_attention.tensor_cores || k.device_kind == "cpu")) {
+      r.attn_flops = k.prefill_attention.flops_per_s;
+      r.source.attention = "calibrated";
+    }
   }
   return r;
 }

@@ -124,8 +124,10 @@ Calibration read(Ctx& c, const YAML::Node& root) {
     }
   }
   if (const YAML::Node p = get_map(c, root, "", "prefill_attention", false)) {
+    check_keys(c, p, "prefill_attention", {"flops_per_s", "tensor_cores"});
     if (auto v = get_number(c, p, "prefill_attention", "flops_per_s", true, 0, kMaxFlops))
       cal.prefill_attention.flops_per_s = *v;
+    if (auto v = get_bool(c, p, "prefill_attention", "tensor_cores", false)) cal.prefill_attention.tensor_cores = *v;
   }
   // The build that measured, and the self-tests it ran on the device before the sweep (kernels/src/calibrate.cpp).
   // A calibration whose kernels failed their self-tests timed kernels that compute something else: refused.

@@ -119,6 +119,7 @@ struct CalibrationResult {
   std::vector<DecodeVariantBandwidth> decode_by_variant;
   std::vector<GemmClass> gemm_classes;
   double prefill_flops_per_s = 0;
+  bool prefill_tensor_cores = false;  // the prefill kernel ran on tensor cores (kvcap's runs on CUDA cores / the CPU)
   std::vector<CalibrationPoint> points;
   std::vector<std::pair<std::string, double>> ratios;  // decode_vs_stream, mma_gemm_vs_cublas, ...
   double wall_s = 0;  // how long the calibration took

@@ -31,6 +31,9 @@ struct CalibrationGemmClass {
 /// Achieved causal (prefill) attention rate.
 struct CalibrationPrefillAttention {
   double flops_per_s = 0;
+  /// prefill_attention.tensor_cores: the measured kernel ran on tensor cores, as FlashAttention does. kvcap's own
+  /// prefill kernel runs on CUDA cores (docs/kernels.md), so a GPU calibration's rate is not the engine's.
+  bool tensor_cores = false;
 };
 
 struct Calibration {

@@ -57,6 +57,9 @@ struct StepBreakdown {
 struct RateSource {
   std::string memory;   ///< "calibrated" | "datasheet"
   std::string compute;  ///< "calibrated" | "datasheet"
+  /// Prefill attention FLOP/s: "calibrated", or "datasheet" (also when a GPU calibration's prefill kernel ran on
+  /// CUDA cores, far from the tensor-core kernels engines run: its rate is recorded, not used).
+  std::string attention;
 };
 
 /// One decode step of a batch (every running request produces one token).
