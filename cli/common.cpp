@@ -38,6 +38,8 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("num-gpus", po::value<std::string>(), "total GPUs (default TP x PP); extra GPUs form data-parallel replicas")
     ("tensor-parallel-size", po::value<std::string>()->default_value("1"), "tensor-parallel size")
     ("pipeline-parallel-size", po::value<std::string>()->default_value("1"), "pipeline-parallel size")
+    ("data-parallel-size", po::value<std::string>(), "data-parallel replicas (vLLM's flag): --num-gpus = DP x TP x PP; with --enable-expert-parallel the attention is data-parallel")
+    ("decode-context-parallel-size", po::value<std::string>()->default_value("1"), "split each request's KV over this many ranks of a TP group that hold the same KV heads (vLLM DCP)")
     ("gpu-memory-utilization", po::value<std::string>()->default_value("0.9"), "fraction of device memory vLLM may use")
     ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
     ("quantization,q", po::value<std::string>()->default_value("auto"), "weight format: auto (checkpoint's), bf16, fp8, int4 (AWQ/GPTQ), mxfp4, nvfp4 (fp4 GEMMs on GPUs with fp4 tensor cores)")
@@ -183,10 +185,21 @@ namespace {
 // The size flags of a command line, "--max-model-len 9e15, --contexts 1M", for an overflow message: the
 // arithmetic fails deep in the planner, but the user typed these.
 std::string size_flags_given(const std::vector<std::string>& args) {
-  static const std::vector<std::string> kSizes = {
-      "--max-model-len", "--contexts", "--max-num-batched-tokens", "--max-num-seqs", "--prompt-tokens",
-      "--output-tokens", "--batch", "--batches", "--kv-cache-memory", "--num-gpus", "--block-size",
-      "--shared-prefix-tokens", "--tensor-parallel-size", "--pipeline-parallel-size"};
+  static const std::vector<std::string> kSizes = {"--max-model-len",
+                                                  "--contexts",
+                                                  "--max-num-batched-tokens",
+                                                  "--max-num-seqs",
+                                                  "--prompt-tokens",
+                                                  "--output-tokens",
+                                                  "--batch",
+                                                  "--batches",
+                                                  "--kv-cache-memory",
+                                                  "--num-gpus",
+                                                  "--block-size",
+                                                  "--shared-prefix-tokens",
+                                                  "--tensor-parallel-size",
+                                                  "--pipeline-parallel-size",
+                                                  "--data-parallel-size"};
   std::string r;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto eq = args[i].find('=');

@@ -110,8 +110,11 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
   using escape::terminal_text;
   o << terminal_text(m.display_name) << " (" << terminal_text(m.name) << ") on " << d.d.num_gpus << " x "
     << terminal_text(g.display_name) << "\n";
-  o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << ", " << d.replicas
-    << (d.replicas == 1 ? " replica" : " replicas")
+  o << "  TP " << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size
+    << (d.d.decode_context_parallel_size > 1 ? " (DCP " + std::to_string(d.d.decode_context_parallel_size) +
+                                                   ": each request's KV split over that many ranks)"
+                                             : "")
+    << ", " << d.replicas << (d.replicas == 1 ? " replica" : " replicas")
     << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size)
                                    : "")
     << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype) << ", block " << d.block_size << " tokens"
@@ -150,6 +153,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
   j["deployment"] = {{"num_gpus", d.d.num_gpus},
                      {"tensor_parallel_size", d.d.tensor_parallel_size},
                      {"pipeline_parallel_size", d.d.pipeline_parallel_size},
+                     {"decode_context_parallel_size", d.d.decode_context_parallel_size},
                      {"replicas", d.replicas},
                      {"gpu_memory_utilization", d.d.gpu_memory_utilization},
                      {"dtype", std::string(name(d.dtype))},

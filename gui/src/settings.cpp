@@ -35,6 +35,8 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
     add("--tensor-parallel-size", std::to_string(d.tensor_parallel_size));
   if (d.pipeline_parallel_size != def.pipeline_parallel_size)
     add("--pipeline-parallel-size", std::to_string(d.pipeline_parallel_size));
+  if (d.decode_context_parallel_size != def.decode_context_parallel_size)
+    add("--decode-context-parallel-size", std::to_string(d.decode_context_parallel_size));
   if (d.gpu_memory_utilization != def.gpu_memory_utilization)
     add("--gpu-memory-utilization", exact(d.gpu_memory_utilization));
   if (d.dtype != DType::auto_) add("--dtype", std::string(name(d.dtype)));

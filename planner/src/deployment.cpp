@@ -196,6 +196,23 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (d.mamba_ssm_cache_dtype != DType::auto_ && !info(d.mamba_ssm_cache_dtype).activation_ok)
     throw SpecError("mamba_ssm_cache_dtype", "must be auto, fp32, bf16 or fp16 (got " + std::string(name(d.mamba_ssm_cache_dtype)) + ")");
   r.block_size = d.block_size;
+  // Decode context parallelism (vllm/config/parallel.py, docs/serving/context_parallel_deployment.md): the DCP group
+  // lies inside the TP group, over ranks whose KV heads are replicas (every rank for MLA's one latent).
+  const i64 dcp = d.decode_context_parallel_size;
+  if (dcp < 1) throw SpecError("decode_context_parallel_size", "must be >= 1 (got " + str(dcp) + ")");
+  if (dcp > 1) {
+    if (tp % dcp != 0)
+      throw SpecError("decode_context_parallel_size",
+                      "must divide tensor_parallel_size (" + str(dcp) + " does not divide " + str(tp) + ")");
+    const i64 replicas = m.attention == AttentionType::mla ? tp : std::max<i64>(1, tp / m.num_kv_heads);
+    if (dcp > replicas)
+      throw SpecError("decode_context_parallel_size", "cannot exceed the ranks that hold the same KV heads: TP " +
+                                                          str(tp) + " / " + str(m.num_kv_heads) +
+                                                          " KV heads = " + str(replicas) + " (got " + str(dcp) + ")");
+    if (has_linear_layers(m))
+      throw SpecError("decode_context_parallel_size",
+                      "is not modelled for models with linear-attention (Mamba) layers");
+  }
   // vLLM EP: the expert-parallel group is the data-parallel x tensor-parallel ranks of a stage.
   if (d.enable_expert_parallel && m.moe.enabled()) r.expert_parallel_size = mul(tp, r.replicas, "expert-parallel size");
   if (has_linear_layers(m)) {

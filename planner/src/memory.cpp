@@ -31,6 +31,10 @@ bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d) {
 
 std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeployment& d, std::vector<i64>* decoder_layer) {
   const i64 tp = d.d.tensor_parallel_size, bs = d.block_size;
+  // Decode context parallelism: a rank's block of bs tokens is one slice of a virtual block of bs x DCP tokens
+  // of the request (vLLM's KV cache manager runs on block_size x dcp_world_size; kv_cache_utils.py multiplies the
+  // logged size by dcp_world_size and max_memory_usage_bytes divides max_model_len by it).
+  const i64 dcp = d.d.decode_context_parallel_size;
   // AttentionSpec.page_size_bytes = block_size x (K + V) per token per rank; MLAAttentionSpec keeps one
   // latent + rope key, replicated on every TP rank; DeepSeek-V3.2 with an fp8 KV cache uses
   // fp8_ds_mla: 656 bytes per token (vllm/v1/attention/backends/mla/flashmla_sparse.py).
@@ -44,11 +48,11 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
   // get_kv_cache_spec skips a layer with kv_sharing_target_layer_name).
   for (i64 l = 0; l < m.num_layers - m.kv_shared_layers; ++l) {
     KvLayerSpec s;
-    s.block_size = bs;
+    s.block_size = bs * dcp;
     s.page_size_bytes = attn_page;
     if (d.skip_page_bytes > 0 && layer_attention(m, l) != LayerAttention::linear && kv_dtype_skipped(m, d.d, l)) {
       // --kv-cache-dtype-skip-layers: the model dtype at the requested block, padded to the pool's page.
-      s.block_size = d.skip_block_size;
+      s.block_size = d.skip_block_size * dcp;
       s.page_size_bytes = d.skip_page_bytes;
     }
     switch (layer_attention(m, l)) {

@@ -23,6 +23,7 @@ i64 ep_token_scale(const SpeedContext& c) {
 // the results back (DeepEP / vLLM all2all backends): 2 x tokens x top-k x hidden x activation bytes x (EP-1)/EP per
 // rank and layer, over the interconnect, plus its latency twice (no overlap with compute).
 double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double tokens);
+double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double tokens, double prefill_past_tokens);
 
 double linear_flops_per_token_per_layer(const ModelSpec& m, i64 tp) {
   const auto& a = m.linear;
@@ -209,6 +210,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
 
   // KV: the tokens each request's attention reads, per layer group, in the bytes the memory model stores.
   i64 attn_layers = 0;
+  // Query heads per rank (with decode context parallelism too: the group's heads over 1/DCP of the tokens).
   const double heads = dbl(m.num_heads / tp);
   for (const auto& g : st.groups) {
     if (g.attention == LayerAttention::linear) {
@@ -253,12 +255,14 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   // Tensor parallelism: two all-reduces of the hidden state per layer (after o_proj and after the MLP
   // down projection / MoE combine), one after the vocabulary-parallel embedding, and a gather of the
   // logits of the sampling requests.
-  b.communication_s += moe_all_to_all_s(c, st, t);
+  double prefill_past = 0;
+  for (const auto& q : seqs) prefill_past += q.fresh > 1 ? dbl(q.count) * dbl(q.past) : 0.0;
+  b.communication_s += moe_all_to_all_s(c, st, t) + dcp_comm_s(c, st, t, prefill_past);
   if (tp > 1) {
     const double act = bytes_of(d.dtype);
     const double msg = t * dbl(m.hidden_size) * act;
     i64 reduces = 2 * st.num_layers + (s == 0 ? 1 : 0);
-    b.communication_s = dbl(reduces) * allreduce_time_s(c.gpu, tp, msg);
+    b.communication_s += dbl(reduces) * allreduce_time_s(c.gpu, tp, msg);
     b.comm_bytes = dbl(reduces) * 2.0 * dbl(tp - 1) / dbl(tp) * msg;
     if (static_cast<i64>(s) == pp - 1 && samples > 0) {
       const double logits = dbl(samples) * dbl(m.vocab_size) * act;
@@ -342,6 +346,34 @@ double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double token
   const double bytes = 2.0 * tokens * dbl(c.model.moe.experts_per_token) * dbl(c.model.hidden_size) * bytes_of(c.plan.dep.dtype) *
                        dbl(ep - 1) / dbl(ep);
   return dbl(moe_layers) * (bytes / c.gpu.interconnect_bandwidth_bytes_per_s + 2.0 * c.gpu.interconnect_latency_s);
+}
+
+// Decode context parallelism (vLLM DCP, docs/serving/context_parallel_deployment.md): the ranks of a DCP group
+// hold interleaved 1/DCP slices of every request's KV. In each attention layer of a decode step every rank
+// all-gathers the group's queries, attends with all of them over its slice, and the partial outputs (with their
+// log-sum-exp) are reduce-scattered back: a ring moves (DCP - 1) x tokens x heads-per-rank x (q + o) elements per
+// rank. MLA exchanges absorbed queries of kv_lora_rank + rope and outputs of kv_lora_rank; GQA head_dim each way.
+// A prefill chunk attends over its earlier context, which each rank gathers from the group: (DCP - 1) / DCP of
+// the context's KV bytes. Attention FLOPs per rank are unchanged (all the group's heads over 1/DCP of the tokens).
+double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double tokens, double prefill_past_tokens) {
+  const i64 dcp = c.plan.dep.d.decode_context_parallel_size;
+  if (dcp <= 1 || tokens <= 0) return 0;
+  const auto& m = c.model;
+  i64 layers = 0;
+  double context_bytes_per_token = 0;  // the whole request's KV per token over the stage's attention layers
+  for (const auto& g : st.groups) {
+    if (g.attention == LayerAttention::linear) continue;
+    layers += g.num_layers;
+    context_bytes_per_token += dbl(g.bytes_per_token_per_layer) * dbl(g.num_layers) * dbl(dcp);
+  }
+  const bool mla = m.attention == AttentionType::mla;
+  const double q_dim = mla ? dbl(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) : dbl(m.head_dim);
+  const double o_dim = (mla ? dbl(m.mla.kv_lora_rank) : dbl(m.head_dim)) + 1.0;  // + the log-sum-exp
+  const double heads = dbl(m.num_heads / c.plan.dep.d.tensor_parallel_size);
+  const double exchange = tokens * heads * (q_dim + o_dim) * bytes_of(c.plan.dep.dtype) * dbl(dcp - 1);
+  const double gather = prefill_past_tokens * context_bytes_per_token * dbl(dcp - 1) / dbl(dcp);
+  return (exchange * dbl(layers) + gather) / c.gpu.interconnect_bandwidth_bytes_per_s +
+         dbl(layers) * 2.0 * c.gpu.interconnect_latency_s;
 }
 }  // namespace
 
@@ -684,7 +716,8 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     c.kv_read_s = kv_bytes / kv_bw_ + (kv_bytes > 0 ? dbl(g.attention_layers) * kv_t0_ : 0);
     c.gemm_s = gemm_flops / gemm_rate_now;
     c.attention_s = attn / attn_flops_;
-    c.communication_s = moe_all_to_all_s(ctx_, ctx_.plan.stages[static_cast<std::size_t>(g.stage_index)], t);
+    const auto& stage = ctx_.plan.stages[static_cast<std::size_t>(g.stage_index)];
+    c.communication_s = moe_all_to_all_s(ctx_, stage, t) + dcp_comm_s(ctx_, stage, t, load.prefill_past_tokens * f);
     if (tp_ > 1) {
       const double msg = t * hidden_ * act_bytes_;
       c.communication_s += dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);

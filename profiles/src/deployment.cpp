@@ -26,6 +26,7 @@ const std::map<std::string, std::vector<std::string>>& deployment_keys() {
         "gpu",
         "tensor_parallel_size",
         "pipeline_parallel_size",
+        "decode_context_parallel_size",
         "num_gpus",
         "gpu_memory_utilization",
         "dtype",
@@ -114,6 +115,8 @@ DeploymentProfile deployment_from_yaml(Ctx& c, const YAML::Node& map, const std:
   Deployment& d = p.deployment;
   if (auto v = get_int(c, map, path, "tensor_parallel_size", false, 1, kMaxParallel)) d.tensor_parallel_size = *v;
   if (auto v = get_int(c, map, path, "pipeline_parallel_size", false, 1, kMaxParallel)) d.pipeline_parallel_size = *v;
+  if (auto v = get_int(c, map, path, "decode_context_parallel_size", false, 1, kMaxParallel))
+    d.decode_context_parallel_size = *v;
   if (auto v = get_int(c, map, path, "num_gpus", false, 1, kMaxGpus)) d.num_gpus = *v;
   if (auto v = get_number(c, map, path, "gpu_memory_utilization", false, 0, 1)) {
     if (*v > 0) d.gpu_memory_utilization = *v;
@@ -284,6 +287,7 @@ std::string describe(const DeploymentProfile& p) {
   const i64 n = d.num_gpus > 0 ? d.num_gpus : per_replica;
   std::string s = p.model + " on " + std::to_string(n) + " x " + p.gpu + " (TP " + std::to_string(d.tensor_parallel_size);
   if (d.pipeline_parallel_size > 1) s += ", PP " + std::to_string(d.pipeline_parallel_size);
+  if (d.decode_context_parallel_size > 1) s += ", DCP " + std::to_string(d.decode_context_parallel_size);
   if (d.kv_cache_dtype != DType::auto_) s += ", KV " + std::string(name(d.kv_cache_dtype));
   if (d.quantization != DType::auto_) s += ", weights " + std::string(name(d.quantization));
   return s + ")";

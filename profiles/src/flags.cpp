@@ -46,6 +46,9 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
     d.tensor_parallel_size = parse_int(text("tensor-parallel-size"), "--tensor-parallel-size", 1, kMaxGpuCount);
   if (given("pipeline-parallel-size"))
     d.pipeline_parallel_size = parse_int(text("pipeline-parallel-size"), "--pipeline-parallel-size", 1, kMaxGpuCount);
+  if (given("decode-context-parallel-size"))
+    d.decode_context_parallel_size =
+        parse_int(text("decode-context-parallel-size"), "--decode-context-parallel-size", 1, kMaxGpuCount);
   if (given("gpu-memory-utilization"))
     d.gpu_memory_utilization =
         parse_real(text("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
@@ -92,6 +95,20 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   if (given("mamba-cache-mode")) d.mamba_cache_mode = mamba_cache_mode(text("mamba-cache-mode"));
   if (given("mamba-ssm-cache-dtype"))
     d.mamba_ssm_cache_dtype = parse_dtype_text(text("mamba-ssm-cache-dtype"), "--mamba-ssm-cache-dtype", activation);
+  if (given("data-parallel-size")) {
+    // vLLM --data-parallel-size: replicas of TP x PP ranks; kvcap's --num-gpus is their product.
+    const i64 dp = parse_int(text("data-parallel-size"), "--data-parallel-size", 1, kMaxGpuCount);
+    const i64 per_replica = d.tensor_parallel_size * d.pipeline_parallel_size;
+    if (dp > kMaxGpuCount / per_replica)
+      throw InputError("--data-parallel-size: " + std::to_string(dp) + " replicas of " + std::to_string(per_replica) +
+                       " GPUs exceed " + std::to_string(kMaxGpuCount) + " GPUs");
+    if (given("num-gpus") && d.num_gpus != dp * per_replica)
+      throw InputError("--data-parallel-size " + std::to_string(dp) + " x (TP " +
+                       std::to_string(d.tensor_parallel_size) + " x PP " + std::to_string(d.pipeline_parallel_size) +
+                       ") = " + std::to_string(dp * per_replica) + " GPUs contradicts --num-gpus " +
+                       std::to_string(d.num_gpus) + "; give one of the two");
+    d.num_gpus = dp * per_replica;
+  }
   if (given("vllm-version")) {
     d.vllm_version = text("vllm-version");
     try {

@@ -458,3 +458,66 @@ TEST_CASE("expert parallelism: experts split over DP x TP ranks, each replica ke
   CHECK(with_ep.stage.weight_bytes < 0.5 * static_cast<double>(plan_memory(m, g, Deployment{}, {8192}).stages[0].weights_bytes));
   CHECK(without.stage.communication_s > 0);  // TP all-reduces
 }
+
+TEST_CASE("decode context parallelism: each request's KV split over the DCP ranks of a TP group", "[speed][dcp]") {
+  // vLLM: the KV cache manager runs on blocks of block_size x DCP tokens (scheduler_block_size in
+  // vllm/v1/engine/core.py) of which each rank stores its interleaved block_size; max_memory_usage_bytes takes
+  // cdiv(max_model_len, DCP) tokens per rank (vllm/v1/kv_cache_interface.py).
+  const auto m = profiles::resolve_model("deepseek-v3");
+  const auto g = profiles::resolve_gpu("h200");
+  Deployment tp8;
+  tp8.tensor_parallel_size = 8;
+  tp8.max_model_len = 131072;
+  Deployment dcp8 = tp8;
+  dcp8.decode_context_parallel_size = 8;
+  const auto a = plan_memory(m, g, tp8, {131072});
+  const auto b = plan_memory(m, g, dcp8, {131072});
+  // The same pool of blocks per rank (the latent is the same size), each block now standing for 8 x 16 tokens.
+  CHECK(b.stages[0].num_blocks == a.stages[0].num_blocks);
+  CHECK(a.cluster_kv_capacity_tokens == 630'000);
+  CHECK(b.cluster_kv_capacity_tokens == 8 * a.cluster_kv_capacity_tokens);
+  CHECK(b.stages[0].weights_bytes == a.stages[0].weights_bytes);
+
+  // Where the DCP group must lie: inside TP, over ranks that hold the same KV heads (DCP <= TP / H_kv).
+  Deployment bad = tp8;
+  bad.decode_context_parallel_size = 3;
+  CHECK_THROWS_WITH(plan_memory(m, g, bad, {4096}), Catch::Contains("must divide tensor_parallel_size"));
+  const auto llama = profiles::resolve_model("llama-3.1-70b");  // 8 KV heads: TP 8 holds no replica to split
+  Deployment gqa = tp8;
+  gqa.decode_context_parallel_size = 2;
+  CHECK_THROWS_WITH(plan_memory(llama, profiles::resolve_gpu("h100-sxm"), gqa, {4096}),
+                    Catch::Contains("TP 8 / 8 KV heads = 1"));
+  const auto qwen = profiles::resolve_model("qwen3-235b-a22b");  // 4 KV heads: TP 8 keeps 2 copies, DCP 2 splits them
+  Deployment q8 = tp8;
+  q8.decode_context_parallel_size = 2;
+  const auto q2 = plan_memory(qwen, g, q8, {131072});
+  q8.decode_context_parallel_size = 1;
+  CHECK(q2.cluster_kv_capacity_tokens == 2 * plan_memory(qwen, g, q8, {131072}).cluster_kv_capacity_tokens);
+
+  // Speed: a rank reads 1/DCP of each context; it attends with the whole group's queries, so its attention FLOPs
+  // stay; the queries and partial outputs cross the interconnect each layer.
+  Deployment small = tp8, small_dcp = dcp8;
+  small.max_model_len = small_dcp.max_model_len = 32768;
+  const auto c1 = make_speed_context(m, g, small), c8 = make_speed_context(m, g, small_dcp);
+  const auto d1 = decode_step(c1, 32, 32768), d8 = decode_step(c8, 32, 32768);
+  CHECK(d8.stage.kv_bytes == Approx(d1.stage.kv_bytes / 8).epsilon(1e-9));
+  CHECK(d8.stage.attention_flops == Approx(d1.stage.attention_flops).epsilon(1e-12));
+  CHECK(d8.stage.weight_bytes == Approx(d1.stage.weight_bytes).epsilon(1e-12));
+  CHECK(d8.stage.communication_s > d1.stage.communication_s);
+  // The exchange per layer: 7 x 32 tokens x 16 heads x (512 + 64 query + 512 + 1 output) bf16 elements.
+  const double per_layer = 7.0 * 32 * 16 * (576 + 513) * 2;
+  const double expect = 61 * (per_layer / g.interconnect_bandwidth_bytes_per_s + 2 * g.interconnect_latency_s);
+  CHECK(d8.stage.communication_s - d1.stage.communication_s == Approx(expect).epsilon(1e-9));
+  // A prefill chunk after earlier context gathers that context from the group; a fresh prompt gathers nothing.
+  const auto fresh = mixed_step(c8, {{0, 4096, true}}), later = mixed_step(c8, {{16384, 4096, true}});
+  const auto later1 = mixed_step(c1, {{16384, 4096, true}});
+  CHECK(later.stage.communication_s - later1.stage.communication_s >
+        fresh.stage.communication_s - mixed_step(c1, {{0, 4096, true}}).stage.communication_s);
+
+  // Not modelled for linear-attention hybrids: refused rather than guessed.
+  Deployment hybrid;
+  hybrid.tensor_parallel_size = 4;
+  hybrid.decode_context_parallel_size = 2;
+  CHECK_THROWS_WITH(plan_memory(profiles::resolve_model("qwen3-next-80b-a3b"), g, hybrid, {4096}),
+                    Catch::Contains("linear-attention"));
+}

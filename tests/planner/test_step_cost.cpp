@@ -83,6 +83,27 @@ TEST_CASE("StepCostModel matches mixed_step for PP = 1", "[speed][step_cost]") {
   }
 }
 
+TEST_CASE("StepCostModel matches mixed_step with decode context parallelism", "[speed][step_cost][dcp]") {
+  Deployment d;
+  d.tensor_parallel_size = 8;
+  d.decode_context_parallel_size = 4;
+  d.max_model_len = 16384;
+  for (const char* model : {"deepseek-v3", "qwen3-235b-a22b"}) {
+    if (std::string(model) == "qwen3-235b-a22b") d.decode_context_parallel_size = 2;
+    const auto c = make_speed_context(profiles::resolve_model(model), profiles::resolve_gpu("h200"), d);
+    INFO(model);
+    for (const auto& seqs : {mixed_load(), std::vector<StepSequence>{{6000, 2000, true}}}) {
+      StepCost fc;
+      const double f = fast(c, seqs, &fc);
+      const MixedStep ref = mixed_step(c, seqs);
+      CHECK(f == Approx(ref.step_s).epsilon(1e-9));
+      CHECK(fc.kv_read_s == Approx(ref.stage.kv_read_s).epsilon(1e-9));
+      CHECK(fc.attention_s == Approx(ref.stage.attention_s).epsilon(1e-9));
+      CHECK(fc.communication_s == Approx(ref.stage.communication_s).epsilon(1e-9));
+    }
+  }
+}
+
 TEST_CASE("StepCostModel follows a calibration's GEMM classes like mixed_step", "[speed][step_cost]") {
   Calibration cal;
   cal.decode = {4e-6, 2.5e12};

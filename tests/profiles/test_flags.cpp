@@ -45,4 +45,21 @@ TEST_CASE("deployment flags: errors name the flag", "[flags]") {
   CHECK_THROWS_WITH(deployment_from_flags({{"disable-hybrid-kv-cache-manager", ""}, {"hybrid-chunked-local", ""}}),
                     Catch::Contains("contradict each other"));
   CHECK_THROWS_AS(deployment_from_flags({{"max-model-len", "lots"}}), InputError);
+  CHECK_THROWS_WITH(
+      deployment_from_flags({{"tensor-parallel-size", "2"}, {"data-parallel-size", "4"}, {"num-gpus", "4"}}),
+      "--data-parallel-size 4 x (TP 2 x PP 1) = 8 GPUs contradicts --num-gpus 4; give one of the two");
+  CHECK_THROWS_WITH(deployment_from_flags({{"decode-context-parallel-size", "0"}}),
+                    Catch::StartsWith("--decode-context-parallel-size: expected an integer between 1 and"));
+}
+
+TEST_CASE("deployment flags: vLLM's data- and decode-context-parallel sizes", "[flags][dcp]") {
+  // --data-parallel-size N: N replicas of TP x PP ranks, i.e. --num-gpus = N x TP x PP (vLLM's flag).
+  const Deployment dp = deployment_from_flags({{"tensor-parallel-size", "2"}, {"data-parallel-size", "4"}});
+  CHECK(dp.num_gpus == 8);
+  const Deployment same =
+      deployment_from_flags({{"tensor-parallel-size", "2"}, {"data-parallel-size", "4"}, {"num-gpus", "8"}});
+  CHECK(same.num_gpus == 8);
+  const Deployment dcp = deployment_from_flags({{"tensor-parallel-size", "8"}, {"decode-context-parallel-size", "8"}});
+  CHECK(dcp.decode_context_parallel_size == 8);
+  CHECK(deployment_from_flags({}).decode_context_parallel_size == 1);
 }

@@ -15,6 +15,9 @@ struct Deployment {
   i64 num_gpus = 0;                       ///< total GPUs; 0: one replica (TP x PP); extra GPUs are data-parallel replicas
   i64 tensor_parallel_size = 1;           ///< --tensor-parallel-size
   i64 pipeline_parallel_size = 1;         ///< --pipeline-parallel-size
+  /// --decode-context-parallel-size (vLLM DCP): the ranks of a TP group that hold the same (replicated) KV heads
+  /// split each request's tokens among them instead, interleaved; must divide TP and, for GQA, TP / H_kv.
+  i64 decode_context_parallel_size = 1;
   double gpu_memory_utilization = 0.9;    ///< --gpu-memory-utilization
   DType dtype = DType::auto_;             ///< --dtype: activation / unquantised weights (auto: model's)
   DType quantization = DType::auto_;      ///< --quantization: linear-layer weight format (auto: checkpoint's)

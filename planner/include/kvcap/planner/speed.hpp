@@ -194,7 +194,8 @@ struct StepLoad {
   double kv_read_tokens[2] = {0, 0};  ///< sum of min(past + new, window): KV tokens read per layer
   double decode_pairs[2] = {0, 0};    ///< attended (query, key) pairs of sequences with new_tokens == 1
   double prefill_pairs[2] = {0, 0};   ///< attended pairs of sequences with new_tokens > 1
-  double prefill_past_tokens = 0;     ///< sum of past_tokens of sequences with new_tokens > 1 (MLA decompression)
+  double prefill_past_tokens =
+      0;  ///< sum of past_tokens of sequences with new_tokens > 1 (MLA decompression, DCP gather)
 };
 
 /// A step's time and the binding stage's per-operation breakdown (per micro-batch, per rank).
