@@ -110,11 +110,9 @@ class EventLoop {
   SimResult res_;
   std::optional<RequestSpec> pending_;  ///< the source's next request, not yet sent
   const bool closed_;                   ///< closed loop (max_concurrency > 0)
-  /// Closed loop: the times at which clients are free to send (non-decreasing: releases come in time order and the
-  /// think time is fixed, or inserted in order when drawn). Empty while all N are busy: the pending request then
-  /// waits (`stalled_`).
-  std::deque<double> free_at_;
-  bool stalled_ = false;
+  // Closed loop: each client that is free to send is an arrival event of its own (target 0) at the time it sends
+  // plus the front end's cost; it takes the source's next request then. So a client freed early never waits behind
+  // another client's later (staggered) first send.
   Rng think_rng_;
   double start_s_ = 0, now_ = 0;
   std::uint64_t arrived_ = 0;
@@ -152,10 +150,14 @@ SimResult EventLoop::run() {
   start_s_ = now_ = pending_->arrival_s;
   for (auto& r : replicas_) r.start_clock(start_s_);
   check_loop_settings(cfg_);
-  for (std::uint32_t i = 0; closed_ && i < cfg_.max_concurrency; ++i)
-    free_at_.push_back(start_s_ +
-                       cfg_.client_stagger_s * static_cast<double>(i) / static_cast<double>(cfg_.max_concurrency));
-  send_pending(start_s_);
+  if (closed_) {
+    for (std::uint32_t i = 0; i < cfg_.max_concurrency; ++i)
+      q_.push(start_s_ + cfg_.client_stagger_s * static_cast<double>(i) / static_cast<double>(cfg_.max_concurrency) +
+                  cfg_.request_overhead_s,
+              EventKind::arrival);
+  } else {
+    send_pending(start_s_);
+  }
   if (cfg_.timeline_interval_s > 0 && cfg_.observer) q_.push(start_s_, EventKind::sample);
   while (!q_.empty()) {
     const Event e = q_.pop();
@@ -182,17 +184,10 @@ SimResult EventLoop::run() {
   return std::move(res_);
 }
 
-/// Sends the pending request no earlier than `t`: at its arrival time (open loop), or when a client is free.
+/// Open loop: sends the pending request at its arrival time (never before `t`).
 void EventLoop::send_pending(double t) {
-  if (!closed_) {
-    if (!(pending_->arrival_s >= t)) throw std::logic_error("request source went back in time");
-    q_.push(pending_->arrival_s + cfg_.request_overhead_s, EventKind::arrival);
-  } else if (free_at_.empty()) {
-    stalled_ = true;
-  } else {
-    q_.push(std::max({pending_->arrival_s, free_at_.front(), t}) + cfg_.request_overhead_s, EventKind::arrival);
-    free_at_.pop_front();
-  }
+  if (!(pending_->arrival_s >= t)) throw std::logic_error("request source went back in time");
+  q_.push(pending_->arrival_s + cfg_.request_overhead_s, EventKind::arrival);
 }
 
 /// Closed loop: `n` requests ended at `t` (completed or rejected); their clients are free again after a think time.
@@ -202,12 +197,7 @@ void EventLoop::release(std::uint64_t n, double t) {
     const double think = cfg_.think_time_exponential && cfg_.think_time_s > 0
                              ? think_rng_.exponential(1.0 / cfg_.think_time_s)
                              : cfg_.think_time_s;
-    // Keep free_at sorted: with random think times a later release can free its client earlier.
-    free_at_.insert(std::upper_bound(free_at_.begin(), free_at_.end(), t + think), t + think);
-  }
-  if (stalled_ && pending_) {
-    stalled_ = false;
-    send_pending(t);
+    if (pending_) q_.push(t + think + cfg_.request_overhead_s, EventKind::arrival);
   }
 }
 
@@ -242,9 +232,15 @@ void EventLoop::on_arrival(std::uint32_t target) {
     dispatch(spec);
     return;
   }
+  if (!pending_) return;  // closed loop: the source is exhausted, the client stays idle
+  if (closed_ && pending_->arrival_s + cfg_.request_overhead_s > now_) {
+    // A free client, but the source's next request is not out yet: the client sends it when it is.
+    q_.push(pending_->arrival_s + cfg_.request_overhead_s, EventKind::arrival);
+    return;
+  }
   RequestSpec spec = *pending_;
-  // The send time (later than the source's arrival time when a closed loop waited): the engine sees the request
-  // request_overhead_s later, and its TTFT counts from the send.
+  // The send time (later than the source's arrival time when a closed loop's client was busy): the engine sees the
+  // request request_overhead_s later, and its TTFT counts from the send.
   spec.arrival_s = now_ - cfg_.request_overhead_s;
   pending_ = source_.next();
   const double sent_s = spec.arrival_s;
@@ -253,7 +249,7 @@ void EventLoop::on_arrival(std::uint32_t target) {
                     "a closed loop of clients cannot also run conversations; give the workload an "
                     "open-loop arrival process, or drop --max-concurrency");
   if (spec.conversation < 0 || begin_turn(spec)) dispatch(spec);
-  if (pending_ && !stalled_) send_pending(sent_s);
+  if (pending_ && !closed_) send_pending(sent_s);
 }
 
 /// A turn from the source: true when it goes now, false when it waits behind its user's turn in flight or for the

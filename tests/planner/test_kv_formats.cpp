@@ -50,7 +50,7 @@ TEST_CASE("per-token-head and nvfp4 KV pages follow AttentionSpec.page_size_byte
   CHECK(p.num_blocks == (16ull << 30) / (32 * 33792));
 }
 
-TEST_CASE("per-token-head formats refuse MLA models; the names parse as vLLM spells them", "[kv_formats]") {
+TEST_CASE("per-token-head formats refuse MLA models, the names parse as vLLM spells them", "[kv_formats]") {
   CHECK_THROWS_WITH(resolve(builtin("deepseek-v3"), h100(), kv(DType::int8_per_token_head)),
                     Catch::Contains("MLA model caches one latent"));
   CHECK(parse_dtype("fp8_per_token_head") == DType::fp8_per_token_head);
@@ -92,7 +92,7 @@ TEST_CASE("skip layers: primary block raised, skipped pages padded to it", "[kv_
   CHECK(same.skip_page_bytes == 0);
 }
 
-TEST_CASE("skip layers by sliding_window; errors name the field", "[kv_formats][skip]") {
+TEST_CASE("skip layers by sliding_window, errors name the field", "[kv_formats][skip]") {
   const auto g = builtin("gpt-oss-20b");  // alternating sliding (128) and full layers
   Deployment d = kv(DType::fp8, {"sliding_window"});
   CHECK(kv_dtype_skipped(g, d, 0) == (layer_attention(g, 0) == LayerAttention::sliding));

@@ -63,7 +63,7 @@ TEST_CASE("seed 001: LLaMA 2 7B holds half a MiB per token", "[seeds]") {
   CHECK(bytes_per_token(seed_model(32, 32, 32, 128), DType::bf16) * 28672 == 14ull << 30);
 }
 
-TEST_CASE("seed 002: 70B MHA at 32K is 80 GiB; 40 GiB holds 16,384 tokens; 16-token pages", "[seeds]") {
+TEST_CASE("seed 002: 70B MHA at 32K is 80 GiB, 40 GiB holds 16,384 tokens, 16-token pages", "[seeds]") {
   const auto mha = seed_model(80, 64, 64, 128);
   CHECK(bytes_per_token(mha, DType::bf16) * 32768 == 85'899'345'920ull);
   CHECK((40ull << 30) / bytes_per_token(mha, DType::bf16) == 16384);

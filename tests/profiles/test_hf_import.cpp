@@ -23,7 +23,7 @@ TEST_CASE("an explicit head_dim wins over hidden / heads", "[hf]") {
   CHECK(std::round(static_cast<double>(param_counts(m).total) / 1e7) == 60);  // Qwen3-0.6B: 0.60B (tied)
 }
 
-TEST_CASE("gemma2 alternates sliding and global layers; gemma3 nests text_config", "[hf]") {
+TEST_CASE("gemma2 alternates sliding and global layers, gemma3 nests text_config", "[hf]") {
   const auto g2 = imp(R"({"model_type":"gemma2","hidden_size":3584,"intermediate_size":14336,"num_hidden_layers":42,
     "num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"vocab_size":256000,"max_position_embeddings":8192,
     "sliding_window":4096,"torch_dtype":"float32"})");
@@ -63,7 +63,7 @@ TEST_CASE("qwen2_moe: 60 routed experts beside a gated shared expert", "[hf]") {
   CHECK(std::fabs(static_cast<double>(c.active) / 2.7e9 - 1) < 0.01);
 }
 
-TEST_CASE("qwen3_moe and gpt_oss experts; mixture counts active per token", "[hf]") {
+TEST_CASE("qwen3_moe and gpt_oss experts, mixture counts active per token", "[hf]") {
   const auto q = imp(R"({"model_type":"qwen3_moe","hidden_size":2048,"intermediate_size":6144,"moe_intermediate_size":768,
     "num_hidden_layers":48,"num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,
     "max_position_embeddings":40960,"num_experts":128,"num_experts_per_tok":8,"decoder_sparse_step":1,
@@ -83,7 +83,7 @@ TEST_CASE("qwen3_moe and gpt_oss experts; mixture counts active per token", "[hf
   CHECK(layer_attention(g, 0) == LayerAttention::sliding);
 }
 
-TEST_CASE("phi3 and DeepSeek V2/V3 import; yarn scaling sets max_model_len as vLLM does", "[hf]") {
+TEST_CASE("phi3 and DeepSeek V2/V3 import, yarn scaling sets max_model_len as vLLM does", "[hf]") {
   const auto p = imp(R"({"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
     "num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,"max_position_embeddings":4096,
     "sliding_window":2047,"tie_word_embeddings":false,"torch_dtype":"bfloat16"})");
@@ -212,7 +212,7 @@ TEST_CASE("GLM-4.5-Air and Phi-3.5-MoE import with their published parameter cou
   CHECK(phi.sliding_window == 0);  // a window as long as the context is no window
 }
 
-TEST_CASE("MiniCPM3: MLA projections, every head cached; Phi-3-small with vLLM's removal noted", "[hf]") {
+TEST_CASE("MiniCPM3: MLA projections, every head cached, Phi-3-small with vLLM's removal noted", "[hf]") {
   // openbmb/MiniCPM3-4B's published shape (config.json keys; v_head_dim and tie_word_embeddings left to
   // MiniCPM3Config's defaults: hidden / heads = 64, tied).
   const auto mc = imp(R"({"model_type":"minicpm3","architectures":["MiniCPM3ForCausalLM"],"hidden_size":2560,

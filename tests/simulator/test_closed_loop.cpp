@@ -163,15 +163,17 @@ TEST_CASE("offered against served load flags an overloaded open loop (KVCAP-W202
   CHECK(offered_and_served_per_s(heavy, true).first == 0);  // a closed loop is never "overloaded"
 }
 
-TEST_CASE("staggered clients start spread over the stagger; together they all start at 0", "[sim][load]") {
-  auto first_sends = [](double stagger) {
+// (No ';' in a test name: CTest splits names on it, and the truncated name matched no case, so this test did not
+// run under ctest until 2026-11-25 -- when it did, it showed a freed client waiting behind later staggered starts.)
+TEST_CASE("staggered clients start spread over the stagger, together they all start at 0", "[sim][load]") {
+  auto first_sends = [](double stagger, i64 output_tokens) {
     Done obs;
     SimConfig cfg;
     cfg.replica = roomy_replica();
     cfg.observer = &obs;
     cfg.max_concurrency = 4;
     cfg.client_stagger_s = stagger;
-    const WorkloadSpec w = fixed_workload(100, 50);
+    const WorkloadSpec w = fixed_workload(100, output_tokens);
     auto src = synthetic_source(w, 1, SourceLimits{40, std::nullopt});
     (void)simulate(cfg, StepTimer::linear(0.01, 1e-5, 1e-8), *src);
     std::vector<double> t;
@@ -180,8 +182,17 @@ TEST_CASE("staggered clients start spread over the stagger; together they all st
     t.resize(4);
     return t;
   };
-  CHECK(first_sends(0) == std::vector<double>{0, 0, 0, 0});
-  CHECK(first_sends(2.0) == std::vector<double>{0, 0.5, 1.0, 1.5});
+  // Requests of 500 tokens (about 5.5 s) outlast the stagger: the first four sends are the four clients' first.
+  CHECK(first_sends(0, 500) == std::vector<double>{0, 0, 0, 0});
+  CHECK(first_sends(2.0, 500) == std::vector<double>{0, 0.5, 1.0, 1.5});
+  // Requests of 50 tokens (about 0.5 s): client 0 sends its second request as soon as its first ends, before
+  // clients 2 and 3 make their first sends at 1.0 and 1.5.
+  const auto early = first_sends(2.0, 50);
+  CHECK(early[0] == 0);
+  CHECK(early[1] == 0.5);
+  CHECK(early[2] > 0.5);
+  CHECK(early[2] < 0.6);
+  CHECK(early[3] == 1.0);
   SimConfig bad;
   bad.replica = roomy_replica();
   bad.max_concurrency = 2;

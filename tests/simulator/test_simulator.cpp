@@ -187,7 +187,7 @@ TEST_CASE("preemption happens exactly when blocks run out", "[sim]") {
   for (const auto& q : short_one.preemptions) CHECK(q.free_blocks < q.blocks_needed);  // only when out of blocks
 }
 
-TEST_CASE("the same seed gives identical output; another seed does not", "[sim]") {
+TEST_CASE("the same seed gives identical output, another seed does not", "[sim]") {
   auto run = [](std::uint64_t seed, std::string& timeline) {
     WorkloadSpec w = busy_workload(25);
     w.arrival.kind = ArrivalProcess::Kind::gamma;
@@ -238,7 +238,7 @@ SimResult lone_requests(Allocator alloc, i64 prompt, i64 output, i64 max_len) {
 }
 }  // namespace
 
-TEST_CASE("paged waste is the last partial block; contiguous waste is what max_model_len implies", "[sim][allocator]") {
+TEST_CASE("paged waste is the last partial block, contiguous waste is what max_model_len implies", "[sim][allocator]") {
   const i64 P = 100, O = 50, L = 1024, bs = 16;
   // During the prefill step a request holds P slots; during decode step j (1..O-1), P + j.
   double paged_waste = 0, paged_alloc = 0, held = 0;
@@ -267,7 +267,7 @@ TEST_CASE("a contiguous reservation larger than the cache is refused up front", 
   CHECK_THROWS_AS(simulate(cfg, StepTimer::linear(0.01), *src), SpecError);
 }
 
-TEST_CASE("contiguous reservation caps concurrency at blocks / max_model_len; paging admits more", "[sim][allocator]") {
+TEST_CASE("contiguous reservation caps concurrency at blocks / max_model_len, paging admits more", "[sim][allocator]") {
   auto run = [](Allocator a) {
     SimConfig cfg;
     cfg.replica = small_replica(1024);  // 16,384 tokens
@@ -285,7 +285,7 @@ TEST_CASE("contiguous reservation caps concurrency at blocks / max_model_len; pa
   CHECK(paged.e2e_s.mean < contiguous.e2e_s.mean);
 }
 
-TEST_CASE("round-robin spreads requests evenly; every router completes everything", "[sim][router]") {
+TEST_CASE("round-robin spreads requests evenly, every router completes everything", "[sim][router]") {
   for (auto policy : {RouterPolicy::round_robin, RouterPolicy::least_outstanding, RouterPolicy::least_kv}) {
     SimConfig cfg;
     cfg.replica = small_replica(600);

@@ -110,7 +110,7 @@ TEST_CASE("the Azure conversation trace loads, relative to its first request", "
   CHECK(read_trace_csv(KVCAP_FIXTURES "/traces/AzureLLMInferenceTrace_conv.csv", fast).span_s == Approx(3501.721937 / 4));
 }
 
-TEST_CASE("trace columns can be named; out-of-order rows are sorted", "[sim][trace]") {
+TEST_CASE("trace columns can be named, out-of-order rows are sorted", "[sim][trace]") {
   std::istringstream in("id,t,in,out\n1,5.0,10,2\n2,3.5,20,4\n3,9.25,30,6\n");
   const Trace t = parse_trace_csv(in, "x.csv", parse_trace_columns("t,in,out"));
   REQUIRE(t.requests.size() == 3);
