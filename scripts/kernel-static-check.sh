@@ -50,7 +50,7 @@ decode_merge_kernel;64;0;128 threads, many blocks: at least 8 blocks per SM
 stream_(read|copy)_kernel;32;0;256 threads, 8 blocks per SM: full occupancy (2048 threads x 32 registers)
 fill_valid_kernel;32;0;256 threads, full occupancy
 gemm_mma_kernel;128;81920;256 threads, 2 blocks per SM (128 x 128 tile, two cp.async stages)
-prefill_kernel;64;0;256 threads, 4 blocks per SM
+prefill_tc_kernel;255;0;128 threads, 2 blocks per SM (87 KiB of dynamic shared memory each at d 128)
 bad_;32;0;the deliberately bad kernels of tests/kernels/static_check_bad.cu
 EOF
 )

@@ -333,6 +333,7 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
   CalibrationResult res;
   res.device = be->info();
   res.build = kernel_build_info();
+  res.prefill_tensor_cores = cuda;  // the CUDA prefill kernel runs on tensor cores (mma.sync), the CPU twin does not
   // The self-tests first: a calibration records whether the kernels it timed compute what they should on this device.
   if (progress) progress(CalibrationProgress{0, static_cast<int>(tasks.size()), "selftest", "self-tests"});
   {

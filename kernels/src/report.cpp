@@ -139,7 +139,8 @@ void write_calibration_report(std::ostream& o, const CalibrationResult& r, const
     std::snprintf(line, sizeof line, "gemm %-6s M %-10s %9.3f TFLOP/s", c.impl.c_str(), range.c_str(), c.flops_per_s / 1e12);
     o << line << (peak > 0 ? fmt("   %.1f%% of dense bf16 %.0f", 100 * c.flops_per_s / peak, peak / 1e12) : "") << "\n";
   }
-  o << fmt("prefill attention %.3f TFLOP/s (CUDA cores / CPU twin, causal, largest prompt)\n", r.prefill_flops_per_s / 1e12);
+  o << fmt("prefill attention %.3f TFLOP/s", r.prefill_flops_per_s / 1e12)
+    << (r.prefill_tensor_cores ? " (tensor cores" : " (CPU twin") << ", causal, largest prompt)\n";
   for (const auto& [k, v] : r.ratios) {
     char line[160];
     std::snprintf(line, sizeof line, "ratio %-28s %.3f\n", k.c_str(), v);

@@ -23,7 +23,7 @@ i64 ep_token_scale(const SpeedContext& c) {
 // the results back (DeepEP / vLLM all2all backends): 2 x tokens x top-k x hidden x activation bytes x (EP-1)/EP per
 // rank and layer, over the interconnect, plus its latency twice (no overlap with compute).
 double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double tokens);
-double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double tokens, double prefill_past_tokens);
+double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double decode_tokens, double prefill_past_tokens);
 
 double linear_flops_per_token_per_layer(const ModelSpec& m, i64 tp) {
   const auto& a = m.linear;
@@ -127,10 +127,10 @@ Rates rates(const SpeedContext& c, i64 tokens) {
       r.gemm_flops = gemm_8bit ? gf * dense_flops(g, gd) / g.bf16_dense_flops : gf;
       r.source.compute = "calibrated";
     }
-    // A GPU's prefill attention rate is used only when it was measured on tensor cores, as engines run it: kvcap's
-    // CUDA-core kernel measured 10.4 TFLOP/s on an H100 where FlashAttention-2 runs hundreds (docs/kernels.md).
-    // A CPU calibration's rate is the CPU's own.
-    if (k.prefill_attention.flops_per_s > 0 && (k.prefill_attention.tensor_cores || k.device_kind == "cpu")) {
+    // Prefill attention: a CPU calibration's rate is the CPU's own. A GPU's is kvcap's kernel, not the engine's:
+    // on an H100 kvcap's tensor-core kernel ran 168 TFLOP/s (its CUDA-core predecessor 10.4) where FlashAttention-2
+    // runs about 350 and FlashAttention-3 600+ (docs/kernels.md), so GPU plans keep datasheet x efficiency here.
+    if (k.prefill_attention.flops_per_s > 0 && k.device_kind == "cpu") {
       r.attn_flops = k.prefill_attention.flops_per_s;
       r.source.attention = "calibrated";
     }
@@ -255,9 +255,10 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   // Tensor parallelism: two all-reduces of the hidden state per layer (after o_proj and after the MLP
   // down projection / MoE combine), one after the vocabulary-parallel embedding, and a gather of the
   // logits of the sampling requests.
-  double prefill_past = 0;
-  for (const auto& q : seqs) prefill_past += q.fresh > 1 ? dbl(q.count) * dbl(q.past) : 0.0;
-  b.communication_s += moe_all_to_all_s(c, st, t) + dcp_comm_s(c, st, t, prefill_past);
+  double prefill_past = 0, decode_tokens = 0;
+  for (const auto& q : seqs)
+    (q.fresh > 1 ? prefill_past : decode_tokens) += dbl(q.count) * (q.fresh > 1 ? dbl(q.past) : 1.0);
+  b.communication_s += moe_all_to_all_s(c, st, t) + dcp_comm_s(c, st, decode_tokens, prefill_past);
   if (tp > 1) {
     const double act = bytes_of(d.dtype);
     const double msg = t * dbl(m.hidden_size) * act;
@@ -354,10 +355,11 @@ double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double token
 // log-sum-exp) are reduce-scattered back: a ring moves (DCP - 1) x tokens x heads-per-rank x (q + o) elements per
 // rank. MLA exchanges absorbed queries of kv_lora_rank + rope and outputs of kv_lora_rank; GQA head_dim each way.
 // A prefill chunk attends over its earlier context, which each rank gathers from the group: (DCP - 1) / DCP of
-// the context's KV bytes. Attention FLOPs per rank are unchanged (all the group's heads over 1/DCP of the tokens).
-double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double tokens, double prefill_past_tokens) {
+// the context's KV bytes; its own new tokens' KV is computed on every rank, so a fresh prompt moves nothing.
+// Attention FLOPs per rank are unchanged (all the group's heads over 1/DCP of the tokens).
+double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double decode_tokens, double prefill_past_tokens) {
   const i64 dcp = c.plan.dep.d.decode_context_parallel_size;
-  if (dcp <= 1 || tokens <= 0) return 0;
+  if (dcp <= 1 || (decode_tokens <= 0 && prefill_past_tokens <= 0)) return 0;
   const auto& m = c.model;
   i64 layers = 0;
   double context_bytes_per_token = 0;  // the whole request's KV per token over the stage's attention layers
@@ -370,7 +372,7 @@ double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double tokens, dou
   const double q_dim = mla ? dbl(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) : dbl(m.head_dim);
   const double o_dim = (mla ? dbl(m.mla.kv_lora_rank) : dbl(m.head_dim)) + 1.0;  // + the log-sum-exp
   const double heads = dbl(m.num_heads / c.plan.dep.d.tensor_parallel_size);
-  const double exchange = tokens * heads * (q_dim + o_dim) * bytes_of(c.plan.dep.dtype) * dbl(dcp - 1);
+  const double exchange = decode_tokens * heads * (q_dim + o_dim) * bytes_of(c.plan.dep.dtype) * dbl(dcp - 1);
   const double gather = prefill_past_tokens * context_bytes_per_token * dbl(dcp - 1) / dbl(dcp);
   return (exchange * dbl(layers) + gather) / c.gpu.interconnect_bandwidth_bytes_per_s +
          dbl(layers) * 2.0 * c.gpu.interconnect_latency_s;
@@ -717,7 +719,8 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     c.gemm_s = gemm_flops / gemm_rate_now;
     c.attention_s = attn / attn_flops_;
     const auto& stage = ctx_.plan.stages[static_cast<std::size_t>(g.stage_index)];
-    c.communication_s = moe_all_to_all_s(ctx_, stage, t) + dcp_comm_s(ctx_, stage, t, load.prefill_past_tokens * f);
+    c.communication_s = moe_all_to_all_s(ctx_, stage, t) +
+                        dcp_comm_s(ctx_, stage, dbl(load.decode_tokens) * f, load.prefill_past_tokens * f);
     if (tp_ > 1) {
       const double msg = t * hidden_ * act_bytes_;
       c.communication_s += dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);

@@ -134,22 +134,25 @@ TEST_CASE("a calibration replaces datasheet rates in the speed model", "[calibra
   const auto slower = decode_step(make_speed_context(m, g, plan, {}, half), 1, 4096);
   CHECK(slower.stage.memory_s == Approx(2 * calibrated.stage.memory_s).epsilon(1e-6));
 
-  // Prefill attention: a GPU rate measured on CUDA cores (kvcap's kernel) is recorded but not used; a tensor-core
-  // rate, or a CPU's own, replaces datasheet x efficiency.
+  // Prefill attention: a GPU calibration's rate (kvcap's kernel, not the engine's) is recorded but not used, on
+  // tensor cores or not; a CPU calibration's own rate replaces datasheet x efficiency.
   const auto attention_s = [&](const Calibration& k) {
     return prefill(make_speed_context(m, g, plan, {}, k), 16384).total.attention_s;
   };
   const double datasheet_attention = prefill(make_speed_context(m, g, plan), 16384).total.attention_s;
-  CHECK_FALSE(c.prefill_attention.tensor_cores);
+  CHECK(c.prefill_attention.tensor_cores);  // the example, as a CUDA calibration writes it
   CHECK(prefill(make_speed_context(m, g, plan, {}, c), 16384).source.attention == "datasheet");
   CHECK(attention_s(c) == Approx(datasheet_attention));
-  Calibration tc = c;
-  tc.prefill_attention.tensor_cores = true;
-  tc.prefill_attention.flops_per_s = 1e14;
-  CHECK(prefill(make_speed_context(m, g, plan, {}, tc), 16384).source.attention == "calibrated");
-  Calibration tc_half = tc;
-  tc_half.prefill_attention.flops_per_s = 5e13;
-  CHECK(attention_s(tc_half) == Approx(2 * attention_s(tc)).epsilon(1e-6));
+  Calibration cuda_cores = c;
+  cuda_cores.prefill_attention.tensor_cores = false;
+  CHECK(attention_s(cuda_cores) == Approx(datasheet_attention));
+  Calibration cpu = c;
+  cpu.device_kind = "cpu";
+  cpu.prefill_attention.flops_per_s = 1e11;
+  CHECK(prefill(make_speed_context(m, g, plan, {}, cpu), 16384).source.attention == "calibrated");
+  Calibration cpu_half = cpu;
+  cpu_half.prefill_attention.flops_per_s = 5e10;
+  CHECK(attention_s(cpu_half) == Approx(2 * attention_s(cpu)).epsilon(1e-6));
 }
 
 #ifdef KVCAP_HAVE_KERNELS

@@ -172,7 +172,11 @@ void test_prefill(Checks& c, std::mt19937_64& rng) {
     cuda_check(prefill_attention_gpu(p, nullptr), "prefill_attention_gpu");
     cuda_check(cudaDeviceSynchronize(), "sync");
     const auto got = dout.get();
-    constexpr double kTol = 1e-4;
+    // The kernel multiplies P by V on tensor cores with P rounded to bf16 (as FlashAttention does): each weight is
+    // off by at most 2^-9 relative, so an output by at most 2^-9 x max |v|; twice that is the bound.
+    double vmax = 0;
+    for (const auto x : v) vmax = std::max(vmax, std::fabs(static_cast<double>(bf16_to_float(x))));
+    const double kTol = vmax / 256.0 + 1e-5;
     const double e = c.max_abs_diff(got.data(), ref.data(), got.size());
     c.check(e <= kTol, "gpu.prefill_vs_cpu",
             "S=" + std::to_string(p.seq_len) + " H=" + std::to_string(p.num_q_heads) + " d=" + std::to_string(p.head_dim) +

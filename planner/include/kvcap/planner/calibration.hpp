@@ -31,8 +31,9 @@ struct CalibrationGemmClass {
 /// Achieved causal (prefill) attention rate.
 struct CalibrationPrefillAttention {
   double flops_per_s = 0;
-  /// prefill_attention.tensor_cores: the measured kernel ran on tensor cores, as FlashAttention does. kvcap's own
-  /// prefill kernel runs on CUDA cores (docs/kernels.md), so a GPU calibration's rate is not the engine's.
+  /// prefill_attention.tensor_cores: the measured kernel ran on tensor cores (kvcap's CUDA kernel does; the CPU twin
+  /// does not). Informative: a GPU calibration's attention rate is kvcap's kernel, not the engine's, and the speed
+  /// model does not use it (speed.cpp, rates()).
   bool tensor_cores = false;
 };
 

@@ -57,8 +57,8 @@ struct StepBreakdown {
 struct RateSource {
   std::string memory;   ///< "calibrated" | "datasheet"
   std::string compute;  ///< "calibrated" | "datasheet"
-  /// Prefill attention FLOP/s: "calibrated", or "datasheet" (also when a GPU calibration's prefill kernel ran on
-  /// CUDA cores, far from the tensor-core kernels engines run: its rate is recorded, not used).
+  /// Prefill attention FLOP/s: "calibrated" (a CPU calibration), or "datasheet" (also under a GPU calibration,
+  /// whose attention rate is kvcap's own kernel's, about half of FlashAttention-2's: recorded, not used).
   std::string attention;
 };
 
@@ -191,6 +191,7 @@ struct StepLoad {
   i64 sequences = 0;
   i64 tokens = 0;                  ///< sum of new_tokens
   i64 samples = 0;                 ///< sequences that sample a token
+  i64 decode_tokens = 0;           ///< sequences with new_tokens == 1 (DCP's query exchange)
   double kv_read_tokens[2] = {0, 0};  ///< sum of min(past + new, window): KV tokens read per layer
   double decode_pairs[2] = {0, 0};    ///< attended (query, key) pairs of sequences with new_tokens == 1
   double prefill_pairs[2] = {0, 0};   ///< attended pairs of sequences with new_tokens > 1
@@ -233,6 +234,8 @@ class StepCostModel {
       else load.prefill_pairs[w] += attended_pairs(past_tokens + 1, held, win);
     }
     if (new_tokens != 1) load.prefill_past_tokens += static_cast<double>(past_tokens);
+    else
+      load.decode_tokens += 1;
   }
   StepCost cost(const StepLoad& load) const;
   /// sum over query positions lo..hi (1-based) of min(position, window) (window 0: no cap).
