@@ -11,6 +11,8 @@
 #   --device N     CUDA device ordinal (default 0)
 #   --gpu PROFILE  kvcap GPU profile whose datasheet figures to judge against (default: from the device's name)
 #   --out DIR      where calibration.yaml, report.txt and the logs go (default: gpu-check/ in the repository)
+#   (environment) KVCAP_SOURCE_COMMIT  the commit to record in calibration.yaml when this tree is a copy whose git
+#                  metadata is missing or stale (default: git rev-parse, "+dirty" with local changes)
 #
 # Exit status: 0 when the self-tests pass and calibration.yaml is written (the report says which performance
 # targets were met); 1 when the build, a static check, a self-test or the calibration fails (the log names the
@@ -29,7 +31,7 @@ while [[ $# -gt 0 ]]; do
     --device) ordinal=${2:?--device needs a value}; shift ;;
     --gpu) profile=${2:?--gpu needs a value}; shift ;;
     --out) out=${2:?--out needs a value}; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -90,7 +92,8 @@ echo "gpu-check: $gpu_line (sm_$cc), datasheet: ${profile:-none}, results in $ou
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if ! { cmake -S "$root/kernels" -B "$build" "${generator[@]}" -DKVCAP_WITH_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
-         -DCMAKE_CUDA_ARCHITECTURES="$cc" && cmake --build "$build" -j "$(nproc)"; } >"$out/build.log" 2>&1; then
+         -DCMAKE_CUDA_ARCHITECTURES="$cc" -DKVCAP_SOURCE_COMMIT="${KVCAP_SOURCE_COMMIT:-}" \
+         && cmake --build "$build" -j "$(nproc)"; } >"$out/build.log" 2>&1; then
   tail -n 30 "$out/build.log" >&2
   echo "gpu-check: FAILED: the kernels did not build (whole log: $out/build.log)" >&2
   exit 1

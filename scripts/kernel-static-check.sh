@@ -24,7 +24,7 @@ while [[ $# -gt 0 ]]; do
     --nvcc) nvcc=${2:?--nvcc needs a value}; shift ;;
     --build) shift ;;
     --files) shift; while [[ $# -gt 0 && $1 != --* ]]; do files+=("$1"); shift; done; continue ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "kernel-static-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
