@@ -379,7 +379,7 @@ TEST_CASE("engine profiles: datasheet is the plain roofline, the fitted ones sta
   CHECK_THROWS_WITH(engine_profile("tgi"), Catch::Contains("expected one of datasheet, vllm, sglang, trtllm"));
   // The error band printed next to the latencies: only the metrics the fixtures measured.
   CHECK(error_band(engine_profile("vllm")) ==
-        "TPOT +-13%, TTFT +-20% (leave-one-out MAPE on published vLLM serving measurements)");
+        "TPOT +-13%, TTFT +-21% (leave-one-out MAPE on published vLLM serving measurements)");
   EngineProfile none = engine_profile("datasheet");
   none.tpot_error = none.ttft_error = none.throughput_error = 0;
   CHECK(error_band(none).empty());

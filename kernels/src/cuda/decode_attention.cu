@@ -138,6 +138,9 @@ __global__ void __launch_bounds__(kThreads)
       const float w = lane < n ? exp2f(s - m_new) : 0.0f;
       s_s[g * kT + lane] = w;
       const float sum = detail::warp_sum(w);
+      // Every lane read m_s[g] above; order those reads before lane 0 overwrites it (compute-sanitizer's racecheck
+      // flagged the pair: the shuffles between them converge the warp but are not a memory barrier).
+      __syncwarp();
       if (lane == 0) {
         const float f = exp2f(m_old - m_new);
         f_s[g] = f;
