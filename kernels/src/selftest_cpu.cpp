@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "check.h"
+#include "decode_team.h"
 #include "fixtures.h"
 #include "kvcap/kernels/calibrate.h"
 #include "kvcap/kernels/decode_attention.h"
@@ -156,6 +157,47 @@ void test_decode(Checks& c, std::mt19937_64& rng) {
   c.check(threw, "decode.rejects_unsupported_page_size");
 }
 
+// The CUDA team kernel's structure emulated on the CPU (decode_team_emulation.cpp) against the double reference,
+// over the awkward shapes: contexts of 1 token, not a multiple of the step (4), the page or the split chunk;
+// group sizes 1-16 (3, 5, 12: padded head tiles; 16: two tiles); head dims 64 and 128; every dtype and layout.
+void test_decode_emulation(Checks& c, std::mt19937_64& rng) {
+  constexpr double kRefTol = 1e-4;
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int groups[] = {1, 2, 3, 4, 5, 8, 12, 16};
+  const int lens[] = {1, 3, 4, 5, 15, 16, 17, 63, 255, 257, 600};
+  for (int i = 0; i < 24; ++i) {
+    detail::DecodeFixtureShape s;
+    s.batch = pick(1, 3);
+    s.num_kv_heads = pick(1, 2);
+    s.num_q_heads = s.num_kv_heads * groups[i % 8];
+    s.head_dim_qk = s.head_dim_v = (i / 8) % 2 ? 64 : 128;
+    const int pages[3] = {16, 32, 64};
+    s.page_size = pages[pick(0, 2)];
+    s.kv_dtype = static_cast<KvDtype>(i % 3);
+    if (s.kv_dtype == KvDtype::fp8_e4m3) s.k_scale = s.v_scale = 0.05f * static_cast<float>(pick(1, 40));
+    for (int b = 0; b < s.batch; ++b) s.seq_lens.push_back(lens[pick(0, 10)]);
+    const auto f = detail::make_decode_fixture(s, rng);
+    const std::size_t n = f.out_floats();
+    std::vector<float> ref(n), emu(n);
+    const KvLayout layout = i % 2 ? KvLayout::paged : KvLayout::contiguous;
+    decode_attention_reference(f.params(KvLayout::contiguous, ref.data()));
+    DecodeSplit split;
+    if (i % 3 == 1) {  // as the GPU splits: chunks of a multiple of 32 tokens
+      split.chunk_tokens = 32 * pick(1, 3);
+      split.num_chunks = (f.max_len + split.chunk_tokens - 1) / split.chunk_tokens;
+    }
+    decode_attention_gpu_emulation(f.params(layout, emu.data()), split);
+    const double e = c.max_abs_diff(emu.data(), ref.data(), n);
+    c.check(e <= kRefTol, "decode.gpu_emulation_vs_reference",
+            describe(s) + " layout=" + to_string(layout) + " chunks=" + std::to_string(split.num_chunks) + " " +
+                fmt_err(e, kRefTol));
+  }
+  // The shared pieces on their own: after the transposing butterfly lane tl owns head tl / (TEAM / G).
+  c.check(team::owner_head(15, 16, 4) == 3 && team::owner_head(4, 16, 4) == 1 && team::owner_lane(3, 32, 8) == 12 &&
+              team::owner_head(31, 32, 1) == 0,
+          "decode.team_owner_mapping");
+}
+
 void test_gemm(Checks& c, std::mt19937_64& rng) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int i = 0; i < 12; ++i) {
@@ -232,8 +274,10 @@ struct Family {
   const char* name;
   void (*run)(Checks&, std::mt19937_64&);
 };
-constexpr Family kFamilies[] = {{"numeric", test_numeric}, {"decode", test_decode}, {"gemm", test_gemm},
-                                {"prefill", test_prefill}, {"stream", test_stream}, {"fit", test_fit}};
+constexpr Family kFamilies[] = {
+    {"numeric", test_numeric}, {"decode", test_decode},   {"decode_emulation", test_decode_emulation},
+    {"gemm", test_gemm},       {"prefill", test_prefill}, {"stream", test_stream},
+    {"fit", test_fit}};
 
 }  // namespace
 

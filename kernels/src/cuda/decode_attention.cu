@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cuda/dispatch.cuh"
+#include "decode_team.h"
 #include "kvcap/kernels/cuda_launchers.h"
 
 namespace kvcap::kernels {
@@ -246,8 +247,8 @@ __device__ __forceinline__ void team_transpose_sum(float (&r)[G], int tl) {
       const bool upper = (tl & O) != 0;
 #pragma unroll
       for (int i = 0; i < N / 2; ++i) {
-        const float send = upper ? r[i] : r[i + N / 2];
-        const float keep = upper ? r[i + N / 2] : r[i];
+        float send, keep;
+        team::transpose_pick(r, i, N, upper, send, keep);
         r[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
       }
       team_transpose_sum<O / 2, N / 2, G>(r, tl);
@@ -258,22 +259,12 @@ __device__ __forceinline__ void team_transpose_sum(float (&r)[G], int tl) {
   }
 }
 
+// team::Shape (decode_team.h) with the CUDA vector type of one lane's load.
 template <int DQK, int G, KvDtype D>
-struct TeamShape {
+struct TeamShape : team::Shape<DQK, G, D> {
   using T = typename KvTraits<D>::storage;
-  // Registers per lane: G x E query, G x E accumulator, 2U loads of E elements. Kept at or under 128 so that four
-  // blocks (16 warps) fit on an SM (scripts/kernel-static-check.sh holds it there). Measured on an H100, 8 query
-  // heads per block: U = 4 ran 1.94 TB/s where U = 2 ran 1.54 (2026-11-25, docs/kernels.md).
-  static constexpr int E = G >= 8 ? 4 : 8;   // elements per lane
-  static constexpr int TEAM = DQK / E;       // lanes per token
-  static constexpr int TPW = 32 / TEAM;      // teams per warp
-  static constexpr int NT = kWarps * TPW;    // teams per block
-  static constexpr int U = 4;                // tokens per team step (loads in flight per lane: 2U); divides a page
-  static constexpr int VB = E * static_cast<int>(sizeof(T));
-  using Vec = typename RawVec<VB>::type;
-  static constexpr int W = RawVec<VB>::words;
-  static_assert(TEAM >= 1 && TEAM <= 32 && 32 % TEAM == 0, "a team must divide a warp");
-  static_assert(G <= TEAM, "each head needs an owner lane in the team");
+  using Vec = typename RawVec<team::Shape<DQK, G, D>::VB>::type;
+  static constexpr int W = RawVec<team::Shape<DQK, G, D>::VB>::words;
 };
 
 template <int DQK, int G, KvDtype D>
@@ -339,6 +330,7 @@ __global__ void __launch_bounds__(kThreads)
     // Scores: each lane's partial dot products for the G heads are summed over the team by a transposing
     // butterfly (team_transpose_sum), after which lane tl holds the score of its own head tl / (TEAM / G).
     float s[U];
+    bool valid[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       unsigned w[S::W];
@@ -353,26 +345,16 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = 0; j < E; ++j) part[g] = fmaf(q[g][j], k[j], part[g]);
       }
       team_transpose_sum<TEAM / 2, G, G>(part, tl);
-      s[u] = t0 + u < end ? part[0] : -FLT_MAX;
+      valid[u] = t0 + u < end;
+      s[u] = valid[u] ? part[0] : -FLT_MAX;
     }
     // Online softmax of the own head over the step's tokens, then its rescale factor and weights to every lane.
-    float mx = s[0];
-#pragma unroll
-    for (int u = 1; u < U; ++u) mx = fmaxf(mx, s[u]);
-    const float m_new = fmaxf(m_own, mx);
-    const float f = exp2f(m_own - m_new);
-    m_own = m_new;
-    float pr[U], psum = 0.0f;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      pr[u] = t0 + u < end ? exp2f(s[u] - m_new) : 0.0f;
-      psum += pr[u];
-    }
-    l_own = l_own * f + psum;
+    float pr[U];
+    const float f = team::softmax_step<U>(s, valid, m_own, l_own, pr);
     if (__any_sync(0xffffffffu, f != 1.0f)) {  // once the running maxima settle, no head of the warp rescales
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        const float fg = __shfl_sync(0xffffffffu, f, g * (TEAM / G), TEAM);
+        const float fg = __shfl_sync(0xffffffffu, f, team::owner_lane(g, TEAM, G), TEAM);
 #pragma unroll
         for (int j = 0; j < E; ++j) acc[g][j] *= fg;
       }
@@ -385,7 +367,7 @@ __global__ void __launch_bounds__(kThreads)
       widen_kv<D, E, S::W>(w, v);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        const float pg = __shfl_sync(0xffffffffu, pr[u], g * (TEAM / G), TEAM);
+        const float pg = __shfl_sync(0xffffffffu, pr[u], team::owner_lane(g, TEAM, G), TEAM);
 #pragma unroll
         for (int j = 0; j < E; ++j) acc[g][j] = fmaf(pg, v[j], acc[g][j]);
       }
@@ -395,8 +377,8 @@ __global__ void __launch_bounds__(kThreads)
   float m[G], l[G];
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    m[g] = __shfl_sync(0xffffffffu, m_own, g * (TEAM / G), TEAM);
-    l[g] = __shfl_sync(0xffffffffu, l_own, g * (TEAM / G), TEAM);
+    m[g] = __shfl_sync(0xffffffffu, m_own, team::owner_lane(g, TEAM, G), TEAM);
+    l[g] = __shfl_sync(0xffffffffu, l_own, team::owner_lane(g, TEAM, G), TEAM);
   }
 
   // Merge the teams of this warp (lanes tl and tl + k*TEAM hold the same dims).
@@ -406,7 +388,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int g = 0; g < G; ++g) {
       const float mo = __shfl_xor_sync(0xffffffffu, m[g], o);
       const float mm = fmaxf(m[g], mo);
-      const float f = exp2f(m[g] - mm);
+      const float f = team::merge_factor(m[g], mm);
       l[g] *= f;
 #pragma unroll
       for (int j = 0; j < E; ++j) acc[g][j] *= f;
@@ -437,7 +419,7 @@ __global__ void __launch_bounds__(kThreads)
     float ll = 0.0f, oo = 0.0f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      const float f = exp2f(m_s[w][g] - mm);
+      const float f = team::merge_factor(m_s[w][g], mm);
       ll += l_s[w][g] * f;
       oo += o_s[w][g][d] * f;
     }

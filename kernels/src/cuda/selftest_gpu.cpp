@@ -110,10 +110,20 @@ void test_decode(Checks& c, std::mt19937_64& rng) {
       cuda_check(cudaDeviceSynchronize(), "sync");
       const auto got = out.get();
       const double e = c.max_abs_diff(got.data(), ref.data(), got.size());
-      c.check(e <= kTol, mode ? "gpu.decode_split_vs_cpu" : "gpu.decode_vs_cpu",
-              std::string(to_string(layout)) + " " + std::string(to_string(s.kv_dtype)) + " dqk=" +
-                  std::to_string(s.head_dim_qk) + " q_heads=" + std::to_string(s.num_q_heads) + " kv_heads=" +
-                  std::to_string(s.num_kv_heads) + " chunks=" + std::to_string(split.num_chunks) + " " + fmt_err(e, kTol));
+      const std::string shape = std::string(to_string(layout)) + " " + std::string(to_string(s.kv_dtype)) +
+                                " dqk=" + std::to_string(s.head_dim_qk) + " q_heads=" + std::to_string(s.num_q_heads) +
+                                " kv_heads=" + std::to_string(s.num_kv_heads) +
+                                " chunks=" + std::to_string(split.num_chunks);
+      c.check(e <= kTol, mode ? "gpu.decode_split_vs_cpu" : "gpu.decode_vs_cpu", shape + " " + fmt_err(e, kTol));
+      if (!s.mla) {
+        // Against the lane-by-lane emulation of the same kernel: same operations in the same order, so only
+        // the last bits of exp2 may differ.
+        constexpr double kEmuTol = 1e-5;
+        std::vector<float> emu(f.out_floats());
+        decode_attention_gpu_emulation(f.params(layout, emu.data()), split);
+        const double ee = c.max_abs_diff(got.data(), emu.data(), got.size());
+        c.check(ee <= kEmuTol, "gpu.decode_vs_emulation", shape + " " + fmt_err(ee, kEmuTol));
+      }
     }
   }
 }

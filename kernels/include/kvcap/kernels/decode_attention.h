@@ -92,6 +92,11 @@ void validate_decode_params(const DecodeParams& p);
 // merge as the GPU kernel. All pointers are host pointers.
 void decode_attention_cpu(const DecodeParams& p, const DecodeSplit& split, int num_threads = 0);
 
+// The CUDA team kernel (MHA/GQA, head_dim 64/128) emulated on the CPU lane by lane in the kernel's order, with the
+// kernel's own arithmetic (kernels/src/decode_team.h): so the GPU's algorithm is tested without a GPU.
+// Single-threaded; host pointers; throws std::invalid_argument for MLA (the tile kernel) and unsupported shapes.
+void decode_attention_gpu_emulation(const DecodeParams& p, const DecodeSplit& split);
+
 // Naive reference in double precision: full softmax per head, no tiling, no split. For tests.
 void decode_attention_reference(const DecodeParams& p);
 
