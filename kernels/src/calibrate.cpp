@@ -299,6 +299,26 @@ DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points) {
   return f;
 }
 
+namespace {
+// The self-tests of the kernels a calibration times: the CPU twins always, the CUDA kernels on a CUDA device.
+SelftestCounts device_selftests(bool cuda, int ordinal) {
+  std::ostringstream log;
+  SelftestCounts counts;
+  run_cpu_selftests(log, 1, &counts);
+  if (cuda) {
+    SelftestCounts gpu;
+    if (run_gpu_selftests(log, ordinal, 1, &gpu) == 77) {
+      gpu.failed += 1;
+      gpu.first_failure = "gpu: the CUDA self-tests found no device";
+    }
+    counts.passed += gpu.passed;
+    counts.failed += gpu.failed;
+    if (counts.first_failure.empty()) counts.first_failure = gpu.first_failure;
+  }
+  return counts;
+}
+}  // namespace
+
 KernelBuildInfo kernel_build_info() {
   KernelBuildInfo b;
 #ifdef KVCAP_KERNELS_COMMIT
@@ -322,6 +342,45 @@ double time_decode_shape(const CalibrationOptions& options, const DecodeShape& s
   return be->time_decode(shape, reps);
 }
 
+namespace {
+// The ratios measured in one run: decode vs stream, paged vs contiguous, fp8 vs bf16 KV, WMMA vs cuBLAS.
+void add_ratios(CalibrationResult& res, bool cuda) {
+  if (res.stream_read_bytes_per_s > 0) {
+    res.ratios.emplace_back("decode_vs_stream", res.decode.bandwidth_bytes_per_s / res.stream_read_bytes_per_s);
+  }
+  using P = CalibrationPoint;
+  const auto shape_key = [](const P& p) {
+    return std::make_tuple(p.batch, p.kv_len, p.kv_heads, p.q_heads, p.head_dim);
+  };
+  const double paged_vs_contig = matched_ratio(
+      res.points, [](const P& p) { return p.layout == "contiguous" && p.kv_dtype == "bf16"; },
+      [](const P& p) { return p.layout == "paged" && p.kv_dtype == "bf16" && p.block_size == 16; }, shape_key);
+  if (paged_vs_contig > 0) res.ratios.emplace_back("paged_vs_contiguous", paged_vs_contig);  // t_contig / t_paged
+  const double fp8_speedup = matched_ratio(
+      res.points,
+      [](const P& p) { return p.layout == "paged" && p.kv_dtype == "bf16" && !p.mla && p.block_size == 16; },
+      [](const P& p) { return p.layout == "paged" && p.kv_dtype == "fp8" && !p.mla; }, shape_key);
+  if (fp8_speedup > 0) res.ratios.emplace_back("fp8_vs_bf16_decode_speedup", fp8_speedup);  // t_bf16 / t_fp8
+  if (cuda) {
+    // mma vs cuBLAS: geometric mean over the shapes with M >= 1024 where both ran (prefill-sized GEMMs).
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> cublas_rate;
+    for (const auto& p : res.points) {
+      if (p.kernel == "gemm" && p.impl == "cublas") cublas_rate[{p.m, p.n, p.k}] = p.flops / p.time_s;
+    }
+    double log_sum = 0;
+    int pairs = 0;
+    for (const auto& p : res.points) {
+      if (p.kernel != "gemm" || p.impl != "mma" || p.m < 1024) continue;
+      const auto it = cublas_rate.find({p.m, p.n, p.k});
+      if (it == cublas_rate.end() || it->second <= 0) continue;
+      log_sum += std::log(p.flops / p.time_s / it->second);
+      ++pairs;
+    }
+    if (pairs > 0) res.ratios.emplace_back("mma_gemm_vs_cublas", std::exp(log_sum / pairs));
+  }
+}
+}  // namespace
+
 CalibrationResult run_calibration(const CalibrationOptions& options, const ProgressCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   auto be = open_backend(options);
@@ -336,20 +395,7 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
   res.prefill_tensor_cores = cuda;  // the CUDA prefill kernel runs on tensor cores (mma.sync), the CPU twin does not
   // The self-tests first: a calibration records whether the kernels it timed compute what they should on this device.
   if (progress) progress(CalibrationProgress{0, static_cast<int>(tasks.size()), "selftest", "self-tests"});
-  {
-    std::ostringstream log;
-    run_cpu_selftests(log, 1, &res.selftest);
-    if (cuda) {
-      SelftestCounts gpu;
-      if (run_gpu_selftests(log, res.device.ordinal, 1, &gpu) == 77) {
-        gpu.failed += 1;
-        gpu.first_failure = "gpu: the CUDA self-tests found no device";
-      }
-      res.selftest.passed += gpu.passed;
-      res.selftest.failed += gpu.failed;
-      if (res.selftest.first_failure.empty()) res.selftest.first_failure = gpu.first_failure;
-    }
-  }
+  res.selftest = device_selftests(cuda, res.device.ordinal);
   res.mode = quick ? "quick" : "full";
   res.date_utc = utc_now_iso();
   res.host = host_description(res.device);
@@ -454,37 +500,7 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
     if (r > 0) res.gemm_classes.push_back(GemmClass{b[0], b[1], r, ref_impl});
   }
 
-  // Ratios measured in this run.
-  if (res.stream_read_bytes_per_s > 0) {
-    res.ratios.emplace_back("decode_vs_stream", res.decode.bandwidth_bytes_per_s / res.stream_read_bytes_per_s);
-  }
-  using P = CalibrationPoint;
-  const auto shape_key = [](const P& p) { return std::make_tuple(p.batch, p.kv_len, p.kv_heads, p.q_heads, p.head_dim); };
-  const double paged_vs_contig = matched_ratio(
-      res.points, [](const P& p) { return p.layout == "contiguous" && p.kv_dtype == "bf16"; },
-      [](const P& p) { return p.layout == "paged" && p.kv_dtype == "bf16" && p.block_size == 16; }, shape_key);
-  if (paged_vs_contig > 0) res.ratios.emplace_back("paged_vs_contiguous", paged_vs_contig);  // t_contig / t_paged
-  const double fp8_speedup = matched_ratio(
-      res.points, [](const P& p) { return p.layout == "paged" && p.kv_dtype == "bf16" && !p.mla && p.block_size == 16; },
-      [](const P& p) { return p.layout == "paged" && p.kv_dtype == "fp8" && !p.mla; }, shape_key);
-  if (fp8_speedup > 0) res.ratios.emplace_back("fp8_vs_bf16_decode_speedup", fp8_speedup);  // t_bf16 / t_fp8
-  if (cuda) {
-    // mma vs cuBLAS: geometric mean over the shapes with M >= 1024 where both ran (prefill-sized GEMMs).
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> cublas_rate;
-    for (const auto& p : res.points) {
-      if (p.kernel == "gemm" && p.impl == "cublas") cublas_rate[{p.m, p.n, p.k}] = p.flops / p.time_s;
-    }
-    double log_sum = 0;
-    int pairs = 0;
-    for (const auto& p : res.points) {
-      if (p.kernel != "gemm" || p.impl != "mma" || p.m < 1024) continue;
-      const auto it = cublas_rate.find({p.m, p.n, p.k});
-      if (it == cublas_rate.end() || it->second <= 0) continue;
-      log_sum += std::log(p.flops / p.time_s / it->second);
-      ++pairs;
-    }
-    if (pairs > 0) res.ratios.emplace_back("mma_gemm_vs_cublas", std::exp(log_sum / pairs));
-  }
+  add_ratios(res, cuda);
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report(total, "done", "done");
   return res;

@@ -21,11 +21,11 @@ inline constexpr int kWarps = kThreads / 32;
 // U = 4 ran 1.94 TB/s where U = 2 ran 1.54 (2026-11-25, docs/kernels.md).
 template <int DQK, int G, KvDtype D>
 struct Shape {
-  static constexpr int E = G >= 8 ? 4 : 8;   // elements per lane
-  static constexpr int TEAM = DQK / E;       // lanes per token
-  static constexpr int TPW = 32 / TEAM;      // teams per warp
-  static constexpr int NT = kWarps * TPW;    // teams per block
-  static constexpr int U = 4;                // tokens per team step (loads in flight per lane: 2U); divides a page
+  static constexpr int E = G >= 8 ? 4 : 8;  // elements per lane
+  static constexpr int TEAM = DQK / E;      // lanes per token
+  static constexpr int TPW = 32 / TEAM;     // teams per warp
+  static constexpr int NT = kWarps * TPW;   // teams per block
+  static constexpr int U = 4;               // tokens per team step (loads in flight per lane: 2U); divides a page
   static constexpr int VB = E * static_cast<int>(kv_dtype_bytes(D));  // bytes per lane load
   static_assert(TEAM >= 1 && TEAM <= 32 && 32 % TEAM == 0, "a team must divide a warp");
   static_assert(G <= TEAM, "each head needs an owner lane in the team");
@@ -33,8 +33,12 @@ struct Shape {
 
 // After the transposing butterfly over a team of `team` lanes, lane tl holds the full score of head
 // tl / (team / g); the first lane holding head h is h x (team / g).
-KVCAP_HD constexpr int owner_head(int tl, int team, int g) { return tl / (team / g); }
-KVCAP_HD constexpr int owner_lane(int head, int team, int g) { return head * (team / g); }
+KVCAP_HD constexpr int owner_head(int tl, int team, int g) {
+  return tl / (team / g);
+}
+KVCAP_HD constexpr int owner_lane(int head, int team, int g) {
+  return head * (team / g);
+}
 
 // One transposing butterfly step at partner distance O for a lane still holding n values r[0..n): for slot
 // i < n / 2 the lane keeps the upper half (r[i + n/2]) when its bit O is set, else the lower half (r[i]), and sends
@@ -74,6 +78,8 @@ KVCAP_HD float softmax_step(const float (&s)[U], const bool (&valid)[U], float& 
 // The flash-decoding merge of partial states: a state with running max m counts 2^(m - mm) in the combined max mm.
 // (-FLT_MAX is the empty state's max: it counts 0 beside any real one, and 1 beside another empty one, whose l
 // and accumulator are 0.)
-KVCAP_HD float merge_factor(float m, float mm) { return exp2_(m - mm); }
+KVCAP_HD float merge_factor(float m, float mm) {
+  return exp2_(m - mm);
+}
 
 }  // namespace kvcap::kernels::team

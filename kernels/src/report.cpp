@@ -83,8 +83,9 @@ std::vector<TargetVerdict> evaluate_targets(const CalibrationResult& r, const Da
   const double dec = reference_decode(r);
   gpu_only(judge("decode (paged bf16, d 128, largest point) >= 90% of stream read",
                  r.stream_read_bytes_per_s > 0 ? dec / r.stream_read_bytes_per_s : 0, 0.90,
-                 r.stream_read_bytes_per_s > 0 ? fmt("%.1f%% (%.3f TB/s)", 100 * dec / r.stream_read_bytes_per_s, dec / 1e12)
-                                               : ""));
+                 r.stream_read_bytes_per_s > 0
+                     ? fmt("%.1f%% (%.3f TB/s)", 100 * dec / r.stream_read_bytes_per_s, dec / 1e12)
+                     : ""));
   const double pvc = ratio(r, "paged_vs_contiguous");
   gpu_only(judge("paged >= 90% of contiguous decode speed", pvc, 0.90, fmt("%.1f%%", 100 * pvc)));
   const double f8 = ratio(r, "fp8_vs_bf16_decode_speedup");
@@ -95,15 +96,14 @@ std::vector<TargetVerdict> evaluate_targets(const CalibrationResult& r, const Da
   const double big = r.gemm_classes.empty() ? 0 : r.gemm_classes.back().flops_per_s;
   gpu_only(peak > 0 ? judge("cuBLAS >= 75% of dense bf16 peak (M >= 2049)", big / peak, 0.75,
                             fmt("%.1f%% (%.0f of %.0f TFLOP/s)", 100 * big / peak, big / 1e12, peak / 1e12))
-                    : TargetVerdict{"cuBLAS >= 75% of dense bf16 peak (M >= 2049)", "no datasheet (give the GPU profile)",
-                                    S::not_measured});
+                    : TargetVerdict{"cuBLAS >= 75% of dense bf16 peak (M >= 2049)",
+                                    "no datasheet (give the GPU profile)", S::not_measured});
   {
     TargetVerdict t{"decode fit: held-out points within 10%",
                     fmt("%.1f%% max over %.0f points (fit rms %.1f%%)", 100 * r.decode.holdout_max_relative_error,
                         r.decode.holdout_points, 100 * r.decode.fit_rms_relative_error),
                     S::not_measured};
-    if (r.decode.holdout_points > 0)
-      t.status = r.decode.holdout_max_relative_error <= 0.10 ? S::met : S::missed;
+    if (r.decode.holdout_points > 0) t.status = r.decode.holdout_max_relative_error <= 0.10 ? S::met : S::missed;
     gpu_only(t);
   }
   return v;
@@ -118,7 +118,8 @@ void write_calibration_report(std::ostream& o, const CalibrationResult& r, const
   o << "\n";
   const double stream = r.stream_read_bytes_per_s;
   const double bw = ds ? ds->memory_bandwidth_bytes_per_s : 0;
-  o << fmt("stream read   %9.1f GB/s", stream / 1e9) << (bw > 0 ? fmt("   %.1f%% of datasheet %.0f GB/s", 100 * stream / bw, bw / 1e9) : "") << "\n";
+  o << fmt("stream read   %9.1f GB/s", stream / 1e9)
+    << (bw > 0 ? fmt("   %.1f%% of datasheet %.0f GB/s", 100 * stream / bw, bw / 1e9) : "") << "\n";
   o << fmt("stream copy   %9.1f GB/s   %.3f x read (read + write bytes)\n", r.stream_copy_bytes_per_s / 1e9,
            stream > 0 ? r.stream_copy_bytes_per_s / stream : 0);
   o << fmt("decode fit    %9.1f GB/s   t0 %.1f us", r.decode.bandwidth_bytes_per_s / 1e9, r.decode.t0_s * 1e6)
@@ -126,9 +127,9 @@ void write_calibration_report(std::ostream& o, const CalibrationResult& r, const
            100 * r.decode.holdout_max_relative_error);
   for (const auto& v : r.decode_by_variant) {
     char line[200];
-    std::snprintf(line, sizeof line, "  decode %-10s %-4s d%-3d%s %9.1f GB/s   %.1f%% of stream read\n", v.layout.c_str(),
-                  v.kv_dtype.c_str(), v.head_dim, v.mla ? " mla" : "    ", v.bandwidth_bytes_per_s / 1e9,
-                  stream > 0 ? 100 * v.bandwidth_bytes_per_s / stream : 0);
+    std::snprintf(line, sizeof line, "  decode %-10s %-4s d%-3d%s %9.1f GB/s   %.1f%% of stream read\n",
+                  v.layout.c_str(), v.kv_dtype.c_str(), v.head_dim, v.mla ? " mla" : "    ",
+                  v.bandwidth_bytes_per_s / 1e9, stream > 0 ? 100 * v.bandwidth_bytes_per_s / stream : 0);
     o << line;
   }
   const double peak = ds ? ds->bf16_dense_flops : 0;
@@ -136,7 +137,8 @@ void write_calibration_report(std::ostream& o, const CalibrationResult& r, const
     char line[200];
     const std::string range = c.m_max >= 1000000000 ? ">= " + std::to_string(c.m_min)
                                                     : std::to_string(c.m_min) + "-" + std::to_string(c.m_max);
-    std::snprintf(line, sizeof line, "gemm %-6s M %-10s %9.3f TFLOP/s", c.impl.c_str(), range.c_str(), c.flops_per_s / 1e12);
+    std::snprintf(line, sizeof line, "gemm %-6s M %-10s %9.3f TFLOP/s", c.impl.c_str(), range.c_str(),
+                  c.flops_per_s / 1e12);
     o << line << (peak > 0 ? fmt("   %.1f%% of dense bf16 %.0f", 100 * c.flops_per_s / peak, peak / 1e12) : "") << "\n";
   }
   o << fmt("prefill attention %.3f TFLOP/s", r.prefill_flops_per_s / 1e12)
@@ -150,7 +152,9 @@ void write_calibration_report(std::ostream& o, const CalibrationResult& r, const
   int met = 0, judged = 0;
   o << "targets (docs/kernels.md):\n";
   for (const auto& t : verdicts) {
-    const char* tag = t.status == TargetVerdict::Status::met ? "MET   " : t.status == TargetVerdict::Status::missed ? "MISSED" : "n/a   ";
+    const char* tag = t.status == TargetVerdict::Status::met      ? "MET   "
+                      : t.status == TargetVerdict::Status::missed ? "MISSED"
+                                                                  : "n/a   ";
     o << "  " << tag << " " << t.name << ": " << t.measured << "\n";
     if (t.status != TargetVerdict::Status::not_measured) ++judged;
     if (t.status == TargetVerdict::Status::met) ++met;

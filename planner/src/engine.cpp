@@ -37,8 +37,8 @@ const std::vector<EngineProfile>& engine_profiles() {
            d.bandwidth_efficiency, d.compute_efficiency_16bit, d.compute_efficiency_8bit, d.step_overhead_s,
            d.layer_overhead_s, 0, 0.129, 0.559, 0.251),
       // Fitted by `kvcap accuracy --fit` (docs/accuracy.md, 2026-11-25, after closed loops were staggered over the
-      // planner's steady-state cycle and S2-083 ran; SGLang came out unchanged; refitted 2026-11-25 after the closed-loop
-      // client fix: TensorRT-LLM fp8 0.55 -> 0.60, the rest unchanged): coordinate descent over the grid of
+      // planner's steady-state cycle and S2-083 ran; SGLang came out unchanged; refitted 2026-11-25 after the
+      // closed-loop client fix: TensorRT-LLM fp8 0.55 -> 0.60, the rest unchanged): coordinate descent over the grid of
       // each constant within physical bounds, minimising the mean of the engine's TPOT, TTFT and throughput MAPEs on
       // its fixture points. Order: bandwidth, 16-bit and fp8 GEMM efficiency, step, layer and request overhead.
       // Constants on a bound of their grid (vLLM fp8 0.35, SGLang and TensorRT-LLM 16-bit 0.45, TensorRT-LLM

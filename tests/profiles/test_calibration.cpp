@@ -1,6 +1,5 @@
 // calibration.yaml -> Calibration (profiles/src/calibration.cpp), and its effect on the speed model.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -54,8 +53,8 @@ TEST_CASE("the documented calibration example loads with its fitted figures", "[
 
 TEST_CASE("the H100 calibration measured on 2026-11-25 loads and plans as an H100", "[calibration]") {
   // profiles/calibrations/h100-sxm-2026-11-25.yaml: scripts/gpu-check.sh's output on a real H100 80GB HBM3.
-  const Calibration c =
-      profiles::load_calibration_file(std::string(KVCAP_SOURCE_DIR) + "/profiles/calibrations/h100-sxm-2026-11-25.yaml");
+  const Calibration c = profiles::load_calibration_file(std::string(KVCAP_SOURCE_DIR) +
+                                                        "/profiles/calibrations/h100-sxm-2026-11-25.yaml");
   CHECK(c.device == "NVIDIA H100 80GB HBM3");
   CHECK(c.selftests_passed);
   CHECK(c.prefill_attention.tensor_cores);

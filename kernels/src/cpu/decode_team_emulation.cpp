@@ -48,14 +48,15 @@ class BlockEmulation {
     const float qscale = p_.sm_scale * p_.k_scale * kLog2e;
     const std::int32_t* pages = p_.layout == KvLayout::paged ? p_.page_indices + p_.page_indptr[b] : nullptr;
 
-    std::vector<float> o_s(static_cast<std::size_t>(team::kWarps) * G * DQK), m_s(team::kWarps * G), l_s(team::kWarps * G);
+    constexpr std::size_t kStates = std::size_t{team::kWarps} * G;
+    std::vector<float> o_s(kStates * DQK), m_s(kStates), l_s(kStates);
     for (int warp = 0; warp < team::kWarps; ++warp) {
       Lane lanes[kLanes];
       for (int lane = 0; lane < kLanes; ++lane) {
         const int tl = lane % TEAM;
         for (int g = 0; g < G; ++g) {
           for (int j = 0; j < E; ++j) {
-            lanes[lane].q[g][j] = g < gt ? p_.q[p_.q_offset(b, qh0 + g) + tl * E + j] * qscale : 0.0f;
+            lanes[lane].q[g][j] = g < gt ? p_.q[p_.q_offset(b, qh0 + g) + std::int64_t{tl} * E + j] * qscale : 0.0f;
             lanes[lane].acc[g][j] = 0.0f;
           }
         }
@@ -101,7 +102,7 @@ class BlockEmulation {
         valid[lane][u] = t0 + u < end;
         float k[E];
         if (valid[lane][u]) {
-          const std::int64_t off = p_.slot_offset(p_.slot(b, t0, pages) + u, kvh) + tl * E;
+          const std::int64_t off = p_.slot_offset(p_.slot(b, t0, pages) + u, kvh) + std::int64_t{tl} * E;
           for (int j = 0; j < E; ++j) {
             k[j] = KvTraits<D>::to_float(kbase[off + j]);
             v[lane][u][j] = KvTraits<D>::to_float(vbase[off + j]);
@@ -147,7 +148,8 @@ class BlockEmulation {
       float kept[kLanes][G];
       for (int lane = 0; lane < kLanes; ++lane) {
         if (n > 1) {
-          for (int i = 0; i < n / 2; ++i) team::transpose_pick(r[lane], i, n, (lane % TEAM & o) != 0, sent[lane][i], kept[lane][i]);
+          for (int i = 0; i < n / 2; ++i)
+            team::transpose_pick(r[lane], i, n, (lane % TEAM & o) != 0, sent[lane][i], kept[lane][i]);
         } else {
           sent[lane][0] = kept[lane][0] = r[lane][0];
         }
@@ -196,7 +198,9 @@ class BlockEmulation {
     }
     for (int lane = 0; lane < TEAM; ++lane) {
       for (int g = 0; g < G; ++g) {
-        for (int j = 0; j < E; ++j) o_s[(static_cast<std::size_t>(warp) * G + g) * DQK + lane * E + j] = lanes[lane].acc[g][j];
+        for (int j = 0; j < E; ++j)
+          o_s[(static_cast<std::size_t>(warp) * G + g) * DQK + static_cast<std::size_t>(lane) * E + j] =
+              lanes[lane].acc[g][j];
         if (lane == 0) {
           m_s[warp * G + g] = lanes[lane].m[g];
           l_s[warp * G + g] = lanes[lane].l[g];
@@ -226,16 +230,22 @@ void emulate(const DecodeParams& p, const DecodeSplit& s, float* part_o, float* 
 template <int DQK, KvDtype D>
 void emulate_group(const DecodeParams& p, const DecodeSplit& s, float* part_o, float* part_lse) {
   const int g = p.group_size();  // as decode_attention_gpu: the group rounded up to a power of two, at most 8
-  if (g <= 1) emulate<DQK, 1, D>(p, s, part_o, part_lse);
-  else if (g <= 2) emulate<DQK, 2, D>(p, s, part_o, part_lse);
-  else if (g <= 4) emulate<DQK, 4, D>(p, s, part_o, part_lse);
-  else emulate<DQK, 8, D>(p, s, part_o, part_lse);
+  if (g <= 1)
+    emulate<DQK, 1, D>(p, s, part_o, part_lse);
+  else if (g <= 2)
+    emulate<DQK, 2, D>(p, s, part_o, part_lse);
+  else if (g <= 4)
+    emulate<DQK, 4, D>(p, s, part_o, part_lse);
+  else
+    emulate<DQK, 8, D>(p, s, part_o, part_lse);
 }
 
 template <KvDtype D>
 void emulate_dim(const DecodeParams& p, const DecodeSplit& s, float* part_o, float* part_lse) {
-  if (p.head_dim_qk == 64) emulate_group<64, D>(p, s, part_o, part_lse);
-  else emulate_group<128, D>(p, s, part_o, part_lse);
+  if (p.head_dim_qk == 64)
+    emulate_group<64, D>(p, s, part_o, part_lse);
+  else
+    emulate_group<128, D>(p, s, part_o, part_lse);
 }
 
 }  // namespace
@@ -250,9 +260,15 @@ void decode_attention_gpu_emulation(const DecodeParams& p, const DecodeSplit& sp
     part_lse.resize(static_cast<std::size_t>(p.batch) * p.num_q_heads * s.num_chunks);
   }
   switch (p.kv_dtype) {
-    case KvDtype::bf16: emulate_dim<KvDtype::bf16>(p, s, part_o.data(), part_lse.data()); break;
-    case KvDtype::fp16: emulate_dim<KvDtype::fp16>(p, s, part_o.data(), part_lse.data()); break;
-    case KvDtype::fp8_e4m3: emulate_dim<KvDtype::fp8_e4m3>(p, s, part_o.data(), part_lse.data()); break;
+    case KvDtype::bf16:
+      emulate_dim<KvDtype::bf16>(p, s, part_o.data(), part_lse.data());
+      break;
+    case KvDtype::fp16:
+      emulate_dim<KvDtype::fp16>(p, s, part_o.data(), part_lse.data());
+      break;
+    case KvDtype::fp8_e4m3:
+      emulate_dim<KvDtype::fp8_e4m3>(p, s, part_o.data(), part_lse.data());
+      break;
   }
   if (s.num_chunks <= 1) return;
   // decode_merge_kernel: out = sum_c 2^(lse_c - max) o_c / sum_c 2^(lse_c - max).
