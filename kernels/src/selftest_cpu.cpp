@@ -17,6 +17,7 @@
 #include "kvcap/kernels/gemm.h"
 #include "kvcap/kernels/prefill_attention.h"
 #include "kvcap/kernels/stream.h"
+#include "prefill_tc.h"
 
 namespace kvcap::kernels {
 
@@ -240,6 +241,43 @@ void test_prefill(Checks& c, std::mt19937_64& rng) {
   }
 }
 
+// The tensor-core prefill kernel's structure emulated on the CPU (prefill_tc_emulation.cpp: ldmatrix and mma.sync
+// fragments from the kernel's own addresses) against the double reference: prompts of 1 token, around the 64-row
+// and 64-key tiles, GQA, d 64 and 128. P is rounded to bf16 before P.V, as on the GPU: the bound is 2^-8 max |v|.
+void test_prefill_emulation(Checks& c, std::mt19937_64& rng) {
+  const int lens[] = {1, 2, 15, 63, 64, 65, 127, 129, 200};
+  for (int i = 0; i < 9; ++i) {
+    auto [p, q, k, v] = detail::random_prefill_case(rng, 1, 2, 3, i % 2 ? 64 : 128);
+    p.seq_len = lens[i];
+    q.resize(static_cast<std::size_t>(p.seq_len) * p.num_q_heads * p.head_dim);
+    k.resize(static_cast<std::size_t>(p.seq_len) * p.num_kv_heads * p.head_dim);
+    v.resize(k.size());
+    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    for (auto& x : q) x = float_to_bf16(2.0f * uni(rng));
+    for (auto& x : k) x = float_to_bf16(2.0f * uni(rng));
+    for (auto& x : v) x = float_to_bf16(uni(rng));
+    std::vector<float> emu(q.size()), ref(q.size());
+    p.q = q.data();
+    p.k = k.data();
+    p.v = v.data();
+    p.out = ref.data();
+    prefill_attention_reference(p);
+    p.out = emu.data();
+    prefill_attention_gpu_emulation(p);
+    double vmax = 0;
+    for (const auto x : v) vmax = std::max(vmax, std::fabs(static_cast<double>(bf16_to_float(x))));
+    const double tol = vmax / 256.0 + 1e-5;
+    const double e = c.max_abs_diff(emu.data(), ref.data(), emu.size());
+    c.check(e <= tol, "prefill.gpu_emulation_vs_reference",
+            "S=" + std::to_string(p.seq_len) + " H=" + std::to_string(p.num_q_heads) + "/" +
+                std::to_string(p.num_kv_heads) + " d=" + std::to_string(p.head_dim) + " " + fmt_err(e, tol));
+  }
+  // The fragment maps on their own: lane 5 holds rows 1 and 9, columns 2 and 3 of an accumulator tile.
+  c.check(prefill_tc::c_row(5, 0) == 1 && prefill_tc::c_row(5, 3) == 9 && prefill_tc::c_col(5, 0) == 2 &&
+              prefill_tc::c_col(5, 1) == 3 && prefill_tc::visible(3, 3, 4) && !prefill_tc::visible(3, 4, 9),
+          "prefill.fragment_maps");
+}
+
 void test_stream(Checks& c, std::mt19937_64& rng) {
   const std::size_t bytes = (std::size_t{1} << 20) + 4096;
   std::vector<std::uint8_t> src(bytes), dst(bytes, 0);
@@ -274,10 +312,14 @@ struct Family {
   const char* name;
   void (*run)(Checks&, std::mt19937_64&);
 };
-constexpr Family kFamilies[] = {
-    {"numeric", test_numeric}, {"decode", test_decode},   {"decode_emulation", test_decode_emulation},
-    {"gemm", test_gemm},       {"prefill", test_prefill}, {"stream", test_stream},
-    {"fit", test_fit}};
+constexpr Family kFamilies[] = {{"numeric", test_numeric},
+                                {"decode", test_decode},
+                                {"decode_emulation", test_decode_emulation},
+                                {"gemm", test_gemm},
+                                {"prefill_emulation", test_prefill_emulation},
+                                {"prefill", test_prefill},
+                                {"stream", test_stream},
+                                {"fit", test_fit}};
 
 }  // namespace
 

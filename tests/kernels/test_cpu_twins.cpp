@@ -36,6 +36,11 @@ TEST_CASE("the CUDA decode team kernel emulated lane by lane: vs the reference o
   check_family("decode_emulation");
 }
 
+TEST_CASE("the CUDA prefill kernel emulated with its ldmatrix and mma fragments: vs the reference",
+          "[kernels][prefill][emulation]") {
+  check_family("prefill_emulation");
+}
+
 TEST_CASE("GEMM twin: vs the double triple loop within 1e-6 k + 1e-6", "[kernels][gemm]") {
   check_family("gemm");
 }
@@ -53,8 +58,8 @@ TEST_CASE("the decode fit recovers t0 and bandwidth from noisy points", "[kernel
 }
 
 TEST_CASE("every self-test family has a test case above", "[kernels]") {
-  CHECK(kernels::cpu_selftest_families() ==
-        std::vector<std::string>{"numeric", "decode", "decode_emulation", "gemm", "prefill", "stream", "fit"});
+  CHECK(kernels::cpu_selftest_families() == std::vector<std::string>{"numeric", "decode", "decode_emulation", "gemm",
+                                                                     "prefill_emulation", "prefill", "stream", "fit"});
   std::ostringstream log;
   CHECK_THROWS_AS(kernels::run_cpu_selftest("decod", log), std::invalid_argument);
 }

@@ -11,26 +11,18 @@
 
 #include "cuda/dispatch.cuh"
 #include "kvcap/kernels/cuda_launchers.h"
+#include "prefill_tc.h"
 
 namespace kvcap::kernels {
 
 namespace {
 
-constexpr int kThreads = 128;  // 4 warps
-constexpr int kBM = 64;        // query rows per block (16 per warp)
-constexpr int kBN = 64;        // keys per tile
-constexpr float kLog2e = 1.4426950408889634f;
-
-// Shared memory rows are padded by 16 bytes so that the 8 rows an ldmatrix reads fall in different bank groups.
+using prefill_tc::kBM;
+using prefill_tc::kBN;
+using prefill_tc::kThreads;
 template <int D>
-struct PrefillSmem {
-  static constexpr int kStride = D + 8;  // bf16 elements per row
-  static constexpr int q_off = 0;
-  static constexpr int k_off = q_off + kBM * kStride;
-  static constexpr int v_off = k_off + 2 * kBN * kStride;
-  static constexpr int elements = v_off + 2 * kBN * kStride;
-  static constexpr int bytes = elements * 2;
-};
+using PrefillSmem = prefill_tc::Smem<D>;
+constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -102,7 +94,6 @@ __global__ void __launch_bounds__(kThreads) prefill_tc_kernel(const PrefillParam
   std::uint16_t* v_s = sm + L::v_off;
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, c = lane & 3;  // mma fragment coordinates: row group, column pair
   const int h = blockIdx.y;
   const int kvh = h / p.group_size();
   const int q0 = (gridDim.x - 1 - blockIdx.x) * kBM;  // the longest (last) query tiles first
@@ -141,7 +132,8 @@ __global__ void __launch_bounds__(kThreads) prefill_tc_kernel(const PrefillParam
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         // A fragment of rows row0..+15, dims kk*16..+15: matrices (rows 0-7 | 8-15) x (dims 0-7 | 8-15).
-        const int r = warp * 16 + (lane & 15), col = kk * 16 + (lane >> 4) * 8;
+        int r, col;
+        prefill_tc::q_a_address(lane, warp, kk, r, col);
         ldmatrix_x4(qa[kk], q_s + r * kS + col);
       }
     }
@@ -159,7 +151,8 @@ __global__ void __launch_bounds__(kThreads) prefill_tc_kernel(const PrefillParam
       for (int n = 0; n < kBN / 8; n += 2) {
         // B fragments of two n-tiles: matrices (keys n*8+0-7 | n*8+8-15) x (dims kk*16+0-7 | +8-15).
         std::uint32_t b[4];
-        const int key = n * 8 + (lane & 7) + (lane >> 4) * 8, col = kk * 16 + ((lane >> 3) & 1) * 8;
+        int key, col;
+        prefill_tc::k_b_address(lane, n, kk, key, col);
         ldmatrix_x4(b, kt + key * kS + col);
         mma_bf16(s[n], qa[kk], b[0], b[1]);
         mma_bf16(s[n + 1], qa[kk], b[2], b[3]);
@@ -168,13 +161,13 @@ __global__ void __launch_bounds__(kThreads) prefill_tc_kernel(const PrefillParam
     // Scale to the log2 domain, mask (causal and past the prompt: only tiles that reach the warp's first row or
     // the prompt's end need it), and the online softmax of rows g and g + 8.
     float mx[2] = {-FLT_MAX, -FLT_MAX};
-    if (k0 + kBN - 1 > row0 || k0 + kBN > S) {
+    if (prefill_tc::tile_needs_mask(k0, row0, S)) {
 #pragma unroll
       for (int n = 0; n < kBN / 8; ++n) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int qpos = row0 + g + (e >> 1) * 8, kpos = k0 + n * 8 + 2 * c + (e & 1);
-          const bool ok = kpos <= qpos && kpos < S;
+          const int qpos = row0 + prefill_tc::c_row(lane, e), kpos = k0 + n * 8 + prefill_tc::c_col(lane, e);
+          const bool ok = prefill_tc::visible(qpos, kpos, S);
           s[n][e] = ok ? s[n][e] * scale : -FLT_MAX;
           mx[e >> 1] = fmaxf(mx[e >> 1], s[n][e]);
         }
@@ -226,7 +219,8 @@ __global__ void __launch_bounds__(kThreads) prefill_tc_kernel(const PrefillParam
       for (int n = 0; n < D / 8; n += 2) {
         // B fragments of dims n*8.. and n*8+8..: V^T via ldmatrix.trans of (keys t*16+0-7 | +8-15) x dims.
         std::uint32_t b[4];
-        const int key = t * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, col = n * 8 + (lane >> 4) * 8;
+        int key, col;
+        prefill_tc::v_b_address(lane, t, n, key, col);
         ldmatrix_x4_trans(b, vt + key * kS + col);
         mma_bf16(o[n], pa, b[0], b[1]);
         mma_bf16(o[n + 1], pa, b[2], b[3]);
@@ -244,13 +238,13 @@ __global__ void __launch_bounds__(kThreads) prefill_tc_kernel(const PrefillParam
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int qpos = row0 + g + r * 8;
+    const int qpos = row0 + prefill_tc::c_row(lane, 2 * r);
     if (qpos >= S) continue;
     const float inv = l_run[r] > 0.0f ? 1.0f / l_run[r] : 0.0f;
     float* out = p.out + p.q_offset(qpos, h);
 #pragma unroll
     for (int n = 0; n < D / 8; ++n) {
-      *reinterpret_cast<float2*>(out + n * 8 + 2 * c) = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+      *reinterpret_cast<float2*>(out + n * 8 + prefill_tc::c_col(lane, 0)) = make_float2(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
     }
   }
 }

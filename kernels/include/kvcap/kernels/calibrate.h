@@ -189,7 +189,7 @@ int run_gpu_selftests(std::ostream& log, int device_ordinal = 0, std::uint64_t s
 
 // The CPU self-tests one family at a time, for test frameworks (tests/kernels): the same checks run_cpu_selftests
 // makes, with a random stream of the family's own from `seed`. Failures are logged to `log`, one line each.
-// In run order: "numeric", "decode", "decode_emulation", "gemm", "prefill", "stream", "fit".
+// In run order: "numeric", "decode", "decode_emulation", "gemm", "prefill_emulation", "prefill", "stream", "fit".
 const std::vector<std::string>& cpu_selftest_families();
 // Throws std::invalid_argument for a name not in cpu_selftest_families().
 SelftestCounts run_cpu_selftest(const std::string& family, std::ostream& log, std::uint64_t seed = 1);

@@ -38,6 +38,9 @@ inline constexpr int kPrefillTile = 32;
 void validate_prefill_params(const PrefillParams& p);
 // Tiled online-softmax CPU twin, multi-threaded over (query tile, head).
 void prefill_attention_cpu(const PrefillParams& p, int num_threads = 0);
+// The CUDA tensor-core kernel emulated on the CPU with its tiles, ldmatrix / mma.sync fragments and addresses
+// (kernels/src/prefill_tc.h), P rounded to bf16 as on the GPU: tests the GPU's algorithm without a GPU.
+void prefill_attention_gpu_emulation(const PrefillParams& p);
 // Naive softmax attention in double with the causal mask. For tests.
 void prefill_attention_reference(const PrefillParams& p);
 
