@@ -44,13 +44,21 @@ KVCAP_HD void v_b_address(int lane, int t, int n, int& key, int& col) {
   col = n * 8 + (lane >> 4) * 8;
 }
 // Accumulator element e (0-3) of a lane in an m16n8 tile: row and column within the tile.
-KVCAP_HD int c_row(int lane, int e) { return (lane >> 2) + (e >> 1) * 8; }
-KVCAP_HD int c_col(int lane, int e) { return 2 * (lane & 3) + (e & 1); }
+KVCAP_HD int c_row(int lane, int e) {
+  return (lane >> 2) + (e >> 1) * 8;
+}
+KVCAP_HD int c_col(int lane, int e) {
+  return 2 * (lane & 3) + (e & 1);
+}
 
 // Causal attention over a prompt of S tokens: query position q sees key position k.
-KVCAP_HD bool visible(int q, int k, int S) { return k <= q && k < S; }
+KVCAP_HD bool visible(int q, int k, int S) {
+  return k <= q && k < S;
+}
 // A key tile starting at k0 needs the mask for a warp whose first row is row0 when it reaches past that row or the
 // prompt's end; every other tile is wholly visible.
-KVCAP_HD bool tile_needs_mask(int k0, int row0, int S) { return k0 + kBN - 1 > row0 || k0 + kBN > S; }
+KVCAP_HD bool tile_needs_mask(int k0, int row0, int S) {
+  return k0 + kBN - 1 > row0 || k0 + kBN > S;
+}
 
 }  // namespace kvcap::kernels::prefill_tc

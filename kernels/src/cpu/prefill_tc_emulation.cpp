@@ -8,6 +8,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -43,8 +44,12 @@ void ldmatrix_x4(const std::uint16_t* smem, int stride, bool trans, Address&& ad
   }
 }
 
-float lo(std::uint32_t x) { return bf16_to_float(static_cast<std::uint16_t>(x & 0xffffu)); }
-float hi(std::uint32_t x) { return bf16_to_float(static_cast<std::uint16_t>(x >> 16)); }
+float lo(std::uint32_t x) {
+  return bf16_to_float(static_cast<std::uint16_t>(x & 0xffffu));
+}
+float hi(std::uint32_t x) {
+  return bf16_to_float(static_cast<std::uint16_t>(x >> 16));
+}
 
 // mma.sync.m16n8k16.row.col f32.bf16: lane (g = lane/4, c = lane%4) holds A at a0 (g, 2c..2c+1), a1 (g+8, 2c..),
 // a2 (g, 2c+8..), a3 (g+8, 2c+8..); B at b0 (k 2c..2c+1, n g), b1 (k 2c+8.., n g); C at c_row / c_col.
@@ -77,7 +82,7 @@ template <class Op>
 void quad_reduce(float (&v)[kLanes][2], Op op) {
   for (int o : {1, 2}) {
     float before[kLanes][2];
-    std::copy(&v[0][0], &v[0][0] + kLanes * 2, &before[0][0]);
+    std::memcpy(before, v, sizeof before);
     for (int l = 0; l < kLanes; ++l) {
       for (int r = 0; r < 2; ++r) v[l][r] = op(before[l][r], before[l ^ o][r]);
     }
@@ -105,7 +110,7 @@ void emulate_block(const PrefillParams& p, int q0, int h, std::vector<std::uint1
     for (int r = 0; r < 64; ++r) {
       for (int d = 0; d < D; ++d) {
         const bool ok = first + r < S;
-        sm[static_cast<std::size_t>(off + r * kS + d)] =
+        sm[static_cast<std::size_t>(off) + static_cast<std::size_t>(r) * kS + static_cast<std::size_t>(d)] =
             ok ? base[(std::int64_t{first + r} * heads + head) * D + d] : std::uint16_t{0};
       }
     }
@@ -115,8 +120,9 @@ void emulate_block(const PrefillParams& p, int q0, int h, std::vector<std::uint1
   std::vector<Warp<D>> warps(4);
   for (int w = 0; w < 4; ++w) {
     for (int kk = 0; kk < D / 16; ++kk)
-      ldmatrix_x4(sm.data() + L::q_off, kS, false, [&](int lane, int& r, int& c) { q_a_address(lane, w, kk, r, c); },
-                  warps[static_cast<std::size_t>(w)].qa[kk]);
+      ldmatrix_x4(
+          sm.data() + L::q_off, kS, false, [&](int lane, int& r, int& c) { q_a_address(lane, w, kk, r, c); },
+          warps[static_cast<std::size_t>(w)].qa[kk]);
     for (auto& n : warps[static_cast<std::size_t>(w)].o)
       for (auto& lane : n) lane[0] = lane[1] = lane[2] = lane[3] = 0.0f;
     for (int l = 0; l < kLanes; ++l) {
@@ -135,9 +141,11 @@ void emulate_block(const PrefillParams& p, int q0, int h, std::vector<std::uint1
       for (int kk = 0; kk < D / 16; ++kk) {
         for (int n = 0; n < kBN / 8; n += 2) {
           Regs4 b;
-          ldmatrix_x4(sm.data() + L::k_off, kS, false, [&](int lane, int& r, int& c) { k_b_address(lane, n, kk, r, c); }, b);
+          ldmatrix_x4(
+              sm.data() + L::k_off, kS, false, [&](int lane, int& r, int& c) { k_b_address(lane, n, kk, r, c); }, b);
           std::uint32_t b01[kLanes][2], b23[kLanes][2];
-          for (int l = 0; l < kLanes; ++l) b01[l][0] = b[l][0], b01[l][1] = b[l][1], b23[l][0] = b[l][2], b23[l][1] = b[l][3];
+          for (int l = 0; l < kLanes; ++l)
+            b01[l][0] = b[l][0], b01[l][1] = b[l][1], b23[l][0] = b[l][2], b23[l][1] = b[l][3];
           mma(s[n], W.qa[kk], b01);
           mma(s[n + 1], W.qa[kk], b23);
         }
@@ -174,17 +182,21 @@ void emulate_block(const PrefillParams& p, int q0, int h, std::vector<std::uint1
       }
       for (int t = 0; t < kBN / 16; ++t) {
         std::uint32_t pa[kLanes][4];
+        const auto& s_lo = s[static_cast<std::size_t>(2 * t)];
+        const auto& s_hi = s[static_cast<std::size_t>(2 * t + 1)];
         for (int l = 0; l < kLanes; ++l) {
-          pa[l][0] = pack_bf16(s[2 * t][l][0], s[2 * t][l][1]);
-          pa[l][1] = pack_bf16(s[2 * t][l][2], s[2 * t][l][3]);
-          pa[l][2] = pack_bf16(s[2 * t + 1][l][0], s[2 * t + 1][l][1]);
-          pa[l][3] = pack_bf16(s[2 * t + 1][l][2], s[2 * t + 1][l][3]);
+          pa[l][0] = pack_bf16(s_lo[l][0], s_lo[l][1]);
+          pa[l][1] = pack_bf16(s_lo[l][2], s_lo[l][3]);
+          pa[l][2] = pack_bf16(s_hi[l][0], s_hi[l][1]);
+          pa[l][3] = pack_bf16(s_hi[l][2], s_hi[l][3]);
         }
         for (int n = 0; n < D / 8; n += 2) {
           Regs4 b;
-          ldmatrix_x4(sm.data() + L::v_off, kS, true, [&](int lane, int& r, int& c) { v_b_address(lane, t, n, r, c); }, b);
+          ldmatrix_x4(
+              sm.data() + L::v_off, kS, true, [&](int lane, int& r, int& c) { v_b_address(lane, t, n, r, c); }, b);
           std::uint32_t b01[kLanes][2], b23[kLanes][2];
-          for (int l = 0; l < kLanes; ++l) b01[l][0] = b[l][0], b01[l][1] = b[l][1], b23[l][0] = b[l][2], b23[l][1] = b[l][3];
+          for (int l = 0; l < kLanes; ++l)
+            b01[l][0] = b[l][0], b01[l][1] = b[l][1], b23[l][0] = b[l][2], b23[l][1] = b[l][3];
           mma(W.o[n], pa, b01);
           mma(W.o[n + 1], pa, b23);
         }
@@ -221,8 +233,10 @@ void emulate(const PrefillParams& p) {
 
 void prefill_attention_gpu_emulation(const PrefillParams& p) {
   validate_prefill_params(p);
-  if (p.head_dim == 64) emulate<64>(p);
-  else emulate<128>(p);
+  if (p.head_dim == 64)
+    emulate<64>(p);
+  else
+    emulate<128>(p);
 }
 
 }  // namespace kvcap::kernels
