@@ -157,7 +157,10 @@ Demand demand_at(const MemoryPlan& p, i64 s) {
   for (const auto& g : p.kv_groups) {
     u64 blocks = spec_blocks_per_request(g.spec, s, p.dep.max_num_batched_tokens);
     if (sharing && g.spec.kind == KvSpecKind::full && p.dep.d.shared_prefix_tokens > 0) {
-      const u64 prefix = u(std::min(p.dep.d.shared_prefix_tokens, s)) / u(g.spec.block_size);
+      // A cache hit covers at most num_tokens - 1 tokens: the last token is always computed, so a request owns
+      // at least the block that holds it (vllm/v1/core/kv_cache_manager.py get_computed_blocks,
+      // max_cache_hit_length = request.num_tokens - 1). Only whole blocks of the prefix are shared.
+      const u64 prefix = u(std::min(p.dep.d.shared_prefix_tokens, s - 1)) / u(g.spec.block_size);
       r.shared += prefix;
       blocks -= std::min(blocks, prefix);
     }

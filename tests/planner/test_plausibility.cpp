@@ -1,5 +1,6 @@
 // The plausibility policy (planner/plausibility.hpp): each finding of issue 13 with its stable code.
 #include <algorithm>
+#include <cmath>
 #include <catch2/catch.hpp>
 
 #include "kvcap/planner/plausibility.hpp"
@@ -57,6 +58,36 @@ TEST_CASE("plausibility: batches and contexts", "[planner][plausibility]") {
   CHECK(has(check_batch(m, p, 2000, 1024, 256), "KVCAP-W201"));
   CHECK(has(check_batch(m, p, 1, 131072, 1), "KVCAP-E104"));
   CHECK_FALSE(has(check_batch(m, p, 1, 131071, 1), "KVCAP-E104"));
+}
+
+TEST_CASE("plausibility: a shared prefix longer than the prompt", "[planner][plausibility]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.shared_prefix_tokens = 5000;
+  const auto p = plan_memory(m, g, d, {4096});
+  const auto f = check_batch(m, p, 8, 1000, 256);
+  REQUIRE(has(f, "KVCAP-E108"));
+  CHECK(exit_code(f) == kExitUsage);
+  CHECK_FALSE(has(check_batch(m, p, 8, 5000, 256), "KVCAP-E108"));  // a prompt that is exactly the prefix
+}
+
+TEST_CASE("a shared prefix never makes a request free: the last token's block is its own", "[planner][memory]") {
+  // vLLM caps a prefix-cache hit at num_tokens - 1 (kv_cache_manager.py get_computed_blocks), so a request
+  // whose whole context lies within the shared prefix still owns the block of its last token.
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.shared_prefix_tokens = 4096;
+  const auto p = plan_memory(m, g, d, {4096});
+  const double shared = 4096.0 / 16;
+  for (const i64 s : {1, 16, 17, 1000, 4096}) {
+    // s tokens share floor((s - 1) / 16) blocks and own the rest of cdiv(s, 16): exactly one block.
+    const double shared_s = std::floor(static_cast<double>(s - 1) / 16);
+    CHECK(concurrency_at(m, p, s) == Approx(static_cast<double>(p.num_blocks) - shared_s));
+  }
+  // Beyond the prefix: the 256 prefix blocks are held once, the rest is the request's own.
+  CHECK(concurrency_at(m, p, 4096 + 160) == Approx((static_cast<double>(p.num_blocks) - shared) / 10));
 }
 
 TEST_CASE("plausibility: a calibration from another device", "[planner][plausibility]") {
