@@ -1,6 +1,8 @@
 // Reporters of `kvcap compare` (report/compare.hpp).
 #include "report/compare.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -28,22 +30,37 @@ void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) 
           << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << "," << c.max_concurrency << "\n";
 }
 
+std::string row_label(const std::string& spec) {
+  const auto at = spec.rfind('@');
+  const std::string model = at == std::string::npos ? spec : spec.substr(0, at);
+  const auto ext = std::filesystem::path(model).extension();
+  if (model.find('/') == std::string::npos && ext != ".json" && ext != ".yaml" && ext != ".yml") return spec;
+  // A model file (config.json or a YAML profile): its stem, as plots label it.
+  std::string stem = std::filesystem::path(model).stem().string();
+  if (stem == "config") stem = std::filesystem::path(model).parent_path().filename().string() + "/config";
+  return stem + (at == std::string::npos ? "" : spec.substr(at));
+}
+
 void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows, const std::vector<i64>& contexts) {
   out << "Maximum concurrent requests per replica, by context length (vLLM V1 semantics; weights "
       << "and KV in each model's dtype unless set)\n\n";
-  std::ostringstream head;
-  head << "  #  deployment                        KV/token/GPU    KV tokens";
-  out << head.str();
+  // Rows are named MODEL@NxGPU with a model file shown by its stem (never cut: rows must stay distinguishable).
+  std::vector<std::string> names;
+  std::size_t width = 32;
+  for (const auto& r : rows) {
+    names.push_back(escape::terminal_text(row_label(r.spec)));
+    width = std::max(width, names.back().size());
+  }
+  out << "  #  deployment" << std::string(width - 8, ' ') << "KV/token/GPU    KV tokens";
   for (auto c : contexts)
     out << std::string(8 - std::min<std::size_t>(7, human_tokens(c).size()), ' ') << human_tokens(c);
   out << "\n";
   int i = 0;
   for (const auto& r : rows) {
-    std::string name = escape::terminal_text(r.spec);
-    if (name.size() > 32) name = name.substr(0, 31) + "~";
+    const std::string& name = names[static_cast<std::size_t>(i)];
     std::string kv = human_bytes(static_cast<double>(r.p.kv_bytes_per_token_per_rank));
     const std::string cap = grouped(r.p.kv_capacity_tokens);
-    out << "  " << ++i << "  " << name << std::string(34 - name.size(), ' ')
+    out << "  " << ++i << "  " << name << std::string(width + 2 - name.size(), ' ')
         << std::string(12 - std::min<std::size_t>(12, kv.size()), ' ') << kv
         << std::string(13 - std::min<std::size_t>(12, cap.size()), ' ') << cap;
     for (const auto& c : r.p.curve) {

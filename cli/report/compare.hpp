@@ -19,6 +19,9 @@ struct CompareRow {
 
 void report_compare_json(std::ostream& out, const std::vector<CompareRow>& rows);
 void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows);
+/// The name a row is shown by: MODEL@NxGPU, with a model file (a path) shown by its stem ("config" files by
+/// their folder: "Llama-3.1-8B/config").
+std::string row_label(const std::string& spec);
 void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows, const std::vector<i64>& contexts);
 
 }  // namespace kvcap::cli

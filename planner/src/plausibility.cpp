@@ -107,11 +107,12 @@ std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 ba
                                         std::to_string(d.max_model_len) + ": vLLM rejects the request"));
   // Every request's prompt begins with the shared prefix (--shared-prefix-tokens): a shorter prompt cannot carry it.
   if (d.d.shared_prefix_tokens > prompt_tokens)
-    r.push_back(error("KVCAP-E108",
-                      "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
-                          " tokens is longer than the prompt of " + std::to_string(prompt_tokens) +
-                          " tokens: every prompt begins with the shared prefix (--shared-prefix-tokens <= --prompt-tokens)",
-                      kExitUsage));
+    r.push_back(
+        error("KVCAP-E108",
+              "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
+                  " tokens is longer than the prompt of " + std::to_string(prompt_tokens) +
+                  " tokens: every prompt begins with the shared prefix (--shared-prefix-tokens <= --prompt-tokens)",
+              kExitUsage));
   const double fit = context > 0 ? concurrency_at(m, p, context) : 0;
   if (static_cast<double>(batch) > fit)
     r.push_back(error("KVCAP-E105", "a batch of " + std::to_string(batch) + " requests of " + std::to_string(context) +

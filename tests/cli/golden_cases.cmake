@@ -67,6 +67,7 @@ kvcap_golden(plan_calibration_forced 0 plan --model llama-3.1-8b --gpu h100-sxm 
 kvcap_golden(err_size_calibration_other_gpu 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --gpus h100-sxm --calibration %DATA%/calibration-example.yaml)
 kvcap_golden(err_sweep_calibration_cpu 2 sweep --models llama-3.1-8b --gpus h200 --contexts 4K --batches 1 --calibration %DATA%/plausibility/calibration-cpu.yaml)
 kvcap_golden(compare_does_not_fit 3 compare --deploy llama-3.1-8b@h100-sxm --deploy llama-3.1-70b@h100-sxm --contexts 4K --format csv)
+kvcap_golden(compare_model_files 3 compare --deploy %FIXTURES%/hf/gpt-oss-120b.json@1xh100-sxm --deploy %FIXTURES%/hf/Llama-4-Maverick-17B-128E-Instruct.json@8xh200 --deploy %SOURCE%/profiles/models/llama-3.1-70b.yaml@2xh200 --contexts 4K,32K)
 kvcap_golden(check_kv_1tib 1 check %DATA%/plausibility/requirements-kv-1tib.yaml)
 kvcap_golden(validate_kv_2p62 1 validate %DATA%/plausibility/deployment-kv-2p62.yaml)
 kvcap_golden(check_failing_github 1 check %DATA%/requirements-failing.yaml --format github)

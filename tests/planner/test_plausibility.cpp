@@ -1,7 +1,7 @@
 // The plausibility policy (planner/plausibility.hpp): each finding of issue 13 with its stable code.
 #include <algorithm>
-#include <cmath>
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/profiles/profiles.hpp"
