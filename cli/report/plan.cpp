@@ -118,12 +118,8 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size)
                                    : "")
     << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype) << ", block " << d.block_size << " tokens"
-    << (d.block_size == d.d.block_size ? ""
-        : d.skip_page_bytes > 0
-            ? " (raised from " + std::to_string(d.d.block_size) + " so that one page holds a skipped layer's " +
-                  std::to_string(d.skip_block_size) + " tokens in " + std::string(name(d.dtype)) + ")"
-            : " (raised from " + std::to_string(d.d.block_size) + " for the linear-attention state)")
-    << ", max_model_len " << grouped(static_cast<u64>(d.max_model_len)) << ", max_num_batched_tokens "
+    << (d.block_size_note.empty() ? "" : " (" + d.block_size_note + ")") << ", max_model_len "
+    << grouped(static_cast<u64>(d.max_model_len)) << ", max_num_batched_tokens "
     << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
   o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
   if (p.params.active != p.params.total)

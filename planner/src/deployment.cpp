@@ -83,6 +83,39 @@ namespace {
 // size, so the quantised (primary) layers' block is raised to the smallest multiple of the kernel
 // alignment whose page covers a skipped layer's page at the requested block, and the skipped layers'
 // page is padded to it (cache_config.skip_page_size_padded = block_size x primary page per token).
+// The block size an MLA attention backend forces on NVIDIA GPUs when the user's block does not suit it
+// (vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config, with the default backend choice):
+//   - Blackwell (SM100; kvcap's "blackwell" profiles are B200/GB200), dense, qk_nope_head_dim 128, no DCP:
+//     FlashInfer MLA, 32 or a multiple of 64, else 64;
+//   - Blackwell otherwise (dense): CUTLASS MLA, a multiple of 128, else 128;
+//   - Hopper (is_flashmla_dense_supported: capability family 90): FlashMLA, a multiple of 64, else 64;
+//   - sparse MLA (DeepSeek-V3.2's indexer, hf_config.index_topk): FlashMLASparse, exactly 64, on any GPU.
+// Ampere, Ada and AMD GPUs keep the block (Triton MLA; ROCm's AITER rules are not modelled). Models with
+// linear-attention layers size their block in HybridAttentionMambaModelConfig instead.
+void force_mla_block_size(const ModelSpec& m, const GpuSpec& g, ResolvedDeployment& r) {
+  if (m.attention != AttentionType::mla || has_linear_layers(m) || g.vendor != "nvidia") return;
+  const bool sparse = m.index_head_dim > 0;
+  const bool blackwell = g.architecture == "blackwell", hopper = g.architecture == "hopper";
+  const i64 given = r.block_size;
+  std::string backend;
+  if (blackwell && !sparse && m.mla.qk_nope_head_dim == 128 && r.d.decode_context_parallel_size == 1) {
+    backend = "FlashInfer MLA (Blackwell) needs 32 or a multiple of 64";
+    if (r.block_size != 32 && r.block_size % 64 != 0) r.block_size = 64;
+  } else if (blackwell && !sparse) {
+    backend = "CUTLASS MLA (Blackwell) needs a multiple of 128";
+    if (r.block_size % 128 != 0) r.block_size = 128;
+  } else if (hopper) {
+    backend = "FlashMLA (Hopper) needs a multiple of 64";
+    if (r.block_size % 64 != 0) r.block_size = 64;
+  }
+  if (sparse && r.block_size != 64) {
+    backend = "FlashMLASparse (DeepSeek-V3.2's sparse attention) needs 64";
+    r.block_size = 64;
+  }
+  if (r.block_size != given)
+    r.block_size_note = "forced from " + str(given) + " by vLLM: the attention backend " + backend;
+}
+
 void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeployment& r) {
   const auto& skips = d.kv_cache_dtype_skip_layers;
   if (skips.empty()) return;
@@ -106,7 +139,11 @@ void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeploy
   const u64 align = std::max<u64>(m.attention == AttentionType::mla ? 64 : 16, static_cast<u64>(requested));
   const u64 need =
       align * ceil_div(mul(static_cast<u64>(requested), skipped, "skipped page"), mul(align, primary, "primary page"));
-  if (static_cast<u64>(r.block_size) < need) r.block_size = static_cast<i64>(need);
+  if (static_cast<u64>(r.block_size) < need) {
+    r.block_size = static_cast<i64>(need);
+    r.block_size_note = "raised from " + str(requested) + " so that one page holds a skipped layer's " +
+                        str(requested) + " tokens in " + std::string(name(r.dtype));
+  }
   r.skip_block_size = requested;
   r.skip_page_bytes = mul(static_cast<u64>(r.block_size), primary, "skip_page_size_padded");
 }
@@ -196,6 +233,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (d.mamba_ssm_cache_dtype != DType::auto_ && !info(d.mamba_ssm_cache_dtype).activation_ok)
     throw SpecError("mamba_ssm_cache_dtype", "must be auto, fp32, bf16 or fp16 (got " + std::string(name(d.mamba_ssm_cache_dtype)) + ")");
   r.block_size = d.block_size;
+  force_mla_block_size(m, g, r);
   // Decode context parallelism (vllm/config/parallel.py, docs/serving/context_parallel_deployment.md): the DCP group
   // lies inside the TP group, over ranks whose KV heads are replicas (every rank for MLA's one latent).
   const i64 dcp = d.decode_context_parallel_size;
@@ -232,7 +270,10 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     const u64 attn_1_token = attention_page_bytes(m, r.kv_dtype, tp, 1);
     const u64 align = m.attention == AttentionType::mla ? 64 : 16;
     const u64 need = align * ceil_div(r.linear_state_bytes, align * attn_1_token);
-    if (static_cast<u64>(r.block_size) < need) r.block_size = static_cast<i64>(need);
+    if (static_cast<u64>(r.block_size) < need) {
+      r.block_size_note = "raised from " + str(r.block_size) + " for the linear-attention state";
+      r.block_size = static_cast<i64>(need);
+    }
     r.linear_state_page_bytes = mul(static_cast<u64>(r.block_size), attn_1_token, "linear-attention state page");
     // With prefix caching (align) the block is aligned to the kernel block size as well, which for the
     // 16-token alignment gives the same size (vLLM logs 1056 for Qwen3.5-35B-A3B in both modes).

@@ -254,3 +254,43 @@ TEST_CASE("the vLLM version accepts current and 0.10 onwards", "[kv_cache]") {
   CHECK_THROWS_AS(legacy_kv_size_log("1.x"), SpecError);
   CHECK_THROWS_AS(legacy_kv_size_log("0.11a"), SpecError);
 }
+
+TEST_CASE("MLA models run the block size their attention backend forces (vllm/platforms/cuda.py)", "[kv_cache][mla]") {
+  const auto v3 = profiles::resolve_model("deepseek-v3");     // qk_nope_head_dim 128, dense MLA
+  const auto v32 = profiles::resolve_model("deepseek-v3.2");  // sparse MLA (the indexer)
+  const auto block = [](const ModelSpec& m, const char* gpu, i64 bs, i64 dcp = 1) {
+    Deployment d;
+    d.tensor_parallel_size = 8;
+    d.block_size = bs;
+    d.decode_context_parallel_size = dcp;
+    return resolve(m, profiles::resolve_gpu(gpu), d);
+  };
+  // Hopper, FlashMLA: a multiple of 64.
+  CHECK(block(v3, "h200", 16).block_size == 64);
+  CHECK(block(v3, "h200", 16).block_size_note.find("FlashMLA (Hopper)") != std::string::npos);
+  CHECK(block(v3, "h100-sxm", 128).block_size == 128);
+  CHECK(block(v3, "h100-sxm", 128).block_size_note.empty());
+  // Blackwell, dense, qk_nope_head_dim 128: FlashInfer MLA, 32 or a multiple of 64.
+  CHECK(block(v3, "b200", 16).block_size == 64);
+  CHECK(block(v3, "b200", 32).block_size == 32);
+  // ... with DCP (FlashInfer MLA returns no LSE): CUTLASS MLA, a multiple of 128.
+  CHECK(block(v3, "b200", 16, 8).block_size == 128);
+  CHECK(block(v3, "gb200", 64, 2).block_size == 128);
+  // Sparse MLA: exactly 64, even where the dense rule would keep the user's block.
+  CHECK(block(v32, "h200", 128).block_size == 64);
+  CHECK(block(v32, "b200", 16).block_size == 64);
+  CHECK(block(v32, "a100-80gb", 16).block_size == 64);
+  // Ampere, Ada (Triton MLA) and AMD keep the block: case C of the start-up logs runs 16 on L4s.
+  CHECK(block(v3, "a100-80gb", 16).block_size == 16);
+  CHECK(block(profiles::resolve_model("deepseek-v2-lite"), "l4", 16).block_size == 16);
+  CHECK(block(v3, "mi300x", 16).block_size == 16);
+  // Not MLA: untouched on every GPU.
+  CHECK(block(profiles::resolve_model("llama-3.1-70b"), "h200", 16).block_size == 16);
+  // The forced block rounds the pool: DeepSeek-V3 TP 8 on H200 holds 9,843 blocks of 64.
+  Deployment d;
+  d.tensor_parallel_size = 8;
+  d.max_model_len = 131072;
+  const auto p = plan_memory(v3, profiles::resolve_gpu("h200"), d, {131072});
+  CHECK(p.num_blocks == 9843);
+  CHECK(p.kv_capacity_tokens == 629'952);
+}

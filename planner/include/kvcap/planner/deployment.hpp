@@ -73,6 +73,9 @@ struct ResolvedDeployment {
   /// Tokens per attention block as vLLM runs it: --block-size, raised for models with linear-attention
   /// layers so that one attention page holds one layer's state (HybridAttentionMambaModelConfig).
   i64 block_size = 16;
+  /// Why block_size differs from --block-size (empty when it does not): an MLA backend's requirement, a skipped
+  /// layer's page, or the linear-attention state.
+  std::string block_size_note = {};
   /// --kv-cache-dtype-skip-layers (vllm/platforms/interface.py _align_heterogeneous_kv_block_size): the
   /// skipped layers keep the requested block in the model dtype, their page padded to the quantised
   /// layers' page (skip_page_size_padded), whose block was raised to cover it. 0: no layer skipped.
