@@ -289,18 +289,42 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   m.source = "Hugging Face config.json: " + file;
   if (arch && !arch->empty()) m.display_name = (*arch)[0];
   // transformers' defaults for keys a published config leaves out, per config class:
-  // Gemma3TextConfig (transformers/models/gemma3/configuration_gemma3.py): vocab_size 262208,
-  // max_position_embeddings 131072, sliding_window 4096, head_dim 256, tie_word_embeddings true.
-  // Llama4TextConfig (transformers/models/llama4/configuration_llama4.py): vocab_size 202048,
-  // max_position_embeddings 4096 x 32, head_dim 128, attention_chunk_size 8192.
+  // Gemma3TextConfig (transformers/models/gemma3/configuration_gemma3.py): vocab_size 262208, hidden_size 2304,
+  // intermediate_size 9216, num_hidden_layers 26, num_attention_heads 8, num_key_value_heads 4, head_dim 256,
+  // max_position_embeddings 131072, sliding_window 4096, tie_word_embeddings true.
+  // Llama4TextConfig (transformers/models/llama4/configuration_llama4.py): vocab_size 202048, hidden_size 5120,
+  // intermediate_size 8192, intermediate_size_mlp 16384, num_hidden_layers 48, num_attention_heads 40,
+  // num_key_value_heads 8, head_dim 128, max_position_embeddings 4096 x 32, num_local_experts 16,
+  // num_experts_per_tok 1, interleave_moe_layer_step 1, attention_chunk_size 8192.
   const auto dflt = [&](const char* key, std::int64_t v) {
     if (!present(cfg, key)) cfg[key] = v;
   };
   if (t == "gemma3_text") {
-    dflt("vocab_size", 262208), dflt("max_position_embeddings", 131072), dflt("sliding_window", 4096), dflt("head_dim", 256);
+    for (const auto& [key, v] : {std::pair<const char*, std::int64_t>{"vocab_size", 262208},
+                                 {"hidden_size", 2304},
+                                 {"intermediate_size", 9216},
+                                 {"num_hidden_layers", 26},
+                                 {"num_attention_heads", 8},
+                                 {"num_key_value_heads", 4},
+                                 {"head_dim", 256},
+                                 {"max_position_embeddings", 131072},
+                                 {"sliding_window", 4096}})
+      dflt(key, v);
   } else if (t == "llama4_text") {
-    dflt("vocab_size", 202048), dflt("max_position_embeddings", 131072), dflt("head_dim", 128),
-        dflt("attention_chunk_size", 8192);
+    for (const auto& [key, v] : {std::pair<const char*, std::int64_t>{"vocab_size", 202048},
+                                 {"hidden_size", 5120},
+                                 {"intermediate_size", 8192},
+                                 {"intermediate_size_mlp", 16384},
+                                 {"num_hidden_layers", 48},
+                                 {"num_attention_heads", 40},
+                                 {"num_key_value_heads", 8},
+                                 {"head_dim", 128},
+                                 {"max_position_embeddings", 131072},
+                                 {"num_local_experts", 16},
+                                 {"num_experts_per_tok", 1},
+                                 {"interleave_moe_layer_step", 1},
+                                 {"attention_chunk_size", 8192}})
+      dflt(key, v);
   }
   // dtype: torch_dtype (transformers < 4.56) or dtype.
   // (A nested text_config without a dtype takes the top level's.)

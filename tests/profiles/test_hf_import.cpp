@@ -181,6 +181,24 @@ TEST_CASE("2026 configs: architectures fallback, Kimi-K2, Llama 4, DeepSeek-V3.2
   const auto g3 = profiles::load_model_file(dir + "gemma-3-27b-it.json");
   CHECK(g3.vocab_size == 262208);
   CHECK(g3.dtype == DType::bf16);
+  // A text_config that leaves everything to transformers' defaults gets each class's defaults.
+  const auto g3d = imp(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text"}})");
+  CHECK(g3d.num_layers == 26);
+  CHECK(g3d.hidden_size == 2304);
+  CHECK(g3d.intermediate_size == 9216);
+  CHECK(g3d.num_heads == 8);
+  CHECK(g3d.num_kv_heads == 4);
+  CHECK(g3d.head_dim == 256);
+  CHECK(g3d.sliding_window == 4096);
+  const auto l4d = imp(R"({"model_type":"llama4","text_config":{"model_type":"llama4_text"}})");
+  CHECK(l4d.num_layers == 48);
+  CHECK(l4d.hidden_size == 5120);
+  CHECK(l4d.num_heads == 40);
+  CHECK(l4d.num_kv_heads == 8);
+  CHECK(l4d.moe.num_experts == 16);
+  CHECK(l4d.moe.experts_per_token == 1);
+  CHECK(l4d.vocab_size == 202048);
+  CHECK(l4d.attention_chunk_size == 8192);
   // A float32 checkpoint is served in bf16 under --dtype auto.
   const auto f32 = imp(R"({"model_type":"gemma2","hidden_size":3584,"intermediate_size":14336,"num_hidden_layers":42,
     "num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"vocab_size":256000,"max_position_embeddings":8192,
