@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
   const QCommandLineOption num_gpus("num-gpus", "total GPUs (default TP x PP)", "n");
   const QCommandLineOption tp("tensor-parallel-size", "tensor-parallel size", "n");
   const QCommandLineOption pp("pipeline-parallel-size", "pipeline-parallel size", "n");
+  const QCommandLineOption dcp("decode-context-parallel-size", "split each request's KV over n TP ranks (vLLM DCP)",
+                               "n");
+  const QCommandLineOption ep("enable-expert-parallel", "routed experts split over all GPUs, data-parallel attention");
+  const QCommandLineOption max_len("max-model-len", "context limit per request (default: the model's)", "n");
   const QCommandLineOption quant("quantization", "weight format: auto, bf16, fp8, int4, mxfp4, ...", "dtype");
   const QCommandLineOption kv("kv-cache-dtype", "KV format: auto, bf16, fp8, int8, int4, ...", "dtype");
   const QCommandLineOption util("gpu-memory-utilization", "fraction of device memory vLLM may use", "f");
@@ -81,8 +85,9 @@ int main(int argc, char** argv) {
                                    "dir");
   const QCommandLineOption calibration("calibration", "calibration.yaml for the speed view", "file");
   const QCommandLineOption timeline("timeline", "simulator timeline CSV (kvcap simulate --timeline)", "file");
-  for (const auto* o : {&screenshot, &size, &models, &gpu, &num_gpus, &tp, &pp, &quant, &kv, &util, &block, &batched,
-                        &prefix, &speed_ctx, &folders, &calibration, &timeline})
+  for (const auto* o :
+       {&screenshot, &size, &models, &gpu,   &num_gpus, &tp,     &pp,        &dcp,     &ep,          &max_len,
+        &quant,      &kv,   &util,   &block, &batched,  &prefix, &speed_ctx, &folders, &calibration, &timeline})
     p.addOption(*o);
   p.process(app);
   if (!p.positionalArguments().isEmpty())
@@ -116,8 +121,9 @@ int main(int argc, char** argv) {
   // The deployment flags through the one reader every front end uses (profiles/flags.hpp): "1.5K" means here what
   // it means to `kvcap plan`.
   kvcap::profiles::FlagTexts flags;
-  for (const auto* o : {&num_gpus, &tp, &pp, &quant, &kv, &util, &block, &batched, &prefix})
+  for (const auto* o : {&num_gpus, &tp, &pp, &dcp, &max_len, &quant, &kv, &util, &block, &batched, &prefix})
     if (p.isSet(*o)) flags[o->names().first().toStdString()] = p.value(*o).toStdString();
+  if (p.isSet(ep)) flags["enable-expert-parallel"] = "";
   try {
     kvcap::Deployment& d = s.deployment;
     d = kvcap::profiles::deployment_from_flags(flags, d);

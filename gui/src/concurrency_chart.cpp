@@ -266,13 +266,18 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
     QString kv = dep.kv_cache_dtype == DType::auto_
                      ? QStringLiteral("model dtype")
                      : QString::fromUtf8(name(dep.kv_cache_dtype).data(), qsizetype(name(dep.kv_cache_dtype).size()));
+    QString extra;
+    if (dep.decode_context_parallel_size > 1)
+      extra += QStringLiteral(" \u00b7 DCP %1").arg(dep.decode_context_parallel_size);
+    if (dep.enable_expert_parallel) extra += QStringLiteral(" \u00b7 EP");
     chart_->setTitle(
         QStringLiteral(
-            "Maximum concurrency vs context length \u2014 %1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4 \u00b7 KV %5")
+            "Maximum concurrency vs context length \u2014 %1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4%5 \u00b7 KV %6")
             .arg(n)
             .arg(gpu)
             .arg(dep.tensor_parallel_size)
             .arg(dep.pipeline_parallel_size)
+            .arg(extra)
             .arg(kv));
   }
 }

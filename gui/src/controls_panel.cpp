@@ -61,6 +61,17 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   pp_ = new QSpinBox;
   pp_->setObjectName(QStringLiteral("pipelineParallelSize"));
   pp_->setRange(1, 64);
+  dcp_ = new QSpinBox;
+  dcp_->setObjectName(QStringLiteral("decodeContextParallelSize"));
+  dcp_->setRange(1, 128);
+  dcp_->setToolTip(
+      QStringLiteral("--decode-context-parallel-size: split each request's KV over this many TP ranks "
+                     "that would otherwise hold the same KV heads"));
+  expert_parallel_ = new QCheckBox;
+  expert_parallel_->setObjectName(QStringLiteral("enableExpertParallel"));
+  expert_parallel_->setToolTip(
+      QStringLiteral("--enable-expert-parallel: routed experts split over all GPUs; each "
+                     "data-parallel replica keeps its own KV cache (MoE models)"));
   quantization_ = new QComboBox;
   quantization_->setObjectName(QStringLiteral("quantization"));
   fill_dtypes(
@@ -76,7 +87,7 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   utilization_->setDecimals(2);
   block_size_ = new QComboBox;
   block_size_->setObjectName(QStringLiteral("blockSize"));
-  for (int b : {1, 8, 16, 32, 64, 128, 256}) block_size_->addItem(QString::number(b), b);
+  for (int b : {1, 8, 16, 32, 64, 128}) block_size_->addItem(QString::number(b), b);
   max_batched_ = new QSpinBox;
   max_batched_->setObjectName(QStringLiteral("maxNumBatchedTokens"));
   max_batched_->setRange(0, 1 << 20);
@@ -106,6 +117,8 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   form->addRow(QStringLiteral("GPUs"), num_gpus_);
   form->addRow(QStringLiteral("tensor parallel"), tp_);
   form->addRow(QStringLiteral("pipeline parallel"), pp_);
+  form->addRow(QStringLiteral("decode context par."), dcp_);
+  form->addRow(QStringLiteral("expert parallel"), expert_parallel_);
   form->addRow(QStringLiteral("weights"), quantization_);
   form->addRow(QStringLiteral("KV cache dtype"), kv_dtype_);
   form->addRow(QStringLiteral("gpu_memory_util."), utilization_);
@@ -121,7 +134,8 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   connect(models_, &QListWidget::itemChanged, this, &ControlsPanel::changed);
   for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_})
     connect(box, &QComboBox::currentIndexChanged, this, &ControlsPanel::changed);
-  for (auto* spin : {num_gpus_, max_batched_, shared_prefix_})
+  connect(expert_parallel_, &QCheckBox::toggled, this, &ControlsPanel::changed);
+  for (auto* spin : {num_gpus_, dcp_, max_batched_, shared_prefix_})
     connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::changed);
   for (auto* spin : {tp_, pp_}) connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::parallelism_changed);
   connect(utilization_, &QDoubleSpinBox::valueChanged, this, &ControlsPanel::changed);
@@ -196,9 +210,12 @@ DashboardSettings ControlsPanel::settings() const {
       s.models.push_back(models_->item(i)->data(Qt::UserRole).toString().toStdString());
   s.gpu = gpu_->currentData().toString().toStdString();
   Deployment& d = s.deployment;
+  d = base_;
   d.num_gpus = num_gpus_->value();
   d.tensor_parallel_size = tp_->value();
   d.pipeline_parallel_size = pp_->value();
+  d.decode_context_parallel_size = dcp_->value();
+  d.enable_expert_parallel = expert_parallel_->isChecked();
   d.quantization = dtype_of(quantization_);
   d.kv_cache_dtype = dtype_of(kv_dtype_);
   d.gpu_memory_utilization = utilization_->value();
@@ -228,8 +245,11 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   if (gpu_->findData(gpu) < 0) gpu_->addItem(gpu, gpu);
   select_data(gpu_, gpu);
   const Deployment& d = s.deployment;
+  base_ = d;
   tp_->setValue(int(d.tensor_parallel_size));
   pp_->setValue(int(d.pipeline_parallel_size));
+  dcp_->setValue(int(d.decode_context_parallel_size));
+  expert_parallel_->setChecked(d.enable_expert_parallel);
   num_gpus_->setSingleStep(int(d.tensor_parallel_size * d.pipeline_parallel_size));
   num_gpus_->setValue(int(d.num_gpus > 0 ? d.num_gpus : d.tensor_parallel_size * d.pipeline_parallel_size));
   select_data(quantization_, qs(name(d.quantization)));

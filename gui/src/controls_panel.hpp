@@ -1,8 +1,9 @@
 #pragma once
 // The dashboard's controls: models (checkable list of built-in and folder profiles), GPU type and
-// count, tensor / pipeline parallel size, weight format, KV dtype, gpu_memory_utilization, block size,
-// max_num_batched_tokens, shared prefix, and the context of the decode-speed view. Every change emits
-// settings_changed() at once. Widgets carry object names (e.g. "kvCacheDtype") for tests.
+// count, tensor / pipeline / decode-context parallel size, expert parallelism, weight format, KV dtype,
+// gpu_memory_utilization, block size, max_num_batched_tokens, shared prefix, and the context of the decode-speed view.
+// Every change emits settings_changed() at once. Widgets carry object names (e.g. "kvCacheDtype") for tests.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QListWidget>
@@ -42,6 +43,8 @@ class ControlsPanel : public QWidget {
   QSpinBox* num_gpus_;
   QSpinBox* tp_;
   QSpinBox* pp_;
+  QSpinBox* dcp_;
+  QCheckBox* expert_parallel_;
   QComboBox* quantization_;
   QComboBox* kv_dtype_;
   QDoubleSpinBox* utilization_;
@@ -50,6 +53,8 @@ class ControlsPanel : public QWidget {
   QSpinBox* shared_prefix_;
   QComboBox* speed_context_;
   std::vector<std::string> extra_model_keys_;  ///< selected keys the library does not list (yet)
+  /// The last deployment set: fields no control shows (--max-model-len, --kv-cache-memory, ...) are kept from it.
+  Deployment base_;
   bool quiet_ = false;
 };
 

@@ -37,6 +37,7 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
     add("--pipeline-parallel-size", std::to_string(d.pipeline_parallel_size));
   if (d.decode_context_parallel_size != def.decode_context_parallel_size)
     add("--decode-context-parallel-size", std::to_string(d.decode_context_parallel_size));
+  if (d.enable_expert_parallel) f.emplace_back("--enable-expert-parallel");
   if (d.gpu_memory_utilization != def.gpu_memory_utilization)
     add("--gpu-memory-utilization", exact(d.gpu_memory_utilization));
   if (d.dtype != DType::auto_) add("--dtype", std::string(name(d.dtype)));
@@ -60,6 +61,13 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
   if (d.activation_peak_bytes) add("--activation-peak-memory", std::to_string(*d.activation_peak_bytes));
   if (d.non_torch_bytes) add("--non-torch-memory", std::to_string(*d.non_torch_bytes));
   if (d.shared_prefix_tokens != 0) add("--shared-prefix-tokens", std::to_string(d.shared_prefix_tokens));
+  if (d.hybrid_kv_cache_manager == Deployment::Hybrid::off) f.emplace_back("--disable-hybrid-kv-cache-manager");
+  if (d.hybrid_kv_cache_manager == Deployment::Hybrid::on) f.emplace_back("--hybrid-chunked-local");
+  if (d.mamba_cache_mode != Deployment::MambaCache::auto_)
+    add("--mamba-cache-mode", d.mamba_cache_mode == Deployment::MambaCache::none ? "none" : "align");
+  if (d.mamba_ssm_cache_dtype != DType::auto_)
+    add("--mamba-ssm-cache-dtype", std::string(name(d.mamba_ssm_cache_dtype)));
+  if (d.vllm_version != def.vllm_version) add("--vllm-version", d.vllm_version);
   return f;
 }
 

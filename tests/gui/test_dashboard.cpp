@@ -2,6 +2,7 @@
 // and files show their located errors in the window.
 #include <QApplication>
 #include <QBarSet>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
@@ -24,10 +25,10 @@
 #include "common.hpp"  // cli: deployment_options / deployment_from, to check the copied command line
 #include "dashboard_model.hpp"
 #include "dashboard_window.hpp"
-#include "profile_library.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "profile_library.hpp"
 
 using namespace kvcap;
 using namespace kvcap::gui;
@@ -369,6 +370,42 @@ TEST_CASE("hovering a curve or a bar shows the exact planner values", "[gui][das
       Catch::Contains("weights: <b>" +
                       QString::number(double(plan.stages[0].weights_bytes) / 1073741824.0, 'f', 2).toStdString() +
                       " GiB</b>"));
+}
+
+TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[gui][dashboard]") {
+  DashboardWindow w;
+  DashboardSettings s = w.controls()->settings();
+  s.models = {"deepseek-v2-lite"};
+  s.deployment.tensor_parallel_size = 2;
+  s.deployment.num_gpus = 8;
+  s.deployment.enable_expert_parallel = true;
+  s.deployment.decode_context_parallel_size = 2;
+  s.deployment.max_model_len = 32768;
+  s.deployment.vllm_version = "0.10";
+  s.deployment.mamba_cache_mode = Deployment::MambaCache::none;
+  w.controls()->set_settings(s);
+  CHECK(child<QCheckBox>(w, "enableExpertParallel")->isChecked());
+  CHECK(child<QSpinBox>(w, "decodeContextParallelSize")->value() == 2);
+  // A control change rebuilds the deployment from the controls, keeping what no control shows.
+  child<QDoubleSpinBox>(w, "gpuMemoryUtilization")->setValue(0.8);
+  const Deployment d = w.controls()->settings().deployment;
+  CHECK(d.enable_expert_parallel);
+  CHECK(d.decode_context_parallel_size == 2);
+  CHECK(d.max_model_len == 32768);
+  CHECK(d.vllm_version == "0.10");
+  CHECK(d.gpu_memory_utilization == Approx(0.8));
+  const std::string cmd = w.plan_command_text().toStdString();
+  CHECK_THAT(cmd, Catch::Contains("--enable-expert-parallel"));
+  CHECK_THAT(cmd, Catch::Contains("--decode-context-parallel-size 2"));
+  CHECK_THAT(cmd, Catch::Contains("--max-model-len 32768"));
+  CHECK_THAT(cmd, Catch::Contains("--vllm-version 0.10"));
+  CHECK_THAT(cmd, Catch::Contains("--mamba-cache-mode none"));
+  // The planner's answer for the EP deployment: each of the 4 data-parallel replicas keeps its own KV.
+  const auto plan = plan_memory(profiles::resolve_model("deepseek-v2-lite"), profiles::resolve_gpu("h100-sxm"), d);
+  CHECK(plan.dep.expert_parallel_size == 8);
+  // Only vLLM's block sizes are offered.
+  CHECK(child<QComboBox>(w, "blockSize")->findData(256) < 0);
+  CHECK(child<QComboBox>(w, "blockSize")->findData(128) >= 0);
 }
 
 TEST_CASE("copied kvcap plan command lines parse back to the same deployment", "[gui][dashboard]") {
