@@ -52,7 +52,11 @@ ReplicaConfig replica_config(const MemoryPlan& plan) {
       c.local_groups.push_back(g.spec);
   }
   c.full_groups = std::max<i64>(1, full);
-  c.num_blocks = static_cast<std::uint32_t>(plan.num_blocks / static_cast<u64>(c.full_groups));
+  // vLLM's block pool keeps one block aside as the null block, a placeholder in block tables that is never handed
+  // to a request (vllm/v1/core/block_pool.py BlockPool.__init__: null_block = free_block_queue.popleft()), so
+  // requests share num_blocks - 1; the logged capacity and concurrency count all num_blocks.
+  const u64 usable = plan.num_blocks > 0 ? plan.num_blocks - 1 : 0;
+  c.num_blocks = static_cast<std::uint32_t>(usable / static_cast<u64>(c.full_groups));
   c.block_size = table ? table->spec.block_size : plan.dep.block_size;
   c.max_num_batched_tokens = plan.dep.max_num_batched_tokens;
   c.max_num_seqs = plan.dep.max_num_seqs;

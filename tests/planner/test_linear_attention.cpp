@@ -192,7 +192,7 @@ TEST_CASE("the simulator charges each admitted request its state blocks from the
   const auto plan = plan_memory(m, profiles::resolve_gpu("h200"), d, {32768});
   const auto rc = sim::replica_config(plan);
   CHECK(rc.block_size == 544);
-  CHECK(rc.num_blocks == plan.num_blocks);      // one token group: the whole pool
+  CHECK(rc.num_blocks == plan.num_blocks - 1);  // one token group: the whole pool less vLLM's null block
   CHECK(rc.state_blocks_per_request == 3 * 2);  // three state groups, align mode
   d.mamba_cache_mode = Deployment::MambaCache::none;
   CHECK(sim::replica_config(plan_memory(m, profiles::resolve_gpu("h200"), d, {32768})).state_blocks_per_request == 3);

@@ -19,7 +19,8 @@ TEST_CASE("gpt-oss: the sliding group holds its window, not the context", "[sim]
   const auto rc = sim::replica_config(plan);
   CHECK(rc.full_groups == 1);
   REQUIRE(rc.local_groups.size() == 1);
-  CHECK(rc.num_blocks == plan.num_blocks);  // the table is the full group's; the pool is shared
+  CHECK(rc.num_blocks ==
+        plan.num_blocks - 1);  // the table is the full group's; the pool is shared, less the null block
   // Window 128, block 16: a decode step needs cdiv(127 + 1, 16) + 1 = 9 blocks, an 8,192-token chunk 521.
   CHECK(rc.side_blocks(9000, 1) == 9);
   CHECK(rc.side_blocks(9000, 8192) == 521);
