@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <string>
 
 namespace kvcap {
@@ -195,7 +196,9 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
     const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
     if (w.routed_expert) {
       b.weight_bytes += bytes * moe_frac;
-      b.gemm_flops += 2.0 * flop_tokens * ep_tokens * dbl(e) * top_k_frac;
+      b.gemm_flops +=
+          2.0 * flop_tokens * ep_tokens * dbl(e) * top_k_frac *
+          expert_load_imbalance(d.expert_parallel_size, flop_tokens * ep_tokens * dbl(m.moe.experts_per_token));
     } else {
       b.weight_bytes += bytes;
       b.gemm_flops += 2.0 * flop_tokens * dbl(e);
@@ -440,6 +443,34 @@ double expected_active_experts(i64 num_experts, i64 top_k, double tokens) {
   return e * (1.0 - std::pow(1.0 - dbl(top_k) / e, tokens));
 }
 
+double expected_max_std_normal(i64 n) {
+  if (n < 1) throw SpecError("n", "must be >= 1 (got " + std::to_string(n) + ")");
+  if (n == 1) return 0;
+  // E[max of n iid N(0,1)] = integral of x n phi(x) Phi(x)^(n-1) dx, by Simpson's rule over [-8, 8 + sqrt(2 ln n)]
+  // (the integrand is below 1e-14 outside it).
+  const double lo = -8.0, hi = 8.0 + std::sqrt(2.0 * std::log(dbl(n)));
+  constexpr int kSteps = 800;
+  const double h = (hi - lo) / kSteps;
+  const auto f = [n](double x) {
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    return x * dbl(n) * phi * std::pow(cdf, dbl(n - 1));
+  };
+  double s = f(lo) + f(hi);
+  for (int i = 1; i < kSteps; ++i) s += (i % 2 ? 4.0 : 2.0) * f(lo + i * h);
+  return s * h / 3.0;
+}
+
+double expert_load_imbalance(i64 ep, double picks) {
+  // Balls into bins: each of the N picks lands on a rank with probability 1/EP (a rank holds E/EP experts), so a
+  // rank's load is Binomial(N, 1/EP), near normal with sigma/mean = sqrt((EP - 1) / N), and the busiest of EP ranks
+  // carries mean + sigma E[max of EP standard normals] (1.42 sigma for EP 8). Uniform routing is the optimistic case:
+  // real routers are skewed, which EPLB's redundant experts counter (not modelled).
+  if (ep <= 1 || !(picks > 0)) return 1;
+  const double e = dbl(ep);
+  return std::min(e, 1.0 + expected_max_std_normal(ep) * std::sqrt((e - 1.0) / picks));
+}
+
 double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes) {
   if (tp <= 1) return 0;
   return 2.0 * dbl(tp - 1) / dbl(tp) * message_bytes / g.interconnect_bandwidth_bytes_per_s + g.interconnect_latency_s;
@@ -639,6 +670,8 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
   }
   act_bytes_ = bytes_of(d.dtype);
   ep_tokens_ = dbl(ep_token_scale(c));
+  ep_size_ = c.plan.dep.expert_parallel_size;
+  ep_max_normal_ = ep_size_ > 1 ? expected_max_std_normal(ep_size_) : 0;
   hidden_ = dbl(m.hidden_size);
   vocab_ = dbl(m.vocab_size);
   const double top_k_frac = moe_ ? dbl(top_k_) / dbl(num_experts_) : 0;
@@ -700,12 +733,17 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   const i64 t_int = mbs == 1 ? load.tokens : (load.tokens + mbs - 1) / mbs;
   const double samples = dbl(load.samples) * f;
   const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, t * ep_tokens_) / dbl(num_experts_) : 0;
+  // expert_load_imbalance with E[max] computed once per model.
+  const double picks = t * ep_tokens_ * dbl(top_k_);
+  const double imbalance = ep_size_ > 1 && picks > 0
+                               ? std::min(dbl(ep_size_), 1.0 + ep_max_normal_ * std::sqrt(dbl(ep_size_ - 1) / picks))
+                               : 1.0;
   const double gemm_rate_now = gemm_rate(t_int);
   bool first = true;
   double stage_total = 0;
   for (const auto& g : stages_) {
     const double weight_bytes = g.weight_bytes_fixed + g.weight_bytes_routed * moe_frac;
-    const double gemm_flops = g.gemm_flops_per_token * t + g.gemm_flops_per_token_routed * t * ep_tokens_ +
+    const double gemm_flops = g.gemm_flops_per_token * t + g.gemm_flops_per_token_routed * t * ep_tokens_ * imbalance +
                               (g.last ? g.gemm_flops_per_sample * samples : 0.0);
     double kv_bytes = g.state_bytes_per_seq * dbl(load.sequences) * f, attn = g.linear_flops_per_token * t;
     for (int w = 0; w < 2; ++w) {

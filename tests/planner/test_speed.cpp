@@ -1,10 +1,12 @@
 // The speed model: bounds it must respect, how each term scales, MoE expert activation, and the
 // published measurements of shared/fixtures/speed_measurements.md pinned within the errors that
 // docs/speed-model.md reports.
+#include <array>
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
+#include <numbers>
+#include <random>
 
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/memory.hpp"
@@ -472,7 +474,7 @@ TEST_CASE("decode context parallelism: each request's KV split over the DCP rank
   dcp8.decode_context_parallel_size = 8;
   const auto a = plan_memory(m, g, tp8, {131072});
   const auto b = plan_memory(m, g, dcp8, {131072});
-  // The same pool of blocks per rank (the latent is the same size), each block now standing for 8 x 16 tokens.
+  // The same pool of blocks per rank (the latent is the same size), each block now standing for 8 x 64 tokens.
   CHECK(b.stages[0].num_blocks == a.stages[0].num_blocks);
   CHECK(a.cluster_kv_capacity_tokens == 629'952);  // 9,843 blocks of 64 tokens (FlashMLA on Hopper)
   CHECK(b.cluster_kv_capacity_tokens == 8 * a.cluster_kv_capacity_tokens);
@@ -522,4 +524,54 @@ TEST_CASE("decode context parallelism: each request's KV split over the DCP rank
   hybrid.decode_context_parallel_size = 2;
   CHECK_THROWS_WITH(plan_memory(profiles::resolve_model("qwen3-next-80b-a3b"), g, hybrid, {4096}),
                     Catch::Contains("linear-attention"));
+}
+
+TEST_CASE("expert parallelism: the busiest rank under uniform routing", "[speed][ep]") {
+  // E[max of n standard normals]: published values (Tippett 1925; e.g. Harter's tables) 0.5642 (2), 1.0294 (4),
+  // 1.4236 (8), 1.7660 (16), 2.0697 (32).
+  CHECK(expected_max_std_normal(1) == 0);
+  CHECK(expected_max_std_normal(2) == Approx(1.0 / std::sqrt(std::numbers::pi)).epsilon(1e-6));
+  CHECK(expected_max_std_normal(4) == Approx(1.0294).epsilon(1e-4));
+  CHECK(expected_max_std_normal(8) == Approx(1.4236).epsilon(1e-4));
+  CHECK(expected_max_std_normal(16) == Approx(1.7660).epsilon(1e-4));
+  CHECK(expected_max_std_normal(32) == Approx(2.0697).epsilon(1e-4));
+  CHECK(expert_load_imbalance(1, 10) == 1);
+  CHECK(expert_load_imbalance(8, 0) == 1);
+  CHECK(expert_load_imbalance(8, 1) <= 8);  // never beyond one rank doing all the work (the normal approximation
+                                            // is meant for picks >> EP; the direct simulation below checks 256+)
+  CHECK(expert_load_imbalance(8, 1e4) < expert_load_imbalance(8, 1e3));
+  CHECK(expert_load_imbalance(8, 1e9) == Approx(1).epsilon(1e-3));
+  // Against a direct simulation of uniform routing: N picks over 8 ranks, the busiest rank's load / the mean.
+  std::mt19937_64 rng(7);
+  for (const int picks : {256, 1024, 8192}) {
+    std::uniform_int_distribution<int> rank(0, 7);
+    double sum = 0;
+    constexpr int kTrials = 4000;
+    for (int trial = 0; trial < kTrials; ++trial) {
+      std::array<int, 8> load{};
+      for (int i = 0; i < picks; ++i) ++load[static_cast<std::size_t>(rank(rng))];
+      sum += *std::max_element(load.begin(), load.end()) / (picks / 8.0);
+    }
+    INFO(picks);
+    CHECK(expert_load_imbalance(8, picks) == Approx(sum / kTrials).epsilon(0.02));
+  }
+  // In the step time: a DP 8 / EP 8 decode of DeepSeek-V3 does more GEMM work per token at batch 4 (256 picks over
+  // 8 ranks: the busiest carries 1.24x the mean) than at batch 256 (1.03x); with TP 8 and no EP the work per token
+  // does not depend on the batch.
+  const auto m = profiles::resolve_model("deepseek-v3");
+  const auto g = profiles::resolve_gpu("h200");
+  const auto flops_per_token = [&](const Deployment& d, i64 batch) {
+    const auto step = decode_step(make_speed_context(m, g, d), std::vector<i64>(static_cast<std::size_t>(batch), 1024));
+    return step.stage.gemm_flops / static_cast<double>(batch);
+  };
+  Deployment ep;
+  ep.num_gpus = 8;
+  ep.enable_expert_parallel = true;
+  ep.max_model_len = 32768;
+  CHECK(expert_load_imbalance(8, 4.0 * 8 * 8) == Approx(1.24).epsilon(0.01));
+  CHECK(flops_per_token(ep, 4) > 1.1 * flops_per_token(ep, 256));
+  Deployment tp;
+  tp.tensor_parallel_size = 8;
+  tp.max_model_len = 32768;
+  CHECK(flops_per_token(tp, 4) == Approx(flops_per_token(tp, 256)).epsilon(1e-9));
 }

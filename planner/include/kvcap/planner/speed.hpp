@@ -113,6 +113,12 @@ inline constexpr i64 kMaxPrefillChunks = 100'000;
 /// Expected distinct experts activated when `tokens` tokens each pick top-k of E experts uniformly:
 /// E x (1 - (1 - k/E)^tokens).
 double expected_active_experts(i64 num_experts, i64 top_k, double tokens);
+/// E[max of n independent standard normal variables] (0 for n = 1; 1.4236 for n = 8), by quadrature.
+double expected_max_std_normal(i64 n);
+/// Expert parallelism: how much more routed-expert work the busiest of `ep` ranks gets than the mean, for `picks`
+/// expert choices (tokens x top-k) routed uniformly: 1 + E[max of ep standard normals] sqrt((ep - 1) / picks), at most
+/// ep (one rank takes all); 1 without EP. A step waits for its busiest rank.
+double expert_load_imbalance(i64 ep, double picks);
 
 /// Ring all-reduce of `message_bytes` over `tp` ranks: 2(tp-1)/tp x message / bandwidth + latency (0 when tp = 1).
 double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes);
@@ -264,6 +270,8 @@ class StepCostModel {
   bool moe_ = false, mla_ = false;
   i64 num_experts_ = 0, top_k_ = 0;
   double ep_tokens_ = 1;  ///< expert parallelism: the replicas whose tokens a rank's experts serve
+  i64 ep_size_ = 1;       ///< ranks the routed experts are split over
+  double ep_max_normal_ = 0;  ///< expected_max_std_normal(ep_size_)
   double heads_ = 0;
   double per_pair_decode_ = 0, per_pair_prefill_ = 0, mla_extra_per_past_ = 0;
   double weight_bw_ = 0, kv_bw_ = 0, kv_t0_ = 0, attn_flops_ = 0;
