@@ -60,6 +60,15 @@ int cmd_plan(const std::vector<std::string>& args) {
     const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
     const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
     const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
+    // A usage error (KVCAP-E108: the shared prefix longer than the prompt, whose default is 1,024 tokens) is
+    // reported before anything is printed, whether or not the deployment fits.
+    if (plan.dep.d.shared_prefix_tokens > prompt) {
+      const auto usage = check_batch(model, plan, batch, prompt, output);
+      for (const auto& f : usage)
+        if (f.code == "KVCAP-E108")
+          throw UsageError(f.code + ": " + f.message +
+                           (vm.count("prompt-tokens") ? "" : " (--prompt-tokens defaults to 1,024)"));
+    }
     const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
     speed = estimate_request(ctx, batch, prompt, output);
     if (plan.fits()) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "dashboard_window.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/profiles/flags.hpp"
 #include "kvcap/profiles/units.hpp"
 
@@ -17,7 +18,8 @@ namespace {
 using kvcap::gui::DashboardSettings;
 
 [[noreturn]] void usage_error(const QString& msg) {
-  std::fprintf(stderr, "kvcap-gui: error: %s\n(see: kvcap-gui --help)\n", qPrintable(msg));
+  std::fprintf(stderr, "kvcap-gui: error: %s\n(see: kvcap-gui --help)\n",
+               kvcap::escape::terminal_text(msg.toStdString()).c_str());
   std::exit(2);
 }
 
@@ -145,7 +147,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     const auto errors = w.model().errors();
-    for (const QString& e : errors) std::fprintf(stderr, "kvcap-gui: problem shown in the window: %s\n", qPrintable(e));
+    for (const QString& e : errors)
+      std::fprintf(stderr, "kvcap-gui: problem shown in the window: %s\n",
+                   kvcap::escape::terminal_text(e.toStdString()).c_str());
     std::printf("%s: %dx%d dashboard (%s)\n", qPrintable(out), img.width(), img.height(), qPrintable(w.status_text()));
     return 0;
   }

@@ -31,13 +31,16 @@ void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) 
 }
 
 std::string row_label(const std::string& spec) {
-  const auto at = spec.rfind('@');
+  // Split where the target parser does (cli parse_target: the first '@').
+  const auto at = spec.find('@');
   const std::string model = at == std::string::npos ? spec : spec.substr(0, at);
   const auto ext = std::filesystem::path(model).extension();
   if (model.find('/') == std::string::npos && ext != ".json" && ext != ".yaml" && ext != ".yml") return spec;
-  // A model file (config.json or a YAML profile): its stem, as plots label it.
-  std::string stem = std::filesystem::path(model).stem().string();
-  if (stem == "config") stem = std::filesystem::path(model).parent_path().filename().string() + "/config";
+  // A model file (config.json or a YAML profile): its stem, as plots label it; a config.json by its folder.
+  const std::filesystem::path path(model);
+  std::string stem = path.stem().string();
+  if (stem == "config" && !path.parent_path().filename().empty())
+    stem = path.parent_path().filename().string() + "/config";
   return stem + (at == std::string::npos ? "" : spec.substr(at));
 }
 
@@ -47,8 +50,12 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
   // Rows are named MODEL@NxGPU with a model file shown by its stem (never cut: rows must stay distinguishable).
   std::vector<std::string> names;
   std::size_t width = 32;
-  for (const auto& r : rows) {
-    names.push_back(escape::terminal_text(row_label(r.spec)));
+  std::vector<std::string> labels;
+  for (const auto& r : rows) labels.push_back(row_label(r.spec));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    // Two files with one stem (a/model.yaml, b/model.yaml) are shown by their whole specs.
+    const bool shared = std::count(labels.begin(), labels.end(), labels[i]) > 1 && labels[i] != rows[i].spec;
+    names.push_back(escape::terminal_text(shared ? rows[i].spec : labels[i]));
     width = std::max(width, names.back().size());
   }
   out << "  #  deployment" << std::string(width - 8, ' ') << "KV/token/GPU    KV tokens";

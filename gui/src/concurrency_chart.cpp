@@ -222,8 +222,8 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
             << "," << p.context_tokens << "," << p.max_concurrency << "," << p.max_concurrency * double(c.replicas)
             << "," << (p.context_tokens > c.max_model_len ? 1 : 0) << "\n";
         const double y = p.max_concurrency * double(c.replicas);
-        // A log axis drops a whole series holding a zero; a context within the shared prefix holds no
-        // blocks of its own, so the planner says "unbounded" (infinity) there: not drawable either.
+        // A log axis drops a whole series holding a zero (or a non-finite value, which the planner no longer gives:
+        // every request owns at least the block of its last token).
         if (!(y > 0) || !std::isfinite(y)) continue;
         const QPointF pt(x_of(p.context_tokens), y);
         if (p.context_tokens <= c.max_model_len) within.append(pt);

@@ -220,7 +220,8 @@ DashboardSettings ControlsPanel::settings() const {
   d.kv_cache_dtype = dtype_of(kv_dtype_);
   d.gpu_memory_utilization = utilization_->value();
   d.block_size = block_size_->currentData().toInt();
-  if (max_batched_->value() > 0) d.max_num_batched_tokens = max_batched_->value();
+  d.max_num_batched_tokens =
+      max_batched_->value() > 0 ? std::optional<i64>(max_batched_->value()) : std::nullopt;  // 0 shows "auto"
   d.shared_prefix_tokens = shared_prefix_->value();
   s.speed_context_tokens = speed_context_->currentData().toLongLong();
   return s;

@@ -15,7 +15,8 @@ namespace {
 // profile or config.json), so a broken file still lands somewhere with its diagnostics.
 bool looks_like_gpu(const QString& path) {
   QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return false;
+  // Only regular files: a link to /dev/zero or a FIFO would be read without end (the loader reports them).
+  if (!QFileInfo(path).isFile() || !f.open(QIODevice::ReadOnly)) return false;
   static const QRegularExpression kind(QStringLiteral("^kind:\\s*gpu\\b"), QRegularExpression::MultilineOption);
   return kind.match(QString::fromUtf8(f.readAll())).hasMatch();
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <string_view>
@@ -98,6 +99,9 @@ Timeline parse_timeline_csv(std::istream& in, const std::string& file) {
     TimelineSample s;
     s.time_s = r.number(0);
     s.replica = r.index(1);
+    // kvcap simulate runs at most 100,000 replicas (--replicas); a larger index is not a simulator's file and would
+    // make the chart allocate a series per replica.
+    if (s.replica >= 100'000) r.fail(1, "expected a replica index below 100,000");
     s.running = r.count(2);
     s.waiting = r.count(3);
     s.kv_used_blocks = r.count(4);
@@ -117,6 +121,9 @@ Timeline parse_timeline_csv(std::istream& in, const std::string& file) {
 }
 
 Timeline read_timeline_csv(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw TimelineError(path, 0, "not a regular file (a directory, device, FIFO or socket); expected a timeline CSV");
   std::ifstream in(path);
   if (!in) throw TimelineError(path, 0, "cannot open the timeline file");
   return parse_timeline_csv(in, path);

@@ -1,10 +1,11 @@
+#include "kvcap/planner/deployment.hpp"
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iterator>
 #include <stdexcept>
 #include <string>
-
-#include "kvcap/planner/deployment.hpp"
 
 namespace kvcap {
 
@@ -78,35 +79,40 @@ bool kv_dtype_skipped(const ModelSpec& m, const Deployment& d, i64 layer) {
 }
 
 namespace {
-// --kv-cache-dtype-skip-layers: checks the entries and aligns the block sizes as
-// vllm/platforms/interface.py _align_heterogeneous_kv_block_size does: one block pool holds pages of one
-// size, so the quantised (primary) layers' block is raised to the smallest multiple of the kernel
-// alignment whose page covers a skipped layer's page at the requested block, and the skipped layers'
-// page is padded to it (cache_config.skip_page_size_padded = block_size x primary page per token).
 // The block size an MLA attention backend forces on NVIDIA GPUs when the user's block does not suit it
-// (vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config, with the default backend choice):
-//   - Blackwell (SM100; kvcap's "blackwell" profiles are B200/GB200), dense, qk_nope_head_dim 128, no DCP:
-//     FlashInfer MLA, 32 or a multiple of 64, else 64;
+// (vllm/platforms/cuda.py CudaPlatformBase.check_and_update_config, with the default backend choice; read at
+// vllm-project/vllm 002db495):
+//   - Blackwell (SM100: kvcap's "blackwell" profiles are B200/GB200; an SM120 card is not modelled), dense,
+//     qk_nope_head_dim 128, no DCP: FlashInfer MLA, 32 or a multiple of 64, else 64;
 //   - Blackwell otherwise (dense): CUTLASS MLA, a multiple of 128, else 128;
 //   - Hopper (is_flashmla_dense_supported: capability family 90): FlashMLA, a multiple of 64, else 64;
-//   - sparse MLA (DeepSeek-V3.2's indexer, hf_config.index_topk): FlashMLASparse, exactly 64, on any GPU.
-// Ampere, Ada and AMD GPUs keep the block (Triton MLA; ROCm's AITER rules are not modelled). Models with
+//   - sparse MLA (DeepSeek-V3.2's indexer, hf_config.index_topk): FlashMLASparse, exactly 64, on any NVIDIA GPU.
+// vLLM 0.10-0.11 (--vllm-version): FlashMLA exactly 64 on Hopper, CUTLASS MLA (the Blackwell default then) exactly
+// 128. Ampere, Ada (Triton MLA) and AMD keep the block (ROCm's AITER rules are not modelled). Models with
 // linear-attention layers size their block in HybridAttentionMambaModelConfig instead.
 void force_mla_block_size(const ModelSpec& m, const GpuSpec& g, ResolvedDeployment& r) {
-  if (m.attention != AttentionType::mla || has_linear_layers(m) || g.vendor != "nvidia") return;
-  const bool sparse = m.index_head_dim > 0;
-  const bool blackwell = g.architecture == "blackwell", hopper = g.architecture == "hopper";
+  const auto lower = [](std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  if (m.attention != AttentionType::mla || has_linear_layers(m) || lower(g.vendor) != "nvidia") return;
+  const bool sparse = m.index_head_dim > 0, legacy = vllm_minor(r.d.vllm_version) < 12;
+  const std::string arch = lower(g.architecture);
+  const bool blackwell = arch == "blackwell", hopper = arch == "hopper";
   const i64 given = r.block_size;
   std::string backend;
-  if (blackwell && !sparse && m.mla.qk_nope_head_dim == 128 && r.d.decode_context_parallel_size == 1) {
+  if (blackwell && !sparse && legacy) {
+    backend = "CUTLASS MLA (Blackwell, vLLM 0.10-0.11) needs 128";
+    r.block_size = 128;
+  } else if (blackwell && !sparse && m.mla.qk_nope_head_dim == 128 && r.d.decode_context_parallel_size == 1) {
     backend = "FlashInfer MLA (Blackwell) needs 32 or a multiple of 64";
     if (r.block_size != 32 && r.block_size % 64 != 0) r.block_size = 64;
   } else if (blackwell && !sparse) {
     backend = "CUTLASS MLA (Blackwell) needs a multiple of 128";
     if (r.block_size % 128 != 0) r.block_size = 128;
   } else if (hopper) {
-    backend = "FlashMLA (Hopper) needs a multiple of 64";
-    if (r.block_size % 64 != 0) r.block_size = 64;
+    backend = legacy ? "FlashMLA (Hopper, vLLM 0.10-0.11) needs 64" : "FlashMLA (Hopper) needs a multiple of 64";
+    if (legacy || r.block_size % 64 != 0) r.block_size = 64;
   }
   if (sparse && r.block_size != 64) {
     backend = "FlashMLASparse (DeepSeek-V3.2's sparse attention) needs 64";
@@ -116,6 +122,11 @@ void force_mla_block_size(const ModelSpec& m, const GpuSpec& g, ResolvedDeployme
     r.block_size_note = "forced from " + str(given) + " by vLLM: the attention backend " + backend;
 }
 
+// --kv-cache-dtype-skip-layers: checks the entries and aligns the block sizes as
+// vllm/platforms/interface.py _align_heterogeneous_kv_block_size does: one block pool holds pages of one
+// size, so the quantised (primary) layers' block is raised to the smallest multiple of the kernel
+// alignment whose page covers a skipped layer's page at the requested block, and the skipped layers'
+// page is padded to it (cache_config.skip_page_size_padded = block_size x primary page per token).
 void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeployment& r) {
   const auto& skips = d.kv_cache_dtype_skip_layers;
   if (skips.empty()) return;
@@ -141,8 +152,9 @@ void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeploy
       align * ceil_div(mul(static_cast<u64>(requested), skipped, "skipped page"), mul(align, primary, "primary page"));
   if (static_cast<u64>(r.block_size) < need) {
     r.block_size = static_cast<i64>(need);
-    r.block_size_note = "raised from " + str(requested) + " so that one page holds a skipped layer's " +
-                        str(requested) + " tokens in " + std::string(name(r.dtype));
+    r.block_size_note = (r.block_size_note.empty() ? "" : r.block_size_note + "; then ") + "raised from " +
+                        str(requested) + " so that one page holds a skipped layer's " + str(requested) + " tokens in " +
+                        std::string(name(r.dtype));
   }
   r.skip_block_size = requested;
   r.skip_page_bytes = mul(static_cast<u64>(r.block_size), primary, "skip_page_size_padded");

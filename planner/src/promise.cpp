@@ -127,9 +127,11 @@ Measurement measure_memory(const PromiseQuery& q, const ModelSpec& m, const Memo
               "KV cache " + grouped(plan.kv_capacity_tokens) + " tokens per replica" + cluster_scope(q, plan)};
     }
     case Metric::kv_capacity_tokens:
-      return {static_cast<double>(q.cluster ? plan.cluster_kv_capacity_tokens : plan.kv_capacity_tokens),
-              grouped(plan.num_blocks) + " blocks x " + std::to_string(plan.dep.d.block_size) + " tokens per replica" +
-                  cluster_scope(q, plan)};
+      return {
+          static_cast<double>(q.cluster ? plan.cluster_kv_capacity_tokens : plan.kv_capacity_tokens),
+          grouped(plan.num_blocks) + " blocks x " +
+              std::to_string(plan.kv_groups.empty() ? plan.dep.block_size : plan.kv_groups.front().spec.block_size) +
+              " tokens per replica" + cluster_scope(q, plan)};
     case Metric::fits:
       return {plan.max_concurrency, plan.fits()             ? "one request of max_model_len " + max_len + " fits"
                                     : plan.warnings.empty() ? "does not fit"

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <istream>
 
@@ -238,6 +239,9 @@ Trace parse_trace_csv(std::istream& in, const std::string& file, const TraceOpti
 }
 
 Trace read_trace_csv(const std::string& path, const TraceOptions& o) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw TraceError(path, 0, "not a regular file (a directory, device, FIFO or socket); expected a trace CSV");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TraceError(path, 0, "cannot open the trace file");
   return parse_trace_csv(in, path, o);

@@ -114,3 +114,6 @@ kvcap_golden(simulate_multi_turn 0 simulate --model llama-3.1-8b --gpu h100-sxm 
 kvcap_golden(err_simulate_endless_conversation 2 simulate --model llama-3.1-8b --gpu h100-sxm --workload %DATA%/workload_endless_conversation.yaml --duration 10s)
 kvcap_golden(err_simulate_duration_too_many 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1000 --duration 1000000s --prompt-tokens 100 --output-tokens 10)
 kvcap_golden(size_multi_turn 0 size --model llama-3.1-8b --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --gpus h100-sxm --top 3)
+# Issue 13 (second hostile-input pass): a usage error before any output; a device given as a trace.
+kvcap_golden(err_plan_shared_prefix_beyond_prompt 2 plan --model llama-3.1-8b --gpu h100-sxm --shared-prefix-tokens 4K --prompt-tokens 1K --format csv)
+kvcap_golden(err_simulate_trace_device 1 simulate --model llama-3.1-8b --gpu h100-sxm --trace /dev/zero)

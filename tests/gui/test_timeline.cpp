@@ -49,4 +49,8 @@ TEST_CASE("timeline reader names file, line and column of a bad row", "[gui][tim
   CHECK(parse_timeline_csv(crlf, "t.csv").samples.size() == 1);
   CHECK_THROWS_WITH(read_timeline_csv("/nonexistent/t.csv"),
                     "/nonexistent/t.csv: error: cannot open the timeline file");
+  // A replica index no simulator writes (it would make the chart allocate a series per replica), and a device.
+  CHECK(error_of(header + "0,4294967295,1,0,5,10,0.5,0\n") ==
+        "t.csv:2: error: replica: expected a replica index below 100,000, got '4294967295'");
+  CHECK_THROWS_WITH(read_timeline_csv("/dev/zero"), Catch::Contains("/dev/zero: error: not a regular file"));
 }

@@ -284,6 +284,17 @@ TEST_CASE("MLA models run the block size their attention backend forces (vllm/pl
   CHECK(block(v3, "a100-80gb", 16).block_size == 16);
   CHECK(block(profiles::resolve_model("deepseek-v2-lite"), "l4", 16).block_size == 16);
   CHECK(block(v3, "mi300x", 16).block_size == 16);
+  // vLLM 0.10-0.11: FlashMLA exactly 64 on Hopper, CUTLASS MLA exactly 128 on Blackwell.
+  const auto legacy = [&](const char* gpu, i64 bs) {
+    Deployment d;
+    d.tensor_parallel_size = 8;
+    d.block_size = bs;
+    d.vllm_version = "0.10";
+    return resolve(v3, profiles::resolve_gpu(gpu), d).block_size;
+  };
+  CHECK(legacy("h200", 128) == 64);
+  CHECK(legacy("b200", 16) == 128);
+  CHECK(legacy("b200", 64) == 128);
   // Not MLA: untouched on every GPU.
   CHECK(block(profiles::resolve_model("llama-3.1-70b"), "h200", 16).block_size == 16);
   // The forced block rounds the pool: DeepSeek-V3 TP 8 on H200 holds 9,843 blocks of 64.
