@@ -25,6 +25,16 @@ const CommandHelp kHelp = {
     "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
     "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024"};
 
+// A usage error (KVCAP-E108: the shared prefix longer than the prompt, whose default is 1,024 tokens) is reported
+// before anything is printed, whether or not the deployment fits.
+void refuse_prefix_beyond_prompt(const ModelSpec& model, const MemoryPlan& plan, i64 batch, i64 prompt, i64 output,
+                                 bool prompt_given) {
+  if (plan.dep.d.shared_prefix_tokens <= prompt) return;
+  for (const auto& f : check_batch(model, plan, batch, prompt, output))
+    if (f.code == "KVCAP-E108")
+      throw UsageError(f.code + ": " + f.message + (prompt_given ? "" : " (--prompt-tokens defaults to 1,024)"));
+}
+
 }  // namespace
 
 int cmd_plan(const std::vector<std::string>& args) {
@@ -60,15 +70,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
     const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
     const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
-    // A usage error (KVCAP-E108: the shared prefix longer than the prompt, whose default is 1,024 tokens) is
-    // reported before anything is printed, whether or not the deployment fits.
-    if (plan.dep.d.shared_prefix_tokens > prompt) {
-      const auto usage = check_batch(model, plan, batch, prompt, output);
-      for (const auto& f : usage)
-        if (f.code == "KVCAP-E108")
-          throw UsageError(f.code + ": " + f.message +
-                           (vm.count("prompt-tokens") ? "" : " (--prompt-tokens defaults to 1,024)"));
-    }
+    refuse_prefix_beyond_prompt(model, plan, batch, prompt, output, vm.count("prompt-tokens") > 0);
     const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
     speed = estimate_request(ctx, batch, prompt, output);
     if (plan.fits()) {

@@ -51,6 +51,8 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
   std::vector<std::string> names;
   std::size_t width = 32;
   std::vector<std::string> labels;
+  labels.reserve(rows.size());
+  names.reserve(rows.size());
   for (const auto& r : rows) labels.push_back(row_label(r.spec));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     // Two files with one stem (a/model.yaml, b/model.yaml) are shown by their whole specs.

@@ -8,7 +8,7 @@ TEST_CASE("compare rows name a model file by its stem, a config.json by its fold
   CHECK(row_label("llama-3.1-8b@2xh100-sxm") == "llama-3.1-8b@2xh100-sxm");
   CHECK(row_label("/a/long/path/gpt-oss-120b.json@1xh100-sxm") == "gpt-oss-120b@1xh100-sxm");
   CHECK(row_label("models/Llama-3.1-8B/config.json@h200") == "Llama-3.1-8B/config@h200");
-  CHECK(row_label("config.json@h200") == "config@h200");  // no folder to name it by
-  CHECK(row_label("profiles/my.yaml") == "my");           // no '@'
+  CHECK(row_label("config.json@h200") == "config@h200");                  // no folder to name it by
+  CHECK(row_label("profiles/my.yaml") == "my");                           // no '@'
   CHECK(row_label("m.yaml@gpus/h100@v2.yaml") == "m@gpus/h100@v2.yaml");  // split at the first '@', as parsed
 }
