@@ -461,14 +461,21 @@ double expected_max_std_normal(i64 n) {
   return s * h / 3.0;
 }
 
+namespace {
+// expert_load_imbalance with E[max of ep standard normals] given (StepCostModel computes it once per model).
+double load_imbalance(i64 ep, double picks, double max_normal) {
+  if (ep <= 1 || !(picks > 0)) return 1;
+  const double e = dbl(ep);
+  return std::min(e, 1.0 + max_normal * std::sqrt((e - 1.0) / picks));
+}
+}  // namespace
+
 double expert_load_imbalance(i64 ep, double picks) {
   // Balls into bins: each of the N picks lands on a rank with probability 1/EP (a rank holds E/EP experts), so a
   // rank's load is Binomial(N, 1/EP), near normal with sigma/mean = sqrt((EP - 1) / N), and the busiest of EP ranks
   // carries mean + sigma E[max of EP standard normals] (1.42 sigma for EP 8). Uniform routing is the optimistic case:
   // real routers are skewed, which EPLB's redundant experts counter (not modelled).
-  if (ep <= 1 || !(picks > 0)) return 1;
-  const double e = dbl(ep);
-  return std::min(e, 1.0 + expected_max_std_normal(ep) * std::sqrt((e - 1.0) / picks));
+  return load_imbalance(ep, picks, ep > 1 ? expected_max_std_normal(ep) : 0);
 }
 
 double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes) {
@@ -733,11 +740,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   const i64 t_int = mbs == 1 ? load.tokens : (load.tokens + mbs - 1) / mbs;
   const double samples = dbl(load.samples) * f;
   const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, t * ep_tokens_) / dbl(num_experts_) : 0;
-  // expert_load_imbalance with E[max] computed once per model.
-  const double picks = t * ep_tokens_ * dbl(top_k_);
-  const double imbalance = ep_size_ > 1 && picks > 0
-                               ? std::min(dbl(ep_size_), 1.0 + ep_max_normal_ * std::sqrt(dbl(ep_size_ - 1) / picks))
-                               : 1.0;
+  const double imbalance = load_imbalance(ep_size_, t * ep_tokens_ * dbl(top_k_), ep_max_normal_);
   const double gemm_rate_now = gemm_rate(t_int);
   bool first = true;
   double stage_total = 0;
