@@ -191,14 +191,16 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
       m.moe.enabled() ? expected_active_experts(m.moe.num_experts, m.moe.experts_per_token, t * ep_tokens) / dbl(m.moe.num_experts)
                       : 0;
   const double top_k_frac = m.moe.enabled() ? dbl(m.moe.experts_per_token) / dbl(m.moe.num_experts) : 0;
+  // The busiest EP rank's share (routed experts are only in the layers, whose tokens are t): once per step.
+  const double imbalance =
+      m.moe.enabled() ? expert_load_imbalance(d.expert_parallel_size, t * ep_tokens * dbl(m.moe.experts_per_token))
+                      : 1.0;
   auto account = [&](const WeightTensor& w, double flop_tokens) {
     const u64 e = static_cast<u64>(elements_per_rank(m, w, tp, d.expert_parallel_size));
     const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
     if (w.routed_expert) {
       b.weight_bytes += bytes * moe_frac;
-      b.gemm_flops +=
-          2.0 * flop_tokens * ep_tokens * dbl(e) * top_k_frac *
-          expert_load_imbalance(d.expert_parallel_size, flop_tokens * ep_tokens * dbl(m.moe.experts_per_token));
+      b.gemm_flops += 2.0 * flop_tokens * ep_tokens * dbl(e) * top_k_frac * imbalance;
     } else {
       b.weight_bytes += bytes;
       b.gemm_flops += 2.0 * flop_tokens * dbl(e);
