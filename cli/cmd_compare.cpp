@@ -1,5 +1,6 @@
 // kvcap compare: one concurrency-vs-context table for several deployments - the main job.
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common.hpp"
@@ -14,12 +15,12 @@ namespace kvcap::cli {
 namespace {
 struct Target {
   std::string spec, model, gpu;
-  i64 tp = 1;
+  std::optional<i64> gpus;  ///< N of MODEL@NxGPU; absent for MODEL@GPU
 };
 
-// "MODEL@GPU" or "MODEL@NxGPU" (N GPUs in tensor parallel).
+// "MODEL@GPU" or "MODEL@NxGPU" (N GPUs per replica; target_deployment splits them).
 Target parse_target(const std::string& s) {
-  Target t{s, "", "", 1};
+  Target t{s, "", "", std::nullopt};
   const auto at = s.find('@');
   if (at == std::string::npos || at == 0 || at + 1 == s.size())
     throw UsageError("--deploy: expected MODEL@GPU or MODEL@NxGPU (e.g. llama-3.1-70b@4xh100-sxm), got '" + s + "'");
@@ -27,11 +28,33 @@ Target parse_target(const std::string& s) {
   std::string rest = s.substr(at + 1);
   const auto x = rest.find('x');
   if (x != std::string::npos && x > 0 && rest.find_first_not_of("0123456789") == x) {
-    t.tp = parse_int(rest.substr(0, x), "--deploy (GPU count in '" + s + "')", 1, kMaxGpuCount);
+    t.gpus = parse_int(rest.substr(0, x), "--deploy (GPU count in '" + s + "')", 1, kMaxGpuCount);
     rest = rest.substr(x + 1);
   }
   t.gpu = rest;
   return t;
+}
+
+/// The deployment of one target: N of MODEL@NxGPU is the GPU count of one replica, tensor x pipeline
+/// parallel. Without --tensor-parallel-size, N GPUs are N/PP-way tensor parallel; with it, N must equal
+/// TP x PP (N x TP GPUs under the label N would misreport the deployment). MODEL@GPU takes TP and PP from
+/// the flags, and the row is relabelled MODEL@NxGPU when that is more than one GPU.
+Deployment target_deployment(Target& t, Deployment d, bool tp_given) {
+  const i64 pp = d.pipeline_parallel_size;
+  if (t.gpus && !tp_given) {
+    if (*t.gpus % pp != 0)
+      throw UsageError("--deploy '" + t.spec + "': " + std::to_string(*t.gpus) +
+                       " GPUs do not split into --pipeline-parallel-size " + std::to_string(pp) + " stages");
+    d.tensor_parallel_size = *t.gpus / pp;
+  } else if (t.gpus && *t.gpus != d.tensor_parallel_size * pp) {
+    throw UsageError("--deploy '" + t.spec + "': " + std::to_string(*t.gpus) + " GPUs, but --tensor-parallel-size " +
+                     std::to_string(d.tensor_parallel_size) + " x --pipeline-parallel-size " + std::to_string(pp) +
+                     " is " + std::to_string(d.tensor_parallel_size * pp) +
+                     " per replica: give MODEL@GPU with the flags, or MODEL@NxGPU without --tensor-parallel-size");
+  } else if (!t.gpus && d.tensor_parallel_size * pp > 1) {
+    t.spec = t.model + "@" + std::to_string(d.tensor_parallel_size * pp) + "x" + t.gpu;
+  }
+  return d;
 }
 
 const std::vector<std::string> kDefaultTargets = {
@@ -56,7 +79,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   po::options_description own("Compare");
   // clang-format off
   own.add_options()
-    ("deploy,d", po::value<std::vector<std::string>>()->composing(), "MODEL@GPU or MODEL@NxGPU (N-way tensor parallel); repeatable")
+    ("deploy,d", po::value<std::vector<std::string>>()->composing(), "MODEL@GPU or MODEL@NxGPU (N GPUs per replica: N/PP-way tensor parallel); repeatable")
     ("contexts", po::value<std::string>(), "context lengths (default 1K,2K,...,1M)")
     ("format,f", po::value<std::string>()->default_value("table"), "table, json or csv")
     ("help,h", "show this help");
@@ -73,9 +96,9 @@ int cmd_compare(const std::vector<std::string>& args) {
   const Deployment base = deployment_from(vm);
 
   std::vector<CompareRow> rows;
-  for (const auto& t : targets) {
-    Deployment d = base;
-    d.tensor_parallel_size = t.tp * base.tensor_parallel_size;
+  const bool tp_given = !vm["tensor-parallel-size"].defaulted();
+  for (auto& t : targets) {
+    const Deployment d = target_deployment(t, base, tp_given);
     ModelSpec m = profiles::resolve_model(t.model);
     GpuSpec g = profiles::resolve_gpu(t.gpu);
     MemoryPlan p = plan_memory(m, g, d, contexts);

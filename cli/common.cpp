@@ -1,6 +1,7 @@
 #include "common.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -133,6 +134,55 @@ Deployment deployment_from(const po::variables_map& vm) {
   return profiles::deployment_from_flags(flag_texts(vm, deployment_options(false)));
 }
 
+namespace {
+
+/// The flags that name a file kvcap writes (every command spells them this way).
+constexpr std::array<const char*, 4> kOutputFlags = {"out", "junit", "timeline", "requests-out"};
+
+/// The string values of one parsed option (a flag or a positional list); empty for other types.
+std::vector<std::string> string_values(const po::variable_value& v) {
+  if (const auto* s = boost::any_cast<std::string>(&v.value())) return {*s};
+  if (const auto* l = boost::any_cast<std::vector<std::string>>(&v.value())) return *l;
+  return {};
+}
+
+/// Whether two paths name one file: the same inode when both exist (links included), else the same
+/// normalised absolute path (two outputs that do not exist yet).
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
+  const fs::path ca = fs::weakly_canonical(a, ec);
+  if (ec) return false;
+  const fs::path cb = fs::weakly_canonical(b, ec);
+  return !ec && ca == cb;
+}
+
+/// kvcap never writes over a file it reads (`--timeline trace.csv` would truncate the trace before
+/// reading it), nor two outputs into one file: an output flag naming the same file as any other string
+/// flag or positional argument is a usage error, before anything is opened.
+void refuse_output_over_input(const po::variables_map& vm) {
+  for (const char* out : kOutputFlags) {
+    if (!vm.count(out)) continue;
+    for (const std::string& path : string_values(vm[out])) {
+      for (const auto& [name, value] : vm) {
+        if (name == out || value.defaulted()) continue;
+        for (const std::string& other : string_values(value)) {
+          if (other.empty() || path.empty() || !same_file(path, other)) continue;
+          const bool is_output = std::find(kOutputFlags.begin(), kOutputFlags.end(), name) != kOutputFlags.end();
+          const std::string what = is_output ? "also written by --" + name : "also read as input (" + name + ")";
+          std::string msg = std::string("--") + out;
+          msg += ": '" + path + "' is " + what;
+          msg += "; kvcap does not write over a file it reads, nor two outputs into one (choose another path)";
+          throw UsageError(msg);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
                         const po::positional_options_description* pos) {
   po::variables_map vm;
@@ -144,6 +194,7 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
+  refuse_output_over_input(vm);
   return vm;
 }
 

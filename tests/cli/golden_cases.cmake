@@ -117,3 +117,7 @@ kvcap_golden(size_multi_turn 0 size --model llama-3.1-8b --workload %SOURCE%/pro
 # Issue 13 (second hostile-input pass): a usage error before any output; a device given as a trace.
 kvcap_golden(err_plan_shared_prefix_beyond_prompt 2 plan --model llama-3.1-8b --gpu h100-sxm --shared-prefix-tokens 4K --prompt-tokens 1K --format csv)
 kvcap_golden(err_simulate_trace_device 1 simulate --model llama-3.1-8b --gpu h100-sxm --trace /dev/zero)
+# compare: N of MODEL@NxGPU is the GPUs of one replica; a conflicting --tensor-parallel-size is refused, and a
+# MODEL@GPU row with flags for several GPUs is labelled with their count.
+kvcap_golden(err_compare_deploy_tp_conflict 2 compare --deploy llama-3.1-70b@4xh100-sxm --tensor-parallel-size 2)
+kvcap_golden(compare_deploy_flags_relabel 0 compare --deploy llama-3.1-70b@h100-sxm --deploy llama-3.1-8b@4xh100-sxm --tensor-parallel-size 4 --pipeline-parallel-size 1 --contexts 8K --format csv)
