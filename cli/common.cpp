@@ -172,7 +172,7 @@ void refuse_output_over_input(const po::variables_map& vm) {
           const bool is_output = std::find(kOutputFlags.begin(), kOutputFlags.end(), name) != kOutputFlags.end();
           const std::string what = is_output ? "also written by --" + name : "also read as input (" + name + ")";
           std::string msg = std::string("--") + out;
-          msg += ": '" + path + "' is " + what;
+          msg.append(": '").append(path).append("' is ").append(what);
           msg += "; kvcap does not write over a file it reads, nor two outputs into one (choose another path)";
           throw UsageError(msg);
         }
