@@ -1,6 +1,7 @@
 // `kvcap simulate`'s flags -> sim::SimulationRequest (simulate_request.hpp). docs/simulator.md.
 #include "simulate_request.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -105,6 +106,48 @@ void cluster_into(const po::variables_map& vm, const Deployment& dep, SimulateCo
   r.think_time_s = (t == "0" || t == "0s" || t == "0ms") ? 0.0 : parse_seconds(t, "--think-time");
 }
 
+/// --shared-prefix-tokens N: every prompt begins with one common prefix of N tokens (one group, every request), as
+/// in kvcap plan. A workload file gives it in its shared_prefix block instead (not both). Longer than the longest
+/// prompt it is KVCAP-E108 (exit 2); a shorter prompt of a trace or a distribution carries a part of it, as the
+/// workload generator does for a group's prefix (simulator/src/workload.cpp).
+i64 shared_prefix_tokens(const SimulateCommand& c) {
+  return c.request.speed.plan.dep.d.shared_prefix_tokens;
+}
+
+UsageError prefix_too_long(i64 prefix, const std::string& longest) {
+  return UsageError("KVCAP-E108: --shared-prefix-tokens " + std::to_string(prefix) + " is longer than " + longest +
+                    ": every prompt begins with the shared prefix");
+}
+
+void shared_prefix_into_trace(std::vector<sim::RequestSpec>& requests, i64 prefix) {
+  if (prefix == 0) return;
+  i64 longest = 0;
+  for (const auto& q : requests) longest = std::max(longest, q.prompt_tokens);
+  if (prefix > longest)
+    throw prefix_too_long(prefix, "the trace's longest prompt (" + std::to_string(longest) + " tokens)");
+  for (auto& q : requests) {
+    q.prefix_group = 0;
+    q.prefix_tokens = std::min(prefix, q.prompt_tokens);
+  }
+}
+
+void shared_prefix_into_workload(WorkloadSpec& w, i64 prefix) {
+  if (prefix == 0) return;
+  if (w.shared_prefix.enabled())
+    throw UsageError(
+        "--shared-prefix-tokens: the workload file has a shared_prefix block already; give the prefix in "
+        "one place");
+  w.shared_prefix = {1, prefix, 1.0};
+  WorkloadSpec checked = w;
+  if (std::isinf(checked.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;  // offline: check the rest
+  try {
+    validate(checked);
+  } catch (const SpecError& e) {
+    if (e.field() == "shared_prefix.tokens") throw UsageError("KVCAP-E108: --shared-prefix-tokens " + e.reason());
+    throw UsageError(e.what());
+  }
+}
+
 /// --trace: the requests replayed.
 void trace_into(const po::variables_map& vm, SimulateCommand& c) {
   sim::TraceOptions to;
@@ -121,7 +164,11 @@ void trace_into(const po::variables_map& vm, SimulateCommand& c) {
   const auto slash = file.find_last_of('/');
   c.info.workload_name = slash == std::string::npos ? file : file.substr(slash + 1);
   c.info.workload_source = "trace";
+  shared_prefix_into_trace(t.requests, shared_prefix_tokens(c));
   c.info.workload_desc = describe_trace(c.info.workload_name, t, to.speedup, c.request.limits);
+  if (shared_prefix_tokens(c) > 0)
+    c.info.workload_desc += "; every prompt begins with a shared prefix of " +
+                            grouped(static_cast<u64>(shared_prefix_tokens(c))) + " tokens";
   c.request.trace = std::move(t.requests);
   c.timeline_span_s = sim::arrival_span_s(c.request, t.span_s);
 }
@@ -184,6 +231,7 @@ void workload_into(const po::variables_map& vm, SimulateCommand& c) {
   }
   if (vm.count("workload") && (vm.count("prompt-tokens") || vm.count("output-tokens") || vm.count("cv")))
     throw UsageError("--prompt-tokens/--output-tokens/--cv do not apply with --workload (the file gives them)");
+  shared_prefix_into_workload(r.workload, shared_prefix_tokens(c));
   // Bounded work: as --num-requests, the requests a duration or the phases imply (conversations: times their turns).
   if (const double n = sim::expected_requests(r);
       std::isfinite(n) && n > static_cast<double>(kMaxRequests) && !vm.count("force"))

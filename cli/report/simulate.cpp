@@ -330,8 +330,9 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
   }
   o << "; prompt " << describe_length(w.prompt) << ", output " << describe_length(w.output);
   if (w.shared_prefix.enabled())
-    o << "; " << w.shared_prefix.num_groups << " shared prefixes of " << w.shared_prefix.tokens << " tokens ("
-      << fixed(100 * w.shared_prefix.fraction, 0) << "% of requests)";
+    o << "; " << w.shared_prefix.num_groups
+      << (w.shared_prefix.num_groups == 1 ? " shared prefix of " : " shared prefixes of ") << w.shared_prefix.tokens
+      << " tokens (" << fixed(100 * w.shared_prefix.fraction, 0) << "% of requests)";
   const auto& cv = w.conversation;
   if (cv.users > 0)
     o << "; requests dealt to " << grouped(static_cast<std::uint64_t>(cv.users)) << " users, one turn in flight each";

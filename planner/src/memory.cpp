@@ -148,7 +148,7 @@ struct Demand {
   u64 per_request = 0;
   u64 shared = 0;
 };
-Demand demand_at(const MemoryPlan& p, i64 s) {
+Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap) {
   Demand r;
   // Linear-attention states in mamba_cache_mode "none" run without prefix caching, so a shared prefix
   // is then held by every request; in "align" the attention blocks of the prefix are shared.
@@ -159,8 +159,9 @@ Demand demand_at(const MemoryPlan& p, i64 s) {
     if (sharing && g.spec.kind == KvSpecKind::full && p.dep.d.shared_prefix_tokens > 0) {
       // A cache hit covers at most num_tokens - 1 tokens: the last token is always computed, so a request owns
       // at least the block that holds it (vllm/v1/core/kv_cache_manager.py get_computed_blocks,
-      // max_cache_hit_length = request.num_tokens - 1). Only whole blocks of the prefix are shared.
-      const u64 prefix = u(std::min(p.dep.d.shared_prefix_tokens, s - 1)) / u(g.spec.block_size);
+      // max_cache_hit_length = request.num_tokens - 1, num_tokens being the prompt at admission: `hit_cap`, the
+      // prompt - 1 when known, else S - 1). Only whole blocks of the prefix are shared.
+      const u64 prefix = u(std::min(p.dep.d.shared_prefix_tokens, hit_cap)) / u(g.spec.block_size);
       r.shared += prefix;
       blocks -= std::min(blocks, prefix);
     }
@@ -170,10 +171,14 @@ Demand demand_at(const MemoryPlan& p, i64 s) {
 }
 }  // namespace
 
-double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s) {
+double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 s) {
+  return concurrency_at(m, p, s, s);
+}
+
+double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s, i64 prompt_tokens) {
   if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
   // get_max_concurrency_for_kv_cache_config with max_model_len = S (the curve).
-  const Demand dm = demand_at(p, s);
+  const Demand dm = demand_at(p, s, std::clamp<i64>(prompt_tokens, 1, s) - 1);
   if (p.num_blocks <= dm.shared) return 0;
   if (dm.per_request == 0) return static_cast<double>(INFINITY);
   return static_cast<double>(p.num_blocks - dm.shared) / static_cast<double>(dm.per_request);
@@ -270,7 +275,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     CurvePoint c;
     c.context_tokens = s;
     c.max_concurrency = concurrency_at(m, p, s);
-    const Demand dm = demand_at(p, s);
+    const Demand dm = demand_at(p, s, s - 1);
     c.kv_bytes_per_request = narrow(static_cast<u128>(bind.layout.block_bytes) * (dm.per_request + dm.shared), "KV bytes per request");
     p.curve.push_back(c);
   }

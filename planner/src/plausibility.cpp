@@ -76,6 +76,19 @@ void check_shared_prefix(const MemoryPlan& p, std::vector<Finding>& r) {
     r.push_back(error("KVCAP-E107", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
                                         " tokens does not fit in the KV cache (" +
                                         std::to_string(p.kv_capacity_tokens) + " tokens per replica)"));
+  // Curve points shorter than the prefix: there a request is a part of the prefix (every whole block of it is
+  // shared, only the last is its own), a figure of the cache's arithmetic rather than of any workload.
+  if (has_errors(r)) return;
+  std::string below;
+  std::size_t n = 0;
+  for (const auto& c : p.curve)
+    if (c.context_tokens < d.d.shared_prefix_tokens) below += (n++ ? ", " : "") + human_tokens(c.context_tokens);
+  if (n > 0)
+    r.push_back(warning("KVCAP-W203", (n > 1 ? "contexts " : "context ") + below + (n > 1 ? " are" : " is") +
+                                          " shorter than the shared prefix of " +
+                                          std::to_string(d.d.shared_prefix_tokens) +
+                                          " tokens: a request there is part of the prefix, so its concurrency counts "
+                                          "only its last block (give contexts of at least the prefix)"));
 }
 }  // namespace
 
@@ -113,7 +126,7 @@ std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 ba
                   " tokens is longer than the prompt of " + std::to_string(prompt_tokens) +
                   " tokens: every prompt begins with the shared prefix (--shared-prefix-tokens <= --prompt-tokens)",
               kExitUsage));
-  const double fit = context > 0 ? concurrency_at(m, p, context) : 0;
+  const double fit = context > 0 ? concurrency_at(m, p, context, prompt_tokens) : 0;
   if (static_cast<double>(batch) > fit)
     r.push_back(error("KVCAP-E105", "a batch of " + std::to_string(batch) + " requests of " + std::to_string(context) +
                                         " tokens does not fit in the KV cache (at most " + fixed(std::floor(fit), 0) +

@@ -98,6 +98,11 @@ void check_context_len(const ResolvedDeployment& d, i64 s, const char* what) {
   if (s > d.max_model_len)
     throw SpecError(what, std::to_string(s) + " tokens exceeds the deployment's max_model_len " +
                               std::to_string(d.max_model_len) + "; vLLM rejects such requests (raise max_model_len)");
+  // Every request begins with the deployment's shared prefix (plan's KVCAP-E108, the curve's KVCAP-W203).
+  if (s < d.d.shared_prefix_tokens)
+    throw SpecError(what, std::to_string(s) + " tokens is shorter than the deployment's shared prefix of " +
+                              std::to_string(d.d.shared_prefix_tokens) +
+                              " tokens; every request begins with the prefix (shared_prefix_tokens <= " + what + ")");
 }
 
 // A decode batch must fit: B requests at context S need B x blocks(S) blocks, and vLLM runs at most max_num_seqs.
@@ -172,10 +177,12 @@ Measurement measure_speed(const PromiseQuery& q, const ModelSpec& m, const GpuSp
 Measurement measure(const PromiseQuery& q, const ModelSpec& m, const GpuSpec& g, const Deployment& d,
                     const SpeedOptions& o) {
   const MemoryPlan plan = plan_memory(m, g, d, {});
-  // The plausibility policy (plausibility.hpp): KV memory beyond the device (E103) makes every figure of this
-  // deployment meaningless, and no KV memory at all (E101) every figure but `fits`; the promise cannot be evaluated.
+  // The plausibility policy (plausibility.hpp): KV memory beyond the device (E103) or a shared prefix no request
+  // can carry (E106) makes every figure of this deployment meaningless; no KV memory at all (E101) or a prefix the
+  // cache cannot hold once (E107) every figure but `fits`. The promise cannot be evaluated.
   for (const auto& f : check_memory_plan(g, plan))
-    if (f.code == "KVCAP-E103" || (f.code == "KVCAP-E101" && q.metric != Metric::fits))
+    if (f.code == "KVCAP-E103" || f.code == "KVCAP-E106" ||
+        ((f.code == "KVCAP-E101" || f.code == "KVCAP-E107") && q.metric != Metric::fits))
       throw SpecError("deployment", f.code + ": " + f.message);
   switch (q.metric) {
     case Metric::concurrency_at:

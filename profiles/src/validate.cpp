@@ -39,19 +39,23 @@ struct Input {
 template <class F>
 void collect(std::vector<Diagnostic>& out, const std::string& file, F&& f);
 
-// Resolves the deployment and applies the plausibility policy's impossible-input check: KV memory beyond the
-// device (KVCAP-E103), located at the deployment's kv_cache_memory_bytes (`at`: the deployment's mapping, `path`
+// Resolves the deployment and applies the plausibility policy's impossible-input checks: KV memory beyond the
+// device (KVCAP-E103) and a shared prefix longer than max_model_len (KVCAP-E106), located at the deployment's
+// kv_cache_memory_bytes or shared_prefix_tokens (`at`: the deployment's mapping, `path`
 // its key path with a trailing dot, "" at the top level). A deployment that merely does not fit is valid input
 // (kvcap plan reports it, exit 3).
 void check_plausible(Ctx& c, const YAML::Node& at, const std::string& path, const DeploymentProfile& d,
                      const ProfileIndex& index) {
   const ResolvedProfile rp = resolve_deployment(d, &index);
-  if (d.deployment.kv_cache_memory_bytes.empty()) return;
+  if (d.deployment.kv_cache_memory_bytes.empty() && d.deployment.shared_prefix_tokens == 0) return;
   const MemoryPlan plan = plan_memory(rp.model, rp.gpu, d.deployment, {});
-  const std::string field = path + "kv_cache_memory_bytes";
-  for (const auto& f : check_memory_plan(rp.gpu, plan))
-    if (f.code == "KVCAP-E103")
-      c.error(at.IsMap() && at["kv_cache_memory_bytes"] ? at["kv_cache_memory_bytes"] : at, field, f.code + ": " + f.message);
+  for (const auto& f : check_memory_plan(rp.gpu, plan)) {
+    // E103: KV memory beyond the device; E106: a shared prefix longer than max_model_len (no request can carry it).
+    const char* key = f.code == "KVCAP-E103"   ? "kv_cache_memory_bytes"
+                      : f.code == "KVCAP-E106" ? "shared_prefix_tokens"
+                                               : nullptr;
+    if (key) c.error(at.IsMap() && at[key] ? at[key] : at, path + key, f.code + ": " + f.message);
+  }
 }
 
 // The YAML mapping of promise i's inline deployment, or the file's root when the promise list does not line up.

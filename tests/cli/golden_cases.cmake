@@ -121,3 +121,8 @@ kvcap_golden(err_simulate_trace_device 1 simulate --model llama-3.1-8b --gpu h10
 # MODEL@GPU row with flags for several GPUs is labelled with their count.
 kvcap_golden(err_compare_deploy_tp_conflict 2 compare --deploy llama-3.1-70b@4xh100-sxm --tensor-parallel-size 2)
 kvcap_golden(compare_deploy_flags_relabel 0 compare --deploy llama-3.1-70b@h100-sxm --deploy llama-3.1-8b@4xh100-sxm --tensor-parallel-size 4 --pipeline-parallel-size 1 --contexts 8K --format csv)
+# simulate --shared-prefix-tokens: every prompt begins with the prefix (one group, all requests); longer than the
+# longest prompt it is KVCAP-E108 (exit 2).
+kvcap_golden(simulate_shared_prefix_flag 0 simulate --model llama-3.1-8b --gpu h100-sxm --rate 20 --prompt-tokens 2K --output-tokens 64 --num-requests 300 --shared-prefix-tokens 1536 --no-wall-time --format csv)
+kvcap_golden(err_simulate_shared_prefix_beyond_prompt 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 5 --prompt-tokens uniform:128-1K --output-tokens 64 --num-requests 10 --shared-prefix-tokens 2K)
+kvcap_golden(plan_shared_prefix_short_contexts 0 plan --model llama-3.1-8b --gpu h100-sxm --shared-prefix-tokens 4K --contexts 1K,2K,8K --format csv)

@@ -46,14 +46,16 @@ TEST_CASE("an output flag naming an input file is refused before anything is wri
   const std::string trace = s.write("trace.csv", kTrace);
   for (const char* flag : {"--timeline", "--requests-out"}) {
     INFO(flag);
-    CHECK_THROWS_WITH(kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, flag, trace}),
-                      Catch::Contains(std::string(flag) + ": '" + trace + "' is also read as input (trace)"));
+    CHECK_THROWS_WITH(
+        kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, flag, trace}),
+        Catch::Contains(std::string(flag) + ": '" + trace + "' is also read as input (trace)"));
     CHECK(slurp(trace) == kTrace);
   }
   // The same file by another spelling, and through a hard link.
   const std::string other = (s.dir / "." / "trace.csv").string();
-  CHECK_THROWS_AS(kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--timeline", other}),
-                  UsageError);
+  CHECK_THROWS_AS(
+      kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--timeline", other}),
+      UsageError);
   fs::create_hard_link(trace, s.dir / "link.csv");
   CHECK_THROWS_AS(kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace,
                                             "--requests-out", (s.dir / "link.csv").string()}),
@@ -87,8 +89,8 @@ TEST_CASE("distinct output paths are accepted", "[cli][outputs]") {
   std::streambuf* old = std::cout.rdbuf();
   std::ostringstream sink;
   std::cout.rdbuf(sink.rdbuf());
-  const int rc = kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace, "--timeline",
-                                           timeline, "--requests-out", requests, "--no-wall-time"});
+  const int rc = kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace,
+                                           "--timeline", timeline, "--requests-out", requests, "--no-wall-time"});
   std::cout.rdbuf(old);
   CHECK(rc == 0);
   CHECK(slurp(requests).find('\n') != std::string::npos);

@@ -151,3 +151,42 @@ TEST_CASE("plausibility: a shared prefix no request can carry", "[planner][plaus
   d.shared_prefix_tokens = 1024;
   CHECK_FALSE(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E107"));
 }
+
+TEST_CASE("plausibility: curve contexts shorter than the shared prefix are flagged (W203)", "[planner][plausibility]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.shared_prefix_tokens = 4096;
+  const auto f = check_memory_plan(g, plan_memory(m, g, d, {1024, 2048, 4096, 8192}));
+  REQUIRE(has(f, "KVCAP-W203"));
+  const auto w = std::find_if(f.begin(), f.end(), [](const Finding& x) { return x.code == "KVCAP-W203"; });
+  CHECK(w->level == Finding::Level::warning);
+  CHECK(w->message.find("contexts 1K, 2K are shorter") != std::string::npos);
+  CHECK(exit_code(f) == kExitOk);
+  // Every context at least the prefix: nothing to say; a prefix beyond max_model_len: E106 alone.
+  CHECK_FALSE(has(check_memory_plan(g, plan_memory(m, g, d, {4096, 8192})), "KVCAP-W203"));
+  d.shared_prefix_tokens = 1 << 20;
+  const auto e = check_memory_plan(g, plan_memory(m, g, d, {4096}));
+  CHECK(has(e, "KVCAP-E106"));
+  CHECK_FALSE(has(e, "KVCAP-W203"));
+}
+
+TEST_CASE("plausibility: a prompt that is the whole shared prefix hits at most prompt - 1 tokens",
+          "[planner][plausibility]") {
+  // vLLM kv_cache_manager.get_computed_blocks: max_cache_hit_length = num_tokens - 1 at admission, so a prompt of
+  // exactly the (block-aligned) prefix shares one block fewer than the context - 1 bound of the curve would give.
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.shared_prefix_tokens = 2048;  // 128 blocks of 16
+  const auto p = plan_memory(m, g, d, {});
+  const double curve = concurrency_at(m, p, 2048 + 512);           // hit <= 2559: the whole prefix, 128 blocks
+  const double admitted = concurrency_at(m, p, 2048 + 512, 2048);  // hit <= 2047: 127 blocks
+  // per request: 160 blocks - 128 shared = 32 own, against 160 - 127 = 33 own.
+  CHECK(curve == Approx(static_cast<double>(p.num_blocks - 128) / 32));
+  CHECK(admitted == Approx(static_cast<double>(p.num_blocks - 127) / 33));
+  // check_batch uses the prompt: a batch of floor(curve) requests does not fit.
+  const auto batch = static_cast<i64>(std::floor(curve));
+  CHECK(has(check_batch(m, p, batch, 2048, 512), "KVCAP-E105"));
+  CHECK_FALSE(has(check_batch(m, p, static_cast<i64>(std::floor(admitted)), 2048, 512), "KVCAP-E105"));
+}

@@ -130,6 +130,26 @@ TEST_CASE("evaluate never throws: a promise that cannot be evaluated is an error
   CHECK(r.error);
   CHECK(r.detail.find("KVCAP-E103") != std::string::npos);
 
+  // A shared prefix: a context shorter than it cannot be evaluated; beyond max_model_len (E106) nothing can,
+  // not even `fits`; one the cache cannot hold once (E107) everything but `fits`.
+  Deployment prefix;
+  prefix.shared_prefix_tokens = 8192;
+  PromiseQuery c = query(Metric::concurrency_at, Comparison::at_least, 1);
+  c.context_tokens = 4096;
+  r = evaluate(c, m, g, prefix);
+  CHECK(r.error);
+  CHECK(r.detail.find("shorter than the deployment's shared prefix of 8192 tokens") != std::string::npos);
+  c.context_tokens = 16384;
+  CHECK_FALSE(evaluate(c, m, g, prefix).error);
+  prefix.shared_prefix_tokens = 1 << 20;
+  r = evaluate(query(Metric::fits, std::nullopt, 1), m, g, prefix);
+  CHECK(r.error);
+  CHECK(r.detail.find("KVCAP-E106") != std::string::npos);
+  prefix.shared_prefix_tokens = 100'000;
+  prefix.kv_cache_memory_bytes = {8ull << 30};  // 65,536 tokens of KV for llama-3.1-8b
+  CHECK(evaluate(c, m, g, prefix).detail.find("KVCAP-E107") != std::string::npos);
+  CHECK_FALSE(evaluate(query(Metric::fits, std::nullopt, 1), m, g, prefix).error);
+
   r = unevaluated(q, "the deployment could not be resolved");
   CHECK(r.error);
   CHECK(r.comparison == "<=");

@@ -296,3 +296,26 @@ TEST_CASE("import-hf's YAML writer escapes hostile names and comments (round tri
   CHECK(back.name == m.name);
   CHECK(back.display_name == m.display_name);
 }
+
+TEST_CASE("validate locates a shared prefix longer than max_model_len (KVCAP-E106) at its field",
+          "[hardening][validate]") {
+  const fs::path p = fs::temp_directory_path() / ("kvcap-prefix-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(p);
+    out << "kind: deployment\nname: long-prefix\nmodel: llama-3.1-8b\ngpu: h100-sxm\nmax_model_len: 8K\n"
+           "shared_prefix_tokens: 16K\n";
+  }
+  auto rep = profiles::validate_paths({p.string()});
+  REQUIRE(rep.diagnostics.size() == 1);
+  CHECK(rep.diagnostics[0].line == 6);
+  CHECK(rep.diagnostics[0].key_path == "shared_prefix_tokens");
+  CHECK(rep.diagnostics[0].message.find("KVCAP-E106") != std::string::npos);
+  {
+    std::ofstream out(p);
+    out << "kind: deployment\nname: prefix\nmodel: llama-3.1-8b\ngpu: h100-sxm\nmax_model_len: 8K\n"
+           "shared_prefix_tokens: 4K\n";
+  }
+  rep = profiles::validate_paths({p.string()});
+  fs::remove(p);
+  CHECK(rep.ok());
+}

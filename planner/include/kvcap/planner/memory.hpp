@@ -88,7 +88,11 @@ u64 weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 
 MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d,
                        const std::vector<i64>& contexts = default_contexts());
 
-/// Concurrency per replica at context S (the curve's formula, for any S).
+/// Concurrency per replica at context S (the curve's formula, for any S). A shared prefix is a cache hit of at
+/// most S - 1 tokens.
 double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 context_tokens);
+/// The same for requests of `prompt_tokens` (<= S) growing to S: the hit is at most prompt_tokens - 1, as vLLM
+/// looks the prompt up at admission.
+double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 context_tokens, i64 prompt_tokens);
 
 }  // namespace kvcap
