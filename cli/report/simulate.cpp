@@ -20,8 +20,19 @@ std::string secs(double s) {
   return fixed(s, s < 100 ? 2 : 1) + " s";
 }
 
+/// Percentiles of no request at all (every one rejected) are null, not 0 s.
 nlohmann::ordered_json summary_json(const sim::LatencySummary& s) {
-  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"max", s.max}, {"count", s.count}};
+  const auto v = [&](double x) { return s.count ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); };
+  return {{"mean", v(s.mean)}, {"p50", v(s.p50)}, {"p90", v(s.p90)},
+          {"p99", v(s.p99)},   {"max", v(s.max)}, {"count", s.count}};
+}
+
+/// A CSV number ("%.6g"); an empty field for a latency of no request.
+std::string csv_num(double x, bool present = true) {
+  if (!present) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
 }
 
 }  // namespace
@@ -56,8 +67,9 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
   o << "Latency             mean       p50       p90       p99       max\n";
   auto row = [&](const char* name, const sim::LatencySummary& s) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "  %-10s %10s%10s%10s%10s%10s\n", name, secs(s.mean).c_str(), secs(s.p50).c_str(),
-                  secs(s.p90).c_str(), secs(s.p99).c_str(), secs(s.max).c_str());
+    const auto t = [&](double x) { return s.count ? secs(x) : std::string("-"); };  // no request: no latency
+    std::snprintf(buf, sizeof buf, "  %-10s %10s%10s%10s%10s%10s\n", name, t(s.mean).c_str(), t(s.p50).c_str(),
+                  t(s.p90).c_str(), t(s.p99).c_str(), t(s.max).c_str());
     o << buf;
   };
   row("TTFT", r.ttft_s);
@@ -298,15 +310,13 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
   o << escape::csv_field(in.model) << ',' << escape::csv_field(in.gpu) << ',' << in.cfg.num_replicas << ','
     << sim::to_string(in.cfg.router) << ','
     << (in.cfg.replica.allocator == sim::Allocator::paged ? "paged" : "contiguous") << ',';
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%.6g,%.6g,%.6g,",
-                static_cast<unsigned long long>(r.requests_completed), r.ttft_s.mean, r.ttft_s.p50, r.ttft_s.p90,
-                r.ttft_s.p99, r.tpot_s.mean, r.tpot_s.p50, r.tpot_s.p90, r.tpot_s.p99, r.e2e_s.mean, r.e2e_s.p50,
-                r.e2e_s.p90, r.e2e_s.p99, r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s,
-                static_cast<unsigned long long>(r.preemptions), r.kv_utilization_mean, r.kv_utilization_max,
-                r.kv_waste_fraction);
-  o << buf << (in.wall_s ? fixed(*in.wall_s, 3) : "") << "\n";
+  o << r.requests_completed << ',';
+  for (const sim::LatencySummary* s : {&r.ttft_s, &r.tpot_s, &r.e2e_s})
+    for (double x : {s->mean, s->p50, s->p90, s->p99}) o << csv_num(x, s->count > 0) << ',';
+  for (double x : {r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s}) o << csv_num(x) << ',';
+  o << r.preemptions << ',';
+  for (double x : {r.kv_utilization_mean, r.kv_utilization_max, r.kv_waste_fraction}) o << csv_num(x) << ',';
+  o << (in.wall_s ? fixed(*in.wall_s, 3) : "") << "\n";
 }
 
 std::string describe_workload(const WorkloadSpec& w, const std::string& file, const sim::SourceLimits& limits,

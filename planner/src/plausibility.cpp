@@ -214,4 +214,34 @@ std::optional<Finding> check_offered_load(double offered_per_s, double capacity_
                                    "x): queues grow without bound and latency percentiles depend on the run's length");
 }
 
+std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double output_mean_tokens, i64 max_context_tokens,
+                                           i64 max_model_len) {
+  std::vector<Finding> r;
+  const double mean = prompt_mean_tokens + output_mean_tokens;
+  if (mean > static_cast<double>(max_model_len))
+    r.push_back(error("KVCAP-E104", "the mean request (prompt " + fixed(prompt_mean_tokens, 0) + " + output " +
+                                        fixed(output_mean_tokens, 0) + " tokens) exceeds max_model_len " +
+                                        std::to_string(max_model_len) +
+                                        ": vLLM rejects such requests, so no deployment serves this workload"));
+  else if (max_context_tokens > max_model_len)
+    r.push_back(warning("KVCAP-W205", "the longest requests (up to " + std::to_string(max_context_tokens) +
+                                          " tokens, prompt + output) exceed max_model_len " +
+                                          std::to_string(max_model_len) +
+                                          ": vLLM rejects them, and the sizing still counts every request at the "
+                                          "mean lengths (kvcap simulate counts the rejections)"));
+  return r;
+}
+
+std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, i64 max_model_len) {
+  if (rejected == 0) return std::nullopt;
+  // vLLM v1/engine/processor.py _validate_model_input: a prompt longer than max_model_len is refused at once.
+  const std::string why = "their prompt reaches max_model_len " + std::to_string(max_model_len);
+  if (rejected >= arrived)
+    return error("KVCAP-E109", "every one of the " + grouped(arrived) + " requests was rejected: " + why +
+                                   "; nothing was served (raise --max-model-len or shorten the prompts)");
+  return warning("KVCAP-W204", grouped(rejected) + " of " + grouped(arrived) + " requests (" +
+                                   fixed(100.0 * static_cast<double>(rejected) / static_cast<double>(arrived), 1) +
+                                   "%) were rejected: " + why + "; goodput counts them as failed");
+}
+
 }  // namespace kvcap

@@ -137,6 +137,9 @@ SimulationRun run_simulation(const SimulationRequest& r) {
     const auto [offered, served] = offered_and_served_per_s(run.result, closed);
     if (auto f = check_offered_load(offered, served)) run.findings.push_back(*f);
   }
+  if (auto f =
+          check_rejections(run.result.requests_rejected, run.result.requests_arrived, r.speed.plan.dep.max_model_len))
+    run.findings.push_back(*f);
   return run;
 }
 

@@ -126,3 +126,8 @@ kvcap_golden(compare_deploy_flags_relabel 0 compare --deploy llama-3.1-70b@h100-
 kvcap_golden(simulate_shared_prefix_flag 0 simulate --model llama-3.1-8b --gpu h100-sxm --rate 20 --prompt-tokens 2K --output-tokens 64 --num-requests 300 --shared-prefix-tokens 1536 --no-wall-time --format csv)
 kvcap_golden(err_simulate_shared_prefix_beyond_prompt 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 5 --prompt-tokens uniform:128-1K --output-tokens 64 --num-requests 10 --shared-prefix-tokens 2K)
 kvcap_golden(plan_shared_prefix_short_contexts 0 plan --model llama-3.1-8b --gpu h100-sxm --shared-prefix-tokens 4K --contexts 1K,2K,8K --format csv)
+# Requests beyond max_model_len: simulate with every request rejected reports no latency (null, not 0 s) and exits 3
+# (E109); some rejected is W204; size refuses a max_model_len below the mean request (E104, exit 3).
+kvcap_golden(err_simulate_all_rejected_json 3 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 1K --rate 5 --prompt-tokens 2K --output-tokens 64 --num-requests 20 --no-wall-time --format json)
+kvcap_golden(simulate_some_rejected_csv 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 1K --rate 5 --prompt-tokens uniform:512-2K --output-tokens 64 --num-requests 20 --no-wall-time --format csv)
+kvcap_golden(err_size_max_model_len_below_mean_request 3 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 256 --rate 5 --ttft-p 2s --tpot 50ms --max-model-len 1K --gpus h100-sxm)

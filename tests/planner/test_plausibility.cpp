@@ -190,3 +190,28 @@ TEST_CASE("plausibility: a prompt that is the whole shared prefix hits at most p
   CHECK(has(check_batch(m, p, batch, 2048, 512), "KVCAP-E105"));
   CHECK_FALSE(has(check_batch(m, p, static_cast<i64>(std::floor(admitted)), 2048, 512), "KVCAP-E105"));
 }
+
+TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, simulate W204/E109)",
+          "[planner][plausibility]") {
+  // size: the mean request beyond max_model_len is an error, only the longest a warning, none nothing.
+  auto f = check_request_lengths(2048, 256, 4096, 1024);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].code == "KVCAP-E104");
+  CHECK(exit_code(f) == kExitWouldNotStart);
+  f = check_request_lengths(1024, 256, 9216, 4096);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].code == "KVCAP-W205");
+  CHECK(exit_code(f) == kExitOk);
+  CHECK(check_request_lengths(1024, 256, 4096, 4096).empty());
+  CHECK(check_request_lengths(1024, 256, -1, 4096).empty());  // unbounded lengths: no longest to compare
+  // simulate: some rejected is a warning, all an error (nothing was served).
+  CHECK_FALSE(check_rejections(0, 100, 1024));
+  const auto some = check_rejections(13, 20, 1024);
+  REQUIRE(some);
+  CHECK(some->code == "KVCAP-W204");
+  CHECK(some->message.find("13 of 20 requests (65.0%)") != std::string::npos);
+  const auto all = check_rejections(20, 20, 1024);
+  REQUIRE(all);
+  CHECK(all->code == "KVCAP-E109");
+  CHECK(all->exit_code == kExitWouldNotStart);
+}

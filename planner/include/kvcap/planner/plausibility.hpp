@@ -4,6 +4,7 @@
 // that does not fit, KV memory beyond the device, a calibration measured on another device, offered load beyond
 // capacity - become findings with a stable code. Pure: no I/O; front ends print them (stderr, JSON `findings`)
 // and map them to exit codes. Codes and exit codes: docs/exit-codes-and-warnings.md.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,17 @@ std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, b
 /// Offered load above what the deployment can serve (W202): queues grow without bound and latency
 /// percentiles depend on the run's length. For simulate and size.
 std::optional<Finding> check_offered_load(double offered_per_s, double capacity_per_s);
+
+/// A workload's requests against a max_model_len given by the user (size): the mean request (prompt + output)
+/// longer than it is E104 (exit 3: vLLM rejects most requests, no deployment serves the workload); the longest
+/// request (`max_context_tokens`, <= 0 when unbounded) longer than it is W205 (those requests are rejected; the
+/// sizing counts every request at the mean lengths).
+std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double output_mean_tokens, i64 max_context_tokens,
+                                           i64 max_model_len);
+
+/// Requests vLLM rejects because their prompt reaches max_model_len: some (W204, goodput counts them as failed),
+/// or every one (E109, exit 3: nothing was served, so no latency or throughput means anything). For simulate.
+std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, i64 max_model_len);
 
 /// The product identifier in a device name, upper-case: "NVIDIA H100 80GB HBM3" -> "H100",
 /// "AMD Instinct MI300X" -> "MI300X", "NVIDIA GeForce RTX 4090" -> "4090"; "" when there is none.
