@@ -277,13 +277,17 @@ int run_guarded(const std::string& name, const std::function<int()>& run, const 
     }
     return rc;
   } catch (const UsageError& e) {
-    std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what()) << "\n(see: kvcap " << name << " --help)\n";
+    // One line: a flag's value may carry a line break or an escape sequence, shown as \n or \x1b.
+    std::cerr << "kvcap " << name << ": error: " << escape::terminal_text(e.what()) << "\n(see: kvcap " << name
+              << " --help)\n";
     return kExitUsage;
   } catch (const FindingError& e) {
     print_findings(name, {e.finding});
     return e.finding.exit_code;
   } catch (const profiles::ProfileError& e) {
-    std::cerr << escape::terminal_lines(e.what()) << "\n";
+    // One line per diagnostic; a line break inside one (a value quoted from the input) is shown as \n.
+    if (e.diagnostics().empty()) std::cerr << escape::terminal_lines(e.what()) << "\n";
+    for (const auto& d : e.diagnostics()) std::cerr << escape::terminal_text(d.format()) << "\n";
     return kExitFailed;
   } catch (const OverflowError& e) {
     const std::string flags = size_flags_given(args);

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/gui/plot.hpp"
 
 namespace kvcap::cli {
@@ -66,9 +67,11 @@ int plot_main(const std::vector<std::string>& args) {
   req.deployment = deployment_from(vm);
   if (vm.count("title")) req.title = vm["title"].as<std::string>();
   gui::render_main_chart(req, out, static_cast<int>(w), static_cast<int>(h));
-  std::cout << "wrote " << out << " (" << w << "x" << h << "): ";
-  for (std::size_t i = 0; i < req.models.size(); ++i) std::cout << (i ? ", " : "") << req.models[i];
-  std::cout << " on " << req.gpu << "\n";
+  // Paths and names as the user typed them: one line, control characters shown (cli/escape).
+  std::cout << "wrote " << escape::terminal_text(out) << " (" << w << "x" << h << "): ";
+  for (std::size_t i = 0; i < req.models.size(); ++i)
+    std::cout << (i ? ", " : "") << escape::terminal_text(req.models[i]);
+  std::cout << " on " << escape::terminal_text(req.gpu) << "\n";
   return 0;
 }
 

@@ -259,9 +259,9 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
   if (!title_override_.isEmpty()) {
     chart_->setTitle(title_override_);
   } else {
-    QString gpu = model.gpu() ? QString::fromStdString(model.gpu()->display_name.empty() ? model.gpu()->name
-                                                                                         : model.gpu()->display_name)
-                              : QString::fromStdString(model.settings().gpu);
+    QString gpu = model.gpu()
+                      ? display_text(model.gpu()->display_name.empty() ? model.gpu()->name : model.gpu()->display_name)
+                      : QString::fromStdString(model.settings().gpu);
     const i64 n = dep.num_gpus > 0 ? dep.num_gpus : dep.tensor_parallel_size * dep.pipeline_parallel_size;
     QString kv = dep.kv_cache_dtype == DType::auto_
                      ? QStringLiteral("model dtype")

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "kvcap/escape.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "profile_library.hpp"
 
@@ -46,11 +47,12 @@ void DashboardModel::recompute() {
     r.colour_index = index++;
     const auto* entry = library_.find_model(key);
     // A path shows as its file name until the profile loads and names itself.
-    r.label =
-        entry ? entry->label : key.substr(key.find_last_of('/') == std::string::npos ? 0 : key.find_last_of('/') + 1);
+    r.label = escape::terminal_text(
+        entry ? entry->label : key.substr(key.find_last_of('/') == std::string::npos ? 0 : key.find_last_of('/') + 1));
     try {
       r.model = library_.model(key);
-      if (!r.model->name.empty()) r.label = r.model->name;
+      // Names reach legends and exported SVG: control characters shown, never passed through.
+      if (!r.model->name.empty()) r.label = escape::terminal_text(r.model->name);
       if (!gpu_) throw std::runtime_error("no GPU profile (see the GPU error)");
       // The grid plus max_model_len itself, so the curve changes style exactly where vLLM would stop.
       std::vector<i64> contexts = grid;

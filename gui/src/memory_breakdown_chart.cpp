@@ -114,7 +114,7 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   QString title = QStringLiteral("Memory per GPU");
   if (model.gpu())
     title += QStringLiteral(" \u2014 %1 of %2")
-                 .arg(gib_text(double(model.gpu()->memory_bytes)), QString::fromStdString(model.gpu()->name));
+                 .arg(gib_text(double(model.gpu()->memory_bytes)), display_text(model.gpu()->name));
   chart_->setTitle(title);
 }
 

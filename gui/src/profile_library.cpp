@@ -6,6 +6,7 @@
 #include <QRegularExpression>
 #include <algorithm>
 
+#include "kvcap/escape.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
 namespace kvcap::gui {
@@ -25,7 +26,7 @@ template <class Load>
 ProfileEntry load_entry(const QFileInfo& fi, Load load) {
   ProfileEntry e;
   e.key = fi.absoluteFilePath().toStdString();
-  e.label = fi.fileName().toStdString();
+  e.label = escape::terminal_text(fi.fileName().toStdString());
   try {
     load(e);
   } catch (const std::exception& ex) {
@@ -96,12 +97,12 @@ void ProfileLibrary::rescan() {
       if (looks_like_gpu(fi.absoluteFilePath())) {
         gpus_.push_back(load_entry(fi, [&](ProfileEntry& e) {
           e.gpu = profiles::load_gpu_file(e.key);
-          e.label = e.gpu->name + " (" + fi.fileName().toStdString() + ")";
+          e.label = escape::terminal_text(e.gpu->name + " (" + fi.fileName().toStdString() + ")");
         }));
       } else {
         models_.push_back(load_entry(fi, [&](ProfileEntry& e) {
           e.model = profiles::load_model_file(e.key);
-          e.label = e.model->name + " (" + fi.fileName().toStdString() + ")";
+          e.label = escape::terminal_text(e.model->name + " (" + fi.fileName().toStdString() + ")");
         }));
       }
     }

@@ -4,7 +4,13 @@
 #include <array>
 #include <cmath>
 
+#include "kvcap/escape.hpp"
+
 namespace kvcap::gui {
+
+QString display_text(std::string_view s) {
+  return QString::fromStdString(escape::terminal_text(s));
+}
 
 namespace {
 // Okabe-Ito: blue, vermillion, reddish purple, orange, sky blue, black, bluish green, yellow. Bluish green

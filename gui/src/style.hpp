@@ -8,8 +8,13 @@
 #include <QString>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace kvcap::gui {
+
+/// Text from a profile or a file name as charts, legends and exported SVG show it: control characters made
+/// visible (\x1b, \n; kvcap::escape::terminal_text), so a name cannot break a legend line or the SVG file.
+QString display_text(std::string_view s);
 
 /// Colour of the i-th selected model (wraps after 8).
 QColor model_colour(std::size_t i);

@@ -97,3 +97,25 @@ TEST_CASE("distinct output paths are accepted", "[cli][outputs]") {
   CHECK(slurp(timeline).find('\n') != std::string::npos);
   CHECK(slurp(trace) == kTrace);
 }
+
+TEST_CASE("an error quoting a flag value with a line break stays on one line", "[cli][outputs][escape]") {
+  std::streambuf* old = std::cerr.rdbuf();
+  std::ostringstream err;
+  std::cerr.rdbuf(err.rdbuf());
+  const int rc = kvcap::cli::run_guarded("plan", [] {
+    return kvcap::cli::cmd_plan(
+        {"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "12\n::error file=x::pwned"});
+  });
+  const int rc_model = kvcap::cli::run_guarded("plan", [] {
+    return kvcap::cli::cmd_plan({"--model", "llama\x1b[31m\n::warning x", "--gpu", "h100-sxm"});
+  });
+  std::cerr.rdbuf(old);
+  CHECK(rc == 2);
+  CHECK(rc_model == 1);
+  const std::string text = err.str();
+  CHECK(text.find("got '12\\n::error file=x::pwned'") != std::string::npos);
+  CHECK(text.find("'llama\\x1b[31m\\n::warning x'") != std::string::npos);
+  // No line of the output starts a workflow command, and no raw escape character remains.
+  CHECK(text.find("\n::") == std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
+}

@@ -1,6 +1,7 @@
 // kvcap::gui::render_main_chart: the CLI's path to the main chart, without Qt in its header.
 #include <QImage>
 #include <QTemporaryDir>
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -45,4 +46,39 @@ TEST_CASE("render_main_chart reports bad input clearly", "[gui][plot]") {
   CHECK_THROWS_AS(render_main_chart(r, dir.filePath("c.png").toStdString(), 640, 400), SpecError);
   r.deployment.tensor_parallel_size = 1;
   CHECK_THROWS_AS(render_main_chart(r, "/nonexistent-dir/c.png", 640, 400), std::runtime_error);
+}
+
+TEST_CASE("names with control characters reach the SVG legend and title as visible escapes", "[gui][plot][escape]") {
+  // A model profile whose name carries ESC, BEL and a line break, and a GPU profile whose display name does:
+  // Qt's SVG generator writes legend text as it is, so an unescaped name made the file ill-formed XML.
+  QTemporaryDir dir;
+  const auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  std::string model = slurp(std::string(KVCAP_TEST_DATA) + "/../../profiles/models/llama-3.1-8b.yaml");
+  std::string gpu = slurp(std::string(KVCAP_TEST_DATA) + "/../../profiles/gpus/h100-sxm.yaml");
+  const auto replace_line = [](std::string& yaml, const std::string& key, const std::string& line) {
+    const auto at = yaml.find("\n" + key + ": ");
+    REQUIRE(at != std::string::npos);
+    yaml.replace(at + 1, yaml.find('\n', at + 1) - at - 1, line);
+  };
+  replace_line(model, "name", "name: \"evil\\x1b[31m\\u0007\\nname\"");
+  replace_line(gpu, "display_name", "display_name: \"Odd\\x1b[0m\\u0001 GPU\"");
+  PlotRequest r;
+  r.models = {dir.filePath("evil.yaml").toStdString()};
+  r.gpu = dir.filePath("gpu.yaml").toStdString();
+  std::ofstream(r.models[0]) << model;
+  std::ofstream(r.gpu) << gpu;
+  const std::string svg = dir.filePath("c.svg").toStdString();
+  render_main_chart(r, svg, 800, 500);
+  const std::string out = slurp(svg);
+  CHECK(std::none_of(out.begin(), out.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 && u != '\t' && u != '\n' && u != '\r';
+  }));
+  CHECK_THAT(out, Catch::Contains("evil\\x1b[31m\\x07\\nname"));
+  CHECK_THAT(out, Catch::Contains("Odd\\x1b[0m\\x01 GPU"));
 }
