@@ -59,7 +59,13 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   opt.device = vm["device"].as<std::string>();
   opt.mode = vm.count("quick") ? kernels::CalibrationMode::quick : kernels::CalibrationMode::full;
   opt.cpu_threads = static_cast<int>(cpu_threads(vm["threads"].as<std::string>()));
-  {  // the output must be writable before minutes of measuring, not after
+  // The GPU profile and the output are checked before minutes of measuring, not after.
+  std::optional<kernels::Datasheet> datasheet;
+  if (vm.count("gpu")) {
+    const GpuSpec g = profiles::resolve_gpu(vm["gpu"].as<std::string>());
+    datasheet = kernels::Datasheet{g.name, g.memory_bandwidth_bytes_per_s, g.bf16_dense_flops};
+  }
+  {
     const std::string out = vm["out"].as<std::string>();
     std::ofstream probe(out, std::ios::app);
     if (!probe) throw UsageError("--out: cannot write '" + out + "'");
@@ -75,11 +81,6 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     if (p.done == p.total && p.stage == "done") std::fprintf(stderr, "\n");
   };
   const auto r = kernels::run_calibration(opt, progress);
-  std::optional<kernels::Datasheet> datasheet;
-  if (vm.count("gpu")) {
-    const GpuSpec g = profiles::resolve_gpu(vm["gpu"].as<std::string>());
-    datasheet = kernels::Datasheet{g.name, g.memory_bandwidth_bytes_per_s, g.bf16_dense_flops};
-  }
   const std::string out = vm["out"].as<std::string>();
   kernels::write_calibration_yaml_file(out, r,
                                        datasheet ? kernels::datasheet_extras(r, *datasheet) : kernels::YamlExtras{});

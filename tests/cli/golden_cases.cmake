@@ -131,3 +131,5 @@ kvcap_golden(plan_shared_prefix_short_contexts 0 plan --model llama-3.1-8b --gpu
 kvcap_golden(err_simulate_all_rejected_json 3 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 1K --rate 5 --prompt-tokens 2K --output-tokens 64 --num-requests 20 --no-wall-time --format json)
 kvcap_golden(simulate_some_rejected_csv 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 1K --rate 5 --prompt-tokens uniform:512-2K --output-tokens 64 --num-requests 20 --no-wall-time --format csv)
 kvcap_golden(err_size_max_model_len_below_mean_request 3 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 256 --rate 5 --ttft-p 2s --tpot 50ms --max-model-len 1K --gpus h100-sxm)
+# calibrate resolves --gpu before measuring: a misspelt GPU fails at once, not after minutes of kernels.
+kvcap_golden(err_calibrate_unknown_gpu_first 1 calibrate --device cpu --quick --out /dev/null --gpu h100-sxmm)
