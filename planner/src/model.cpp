@@ -182,6 +182,10 @@ void validate(const ModelSpec& m) {
                                                    std::to_string(m.moe.experts_per_token) + " > " +
                                                    std::to_string(m.moe.num_experts) + ")");
     non_negative(m.moe.first_dense_layers, "moe.first_dense_layers");
+    if (m.moe.first_dense_layers >= m.num_layers)
+      throw SpecError("moe.first_dense_layers", std::to_string(m.moe.first_dense_layers) + " dense layers first, of " +
+                                                    std::to_string(m.num_layers) +
+                                                    " layers: no layer would have experts (must be < num_layers)");
     positive(m.moe.layer_frequency, "moe.layer_frequency");
     non_negative(m.moe.shared_intermediate_size, "moe.shared_intermediate_size");
   } else if (m.intermediate_size <= 0) {

@@ -117,6 +117,63 @@ void set(T& field, const std::optional<U>& v) {
   if (v) field = static_cast<T>(*v);
 }
 
+// The checkpoint's weight format from quantization_config (vLLM model_executor/layers/quantization: the method
+// named by quant_method, its bits or scheme). A method kvcap cannot size is an error at the key: read as 16-bit,
+// a 4-bit checkpoint's weights would be counted four times over.
+void checkpoint_format(Ctx& c, const YAML::Node& q, ModelSpec& m) {
+  const std::string path = "quantization_config";
+  const auto qm = get_string(c, q, path, "quant_method", false);
+  if (!qm) return;
+  const auto bits = get_int(c, q, path, "bits", false, 1, 64);
+  const auto from_bits = [&](i64 b, bool is_float) -> std::optional<DType> {
+    if (b == 8) return is_float ? DType::fp8 : DType::int8;
+    if (b == 4) return is_float ? DType::nvfp4 : DType::int4;
+    return std::nullopt;
+  };
+  std::optional<DType> d;
+  if (*qm == "fp8" || *qm == "fbgemm_fp8") {
+    d = DType::fp8;
+  } else if (*qm == "awq" || *qm == "gptq" || *qm == "awq_marlin" || *qm == "gptq_marlin") {
+    d = from_bits(bits.value_or(4), false);  // AutoAWQ / AutoGPTQ: 4 bits unless `bits` says otherwise
+  } else if (*qm == "mxfp4") {
+    d = DType::mxfp4;
+  } else if (*qm == "modelopt_fp4") {
+    d = DType::nvfp4;  // vLLM's name for ModelOpt NVFP4
+  } else if (*qm == "modelopt") {
+    // ModelOpt checkpoints name the format in quant_algo (hf_quant_config.json style): NVFP4 or FP8.
+    const auto qa = get_string(c, q, path, "quant_algo", false);
+    d = qa && *qa == "NVFP4" ? std::optional(DType::nvfp4)
+        : qa && *qa == "FP8" ? std::optional(DType::fp8)
+                             : std::nullopt;
+  } else if (*qm == "bitsandbytes") {
+    const auto four = get_bool(c, q, path, "load_in_4bit", false), eight = get_bool(c, q, path, "load_in_8bit", false);
+    d = four.value_or(false)    ? std::optional(DType::int4)
+        : eight.value_or(false) ? std::optional(DType::int8)
+                                : std::nullopt;
+  } else if (*qm == "compressed-tensors") {
+    // llm-compressor: config_groups.<group>.weights {num_bits, type: int|float}; the first group sizes the weights.
+    const YAML::Node groups = q["config_groups"];
+    if (groups && groups.IsMap() && groups.begin() != groups.end()) {
+      const YAML::Node w = groups.begin()->second["weights"];
+      if (w && w.IsMap()) {
+        const std::string g = path + ".config_groups." + groups.begin()->first.as<std::string>() + ".weights";
+        const auto nb = get_int(c, w, g, "num_bits", false, 1, 64);
+        const auto type = get_string(c, w, g, "type", false);
+        if (nb && type) d = from_bits(*nb, *type == "float");
+      }
+    }
+  }
+  if (d) {
+    m.quantization = *d;
+    return;
+  }
+  c.error(q["quant_method"], path + ".quant_method",
+          "quantization method '" + *qm + "'" + (bits ? " (" + std::to_string(*bits) + " bits)" : std::string()) +
+              " is not one kvcap can size; known: fp8, fbgemm_fp8, awq, gptq (4 or 8 bits), mxfp4, modelopt_fp4, "
+              "modelopt (quant_algo FP8 or NVFP4), bitsandbytes (4 or 8 bit), compressed-tensors (int or float, 4 or "
+              "8 bits). Give the weights' format in the YAML profile instead (quantization: int4, fp8, ...)");
+}
+
 // vLLM resolves a model by its `architectures` entry (vllm/model_executor/models/registry.py); a
 // model_type kvcap does not know is read with the rules of the family its architecture names.
 std::string family_of_architecture(const std::string& arch) {
@@ -578,21 +635,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   if (m.moe.enabled() && !dense_layers_too) m.intermediate_size = 0;
 
   // Checkpoint weight format (vLLM reads quantization_config).
-  if (present(root, "quantization_config") && root["quantization_config"].IsMap()) {
-    if (auto qm = get_string(c, root["quantization_config"], "quantization_config", "quant_method", false)) {
-      if (*qm == "fp8") m.quantization = DType::fp8;
-      else if (*qm == "awq" || *qm == "gptq") m.quantization = DType::int4;
-      else if (*qm == "mxfp4") m.quantization = DType::mxfp4;
-      else if (*qm == "modelopt_fp4") m.quantization = DType::nvfp4;  // vLLM's name for ModelOpt NVFP4
-      else if (*qm == "modelopt") {
-        // ModelOpt checkpoints name the format in quant_algo (hf_quant_config.json style): NVFP4 or FP8.
-        if (auto qa = get_string(c, root["quantization_config"], "quantization_config", "quant_algo", false)) {
-          if (*qa == "NVFP4") m.quantization = DType::nvfp4;
-          else if (*qa == "FP8") m.quantization = DType::fp8;
-        }
-      }
-    }
-  }
+  if (present(root, "quantization_config") && root["quantization_config"].IsMap())
+    checkpoint_format(c, root["quantization_config"], m);
 
   if (c.diags.empty()) {
     try {

@@ -287,3 +287,47 @@ TEST_CASE("Gemma (v1): GeGLU, tied embeddings, MQA on 2B", "[hf]") {
   d.kv_cache_memory_bytes = {1ull << 30};
   CHECK(plan_memory(g2, profiles::resolve_gpu("l4"), d, {}).kv_bytes_per_token_per_rank == 18u * 2 * 1 * 256 * 2);
 }
+
+TEST_CASE("checkpoint formats from quantization_config; an unknown method is an error at the key",
+          "[hf][quantization]") {
+  const std::string base =
+      R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+    "quantization_config": )";
+  const auto q = [&](const std::string& cfg) { return imp(base + cfg + "}").quantization; };
+  CHECK(q(R"({"quant_method": "fp8"})") == DType::fp8);
+  CHECK(q(R"({"quant_method": "fbgemm_fp8"})") == DType::fp8);
+  CHECK(q(R"({"quant_method": "awq", "bits": 4})") == DType::int4);
+  CHECK(q(R"({"quant_method": "gptq"})") == DType::int4);
+  CHECK(q(R"({"quant_method": "gptq", "bits": 8})") == DType::int8);
+  CHECK(q(R"({"quant_method": "bitsandbytes", "load_in_4bit": true})") == DType::int4);
+  CHECK(q(R"({"quant_method": "bitsandbytes", "load_in_8bit": true})") == DType::int8);
+  CHECK(
+      q(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}}}})") ==
+      DType::fp8);
+  CHECK(
+      q(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int"}}}})") ==
+      DType::int4);
+  CHECK(q(R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})") == DType::nvfp4);
+  // Before: an unknown method (or bits kvcap cannot size) silently meant 16-bit weights.
+  CHECK_THROWS_WITH(
+      q(R"({"quant_method": "weird_quant", "bits": 3})"),
+      Catch::Contains(
+          "quantization_config.quant_method: quantization method 'weird_quant' (3 bits) is not one kvcap can size"));
+  CHECK_THROWS_WITH(q(R"({"quant_method": "gptq", "bits": 3})"),
+                    Catch::Contains("'gptq' (3 bits) is not one kvcap can size"));
+  CHECK_THROWS_WITH(q(R"({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"})"),
+                    Catch::Contains("'modelopt' is not one"));
+}
+
+TEST_CASE("first_k_dense_replace must leave layers with experts", "[hf]") {
+  const std::string cfg =
+      R"({"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944, "num_hidden_layers": 27,
+    "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 102400, "max_position_embeddings": 163840,
+    "kv_lora_rank": 512, "q_lora_rank": null, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "moe_intermediate_size": 1408,
+    "first_k_dense_replace": )";
+  CHECK(imp(cfg + "1}").moe.first_dense_layers == 1);
+  CHECK_THROWS_WITH(imp(cfg + "999}"),
+                    Catch::Contains("first_k_dense_replace (moe.first_dense_layers): 999 dense layers first, of 27"));
+}
