@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <exception>
 
 #include "kvcap/escape.hpp"
 
@@ -37,6 +38,9 @@ SweepWriter::SweepWriter(std::ostream& out, bool json) : out_(out), json_(json) 
 }
 
 SweepWriter::~SweepWriter() {
+  // Unwinding from an error: what is still buffered is dropped, so a grid that fails early prints no rows
+  // (one that fails after a megabyte of rows was streamed ends there, and the error says why).
+  if (std::uncaught_exceptions() > 0) return;
   try {
     finish();
   } catch (...) {  // a destructor must not throw; finish() was called explicitly on the normal path

@@ -3,6 +3,10 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/planner/text.hpp"
 
 namespace kvcap {
 
@@ -18,11 +22,22 @@ void sweep_grid(const SpeedContext& c, const std::vector<i64>& contexts, const s
   // are whole requests, the cost model's are equal shares).
   std::optional<StepCostModel> fast;
   if (c.plan.dep.d.pipeline_parallel_size == 1) fast.emplace(c);
+  // Every context's prefill first: a context too long to prefill is an error before this deployment emits a row.
+  std::vector<double> ttfts;
+  ttfts.reserve(contexts.size());
   for (i64 s : contexts) {
+    try {
+      ttfts.push_back(ttft_s(c, s));
+    } catch (const SpecError& e) {
+      throw SpecError("contexts", human_tokens(s) + " (" + std::to_string(s) + " tokens): " + e.reason());
+    }
+  }
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    const i64 s = contexts[i];
     SweepPoint p;
     p.context_tokens = s;
     p.max_concurrency = concurrency_at(c.model, c.plan, s);
-    p.ttft_s = ttft_s(c, s);
+    p.ttft_s = ttfts[i];
     const double limit = std::floor(p.max_concurrency);
     StepLoad one;  // one request decoding at context s; a batch of B identical ones is B times each sum
     if (fast) fast->add(one, s - 1, 1, true);

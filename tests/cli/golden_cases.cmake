@@ -133,3 +133,5 @@ kvcap_golden(simulate_some_rejected_csv 0 simulate --model llama-3.1-8b --gpu h1
 kvcap_golden(err_size_max_model_len_below_mean_request 3 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 256 --rate 5 --ttft-p 2s --tpot 50ms --max-model-len 1K --gpus h100-sxm)
 # calibrate resolves --gpu before measuring: a misspelt GPU fails at once, not after minutes of kernels.
 kvcap_golden(err_calibrate_unknown_gpu_first 1 calibrate --device cpu --quick --out /dev/null --gpu h100-sxmm)
+# sweep: a context too long to prefill is an error before any row (not after the first context's rows).
+kvcap_golden(err_sweep_context_too_long 1 sweep --models llama-3.1-8b --gpus h100-sxm --contexts 1K,1G --batches 1)

@@ -288,8 +288,7 @@ TEST_CASE("Gemma (v1): GeGLU, tied embeddings, MQA on 2B", "[hf]") {
   CHECK(plan_memory(g2, profiles::resolve_gpu("l4"), d, {}).kv_bytes_per_token_per_rank == 18u * 2 * 1 * 256 * 2);
 }
 
-TEST_CASE("checkpoint formats from quantization_config, an unknown method an error at the key",
-          "[hf][quantization]") {
+TEST_CASE("checkpoint formats from quantization_config, an unknown method an error at the key", "[hf][quantization]") {
   const std::string base =
       R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
     "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
