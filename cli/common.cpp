@@ -22,6 +22,12 @@ namespace kvcap::cli {
 std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag) {
   auto r = split_list(s);
   if (r.empty()) throw UsageError(flag + ": expected a comma-separated list, got '" + s + "'");
+  for (auto it = r.begin(); it != r.end(); ++it) {
+    if (std::find(r.begin(), it, *it) == it) continue;
+    std::string msg = flag;
+    msg.append(": '").append(*it).append("' given twice in '").append(s).append("'");
+    throw UsageError(msg);
+  }
   return r;
 }
 
@@ -186,11 +192,15 @@ void refuse_output_over_input(const po::variables_map& vm) {
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
                         const po::positional_options_description* pos) {
   po::variables_map vm;
+  // Without a positional description a stray word is refused (Boost would otherwise drop it silently).
+  const po::positional_options_description none;
   try {
-    auto p = po::command_line_parser(args).options(desc);
-    if (pos) p.positional(*pos);
-    po::store(p.run(), vm);
+    po::store(po::command_line_parser(args).options(desc).positional(pos ? *pos : none).run(), vm);
     po::notify(vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw UsageError(
+        "unexpected argument on the command line: every option starts with -- and its value follows it"
+        " (quote a value with spaces)");
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
@@ -301,6 +311,15 @@ int run_guarded(const std::string& name, const std::function<int()>& run, const 
     std::cerr << "kvcap " << name << ": error: " << escape::terminal_text(e.path1().string()) << ": "
               << e.code().message() << "\n";
     return kExitFailed;
+  } catch (const SpecError& e) {
+    // A parallel layout or KV format vLLM's own config checks refuse (heads not divisible by TP, DCP beyond the
+    // KV-head replicas, nvfp4 KV without fp4 tensor cores): vLLM would not start, exit 3 as for E101/E102.
+    static const std::array<std::string_view, 4> kStartupFields = {"tensor_parallel_size", "pipeline_parallel_size",
+                                                                   "decode_context_parallel_size", "kv_cache_dtype"};
+    const bool startup = std::find(kStartupFields.begin(), kStartupFields.end(), e.field()) != kStartupFields.end();
+    std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what())
+              << (startup ? " (vLLM would not start)" : "") << "\n";
+    return startup ? kExitWouldNotStart : kExitFailed;
   } catch (const std::bad_alloc&) {
     std::cerr << "kvcap " << name << ": error: out of memory (the input asks for more work or data than this "
               << "machine can hold; reduce it)\n";

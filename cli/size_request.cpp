@@ -128,7 +128,7 @@ void prices_into(const std::string& text, std::vector<GpuSpec>& gpus) {
 SizingSpace space_of(const po::variables_map& vm) {
   auto str = [&](const char* k) { return vm[k].as<std::string>(); };
   SizingSpace s;
-  for (const auto& g : vm.count("gpus") ? split_list(str("gpus")) : profiles::builtin_gpu_names())
+  for (const auto& g : vm.count("gpus") ? parse_name_list(str("gpus"), "--gpus") : profiles::builtin_gpu_names())
     s.gpus.push_back(profiles::resolve_gpu(g));
   if (s.gpus.empty()) throw UsageError("--gpus: expected a comma-separated list of GPU names, e.g. h100-sxm,h200");
   if (vm.count("price")) prices_into(str("price"), s.gpus);
@@ -152,7 +152,6 @@ SizingSpace space_of(const po::variables_map& vm) {
           std::to_string(s.gpus.size()) + ")");
     s.calibration = calibration_from(vm, s.gpus.front());
   }
-  s.speed = speed_options_from(vm);
   s.speed = speed_options_from(vm);
   return s;
 }

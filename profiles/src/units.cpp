@@ -1,5 +1,6 @@
 #include "kvcap/profiles/units.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -74,8 +75,11 @@ std::pair<double, std::string> number_and_unit(const std::string& in, const std:
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end == s.c_str() || errno == ERANGE || !std::isfinite(v))
-    throw InputError(what + ": expected " + expected + ", got '" + in + "'");
+  // Decimal only: strtod also reads hexadecimal ("0x1000", "0x1p4"), which no vLLM flag accepts.
+  const std::string_view number(s.c_str(), static_cast<std::size_t>(end - s.c_str()));
+  const bool hex = number.find_first_of("xXpP") != std::string_view::npos;
+  if (s.empty() || end == s.c_str() || errno == ERANGE || !std::isfinite(v) || hex)
+    throw InputError(what + ": expected " + expected + (hex ? " in decimal" : "") + ", got '" + in + "'");
   return {v, std::string(trim(end))};
 }
 
@@ -157,7 +161,14 @@ std::vector<std::string> split_list(const std::string& s, char sep, bool keep_em
 
 std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& what) {
   std::vector<std::int64_t> r;
-  for (const auto& item : split_list(s)) r.push_back(parse_tokens(item, what));
+  for (const auto& item : split_list(s)) {
+    r.push_back(parse_tokens(item, what));
+    // A value twice would print the same rows twice (or, in a grid, every combination with it twice).
+    if (std::find(r.begin(), r.end() - 1, r.back()) == r.end() - 1) continue;
+    std::string msg = what;
+    msg.append(": ").append(std::to_string(r.back())).append(" tokens given twice in '").append(s).append("'");
+    throw InputError(msg);
+  }
   if (r.empty()) throw InputError(what + ": expected a comma-separated list of token counts, e.g. 1K,32K,128K");
   return r;
 }

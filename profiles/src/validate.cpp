@@ -115,6 +115,9 @@ ValidationReport validate_paths(const std::vector<std::string>& paths) {
       else ++rep.skipped;
     }
     if (ec) diags.push_back({p, 0, 0, "", "cannot read directory: " + ec.message()});
+    // A folder without a profile is a misconfigured CI step (a wrong path), not a pass.
+    else if (found.empty())
+      diags.push_back({p, 0, 0, "", "no YAML profile (*.yaml, *.yml) in this folder or below; nothing to validate"});
     std::sort(found.begin(), found.end());
     for (auto& f : found) files.push_back(std::move(f)), explicit_file.push_back(false);
   }

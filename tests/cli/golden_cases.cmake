@@ -11,7 +11,7 @@ kvcap_golden(err_unknown_model 1 plan --model llama-3.1-8 --gpu h100-sxm)
 kvcap_golden(err_bad_yaml 1 plan --model %DATA%/bad_syntax.yaml --gpu h100-sxm)
 kvcap_golden(err_bad_fields 1 plan --model %DATA%/bad_fields.yaml --gpu h100-sxm)
 kvcap_golden(err_bad_flag 2 plan --model llama-3.1-8b --gpu h100-sxm --max-model-len 12X)
-kvcap_golden(err_bad_tp 1 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 3)
+kvcap_golden(err_bad_tp 3 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 3)
 kvcap_golden(err_missing_file 1 plan --model /nonexistent/model.yaml --gpu h100-sxm)
 kvcap_golden(err_unknown_command 2 plna)
 kvcap_golden(help_plan 0 plan --help)
@@ -135,3 +135,11 @@ kvcap_golden(err_size_max_model_len_below_mean_request 3 size --model llama-3.1-
 kvcap_golden(err_calibrate_unknown_gpu_first 1 calibrate --device cpu --quick --out /dev/null --gpu h100-sxmm)
 # sweep: a context too long to prefill is an error before any row (not after the first context's rows).
 kvcap_golden(err_sweep_context_too_long 1 sweep --models llama-3.1-8b --gpus h100-sxm --contexts 1K,1G --batches 1)
+# Careless command lines: a stray word, a hexadecimal count, a list item twice, an empty folder to validate, a DCP
+# vLLM refuses (exit 3, as a TP it refuses).
+kvcap_golden(err_plan_stray_argument 2 plan --model llama-3.1-8b --gpu h100-sxm extra_arg)
+kvcap_golden(err_plan_hex_tokens 2 plan --model llama-3.1-8b --gpu h100-sxm --max-model-len 0x1000)
+kvcap_golden(err_sweep_duplicate_model 2 sweep --models llama-3.1-8b,llama-3.1-8b --gpus h100-sxm)
+kvcap_golden(err_plan_duplicate_context 2 plan --model llama-3.1-8b --gpu h100-sxm --contexts 1K,1024)
+kvcap_golden(err_validate_no_profiles 1 validate %SOURCE%/docs/img)
+kvcap_golden(err_plan_bad_dcp 3 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 2 --decode-context-parallel-size 4)

@@ -90,3 +90,12 @@ TEST_CASE("length distributions: the text grammar of --prompt-tokens and of work
                     Catch::Contains("give a weight for every value or for none"));
   CHECK_THROWS_AS(parse_length("x", "--prompt-tokens"), InputError);
 }
+
+TEST_CASE("counts and sizes are decimal, and a list names each value once", "[units]") {
+  using namespace kvcap::profiles;
+  CHECK_THROWS_WITH(parse_tokens("0x1000", "--max-model-len"), Catch::Contains("in decimal, got '0x1000'"));
+  CHECK_THROWS_WITH(parse_bytes("0x1p30", "--kv-cache-memory"), Catch::Contains("in decimal"));
+  CHECK(parse_tokens("1e3", "--x") == 1000);  // an exponent is decimal
+  CHECK_THROWS_WITH(parse_token_list("1K,2K,1024", "--contexts"), Catch::Contains("1024 tokens given twice"));
+  CHECK(parse_token_list("1K,2K", "--contexts") == std::vector<std::int64_t>{1024, 2048});
+}
