@@ -20,6 +20,15 @@ std::string secs(double s) {
   return fixed(s, s < 100 ? 2 : 1) + " s";
 }
 
+/// A rate for people: request rates with 2 decimals and token rates as whole numbers from `small` up; below it 3
+/// significant digits, so a run at 0.002 req/s does not read as 0.
+std::string rate(double v, double small) {
+  if (v >= small || v == 0) return small < 1 ? fixed(v, 2) : grouped(static_cast<std::uint64_t>(std::llround(v)));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 /// Percentiles of no request at all (every one rejected) are null, not 0 s.
 nlohmann::ordered_json summary_json(const sim::LatencySummary& s) {
   const auto v = [&](double x) { return s.count ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); };
@@ -132,11 +141,10 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   if (r.requests_rejected) o << ", " << grouped(r.requests_rejected) << " rejected (prompt >= max_model_len)";
   if (r.requests_truncated) o << ", " << grouped(r.requests_truncated) << " outputs cut at max_model_len";
   o << "; simulated " << fixed(span, 1) << " s\n";
-  o << "Throughput   " << fixed(r.requests_per_s, 2) << " req/s, "
-    << grouped(static_cast<std::uint64_t>(std::llround(r.output_tokens_per_s))) << " output tokens/s, "
-    << grouped(static_cast<std::uint64_t>(std::llround(r.prompt_tokens_per_s))) << " prompt tokens/s\n";
+  o << "Throughput   " << rate(r.requests_per_s, 0.01) << " req/s, " << rate(r.output_tokens_per_s, 10)
+    << " output tokens/s, " << rate(r.prompt_tokens_per_s, 10) << " prompt tokens/s\n";
   if (in.cfg.slo.ttft_s || in.cfg.slo.tpot_s) {
-    o << "Goodput      " << fixed(r.goodput_requests_per_s, 2) << " req/s meeting";
+    o << "Goodput      " << rate(r.goodput_requests_per_s, 0.01) << " req/s meeting";
     if (in.cfg.slo.ttft_s) o << " TTFT <= " << secs(*in.cfg.slo.ttft_s);
     if (in.cfg.slo.ttft_s && in.cfg.slo.tpot_s) o << " and";
     if (in.cfg.slo.tpot_s) o << " TPOT <= " << secs(*in.cfg.slo.tpot_s);
