@@ -222,22 +222,33 @@ void test_gemm(Checks& c, std::mt19937_64& rng) {
   }
 }
 
+// One prefill case through the double reference and through `candidate` (the CPU flash kernel, or the GPU
+// kernel's emulation): the largest absolute difference of their outputs.
+template <class Candidate>
+double prefill_vs_reference(Checks& c, detail::PrefillCase& pc, Candidate candidate) {
+  PrefillParams& p = pc.p;
+  std::vector<float> out(pc.q.size()), ref(pc.q.size());
+  p.q = pc.q.data();
+  p.k = pc.k.data();
+  p.v = pc.v.data();
+  p.out = ref.data();
+  prefill_attention_reference(p);
+  p.out = out.data();
+  candidate(p);
+  return c.max_abs_diff(out.data(), ref.data(), out.size());
+}
+
+std::string prefill_shape(const PrefillParams& p) {
+  return "S=" + std::to_string(p.seq_len) + " H=" + std::to_string(p.num_q_heads) + "/" +
+         std::to_string(p.num_kv_heads) + " d=" + std::to_string(p.head_dim);
+}
+
 void test_prefill(Checks& c, std::mt19937_64& rng) {
   for (int i = 0; i < 8; ++i) {
-    auto [p, q, k, v] = detail::random_prefill_case(rng, 130, 2, 3, i % 2 ? 64 : 128);
-    std::vector<float> out(q.size()), ref(q.size());
-    p.q = q.data();
-    p.k = k.data();
-    p.v = v.data();
-    p.out = ref.data();
-    prefill_attention_reference(p);
-    p.out = out.data();
-    prefill_attention_cpu(p, 2);
+    auto pc = detail::random_prefill_case(rng, 130, 2, 3, i % 2 ? 64 : 128);
     constexpr double kTol = 1e-4;
-    const double e = c.max_abs_diff(out.data(), ref.data(), out.size());
-    c.check(e <= kTol, "prefill.cpu_flash_vs_naive_softmax",
-            "S=" + std::to_string(p.seq_len) + " H=" + std::to_string(p.num_q_heads) + " d=" + std::to_string(p.head_dim) +
-                " " + fmt_err(e, kTol));
+    const double e = prefill_vs_reference(c, pc, [](const PrefillParams& p) { prefill_attention_cpu(p, 2); });
+    c.check(e <= kTol, "prefill.cpu_flash_vs_naive_softmax", prefill_shape(pc.p) + " " + fmt_err(e, kTol));
   }
 }
 
@@ -247,30 +258,21 @@ void test_prefill(Checks& c, std::mt19937_64& rng) {
 void test_prefill_emulation(Checks& c, std::mt19937_64& rng) {
   const int lens[] = {1, 2, 15, 63, 64, 65, 127, 129, 200};
   for (int i = 0; i < 9; ++i) {
-    auto [p, q, k, v] = detail::random_prefill_case(rng, 1, 2, 3, i % 2 ? 64 : 128);
+    auto pc = detail::random_prefill_case(rng, 1, 2, 3, i % 2 ? 64 : 128);
+    PrefillParams& p = pc.p;
     p.seq_len = lens[i];
-    q.resize(static_cast<std::size_t>(p.seq_len) * p.num_q_heads * p.head_dim);
-    k.resize(static_cast<std::size_t>(p.seq_len) * p.num_kv_heads * p.head_dim);
-    v.resize(k.size());
+    pc.q.resize(static_cast<std::size_t>(p.seq_len) * p.num_q_heads * p.head_dim);
+    pc.k.resize(static_cast<std::size_t>(p.seq_len) * p.num_kv_heads * p.head_dim);
+    pc.v.resize(pc.k.size());
     std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-    for (auto& x : q) x = float_to_bf16(2.0f * uni(rng));
-    for (auto& x : k) x = float_to_bf16(2.0f * uni(rng));
-    for (auto& x : v) x = float_to_bf16(uni(rng));
-    std::vector<float> emu(q.size()), ref(q.size());
-    p.q = q.data();
-    p.k = k.data();
-    p.v = v.data();
-    p.out = ref.data();
-    prefill_attention_reference(p);
-    p.out = emu.data();
-    prefill_attention_gpu_emulation(p);
+    for (auto& x : pc.q) x = float_to_bf16(2.0f * uni(rng));
+    for (auto& x : pc.k) x = float_to_bf16(2.0f * uni(rng));
+    for (auto& x : pc.v) x = float_to_bf16(uni(rng));
     double vmax = 0;
-    for (const auto x : v) vmax = std::max(vmax, std::fabs(static_cast<double>(bf16_to_float(x))));
+    for (const auto x : pc.v) vmax = std::max(vmax, std::fabs(static_cast<double>(bf16_to_float(x))));
     const double tol = vmax / 256.0 + 1e-5;
-    const double e = c.max_abs_diff(emu.data(), ref.data(), emu.size());
-    c.check(e <= tol, "prefill.gpu_emulation_vs_reference",
-            "S=" + std::to_string(p.seq_len) + " H=" + std::to_string(p.num_q_heads) + "/" +
-                std::to_string(p.num_kv_heads) + " d=" + std::to_string(p.head_dim) + " " + fmt_err(e, tol));
+    const double e = prefill_vs_reference(c, pc, [](const PrefillParams& q) { prefill_attention_gpu_emulation(q); });
+    c.check(e <= tol, "prefill.gpu_emulation_vs_reference", prefill_shape(p) + " " + fmt_err(e, tol));
   }
   // The fragment maps on their own: lane 5 holds rows 1 and 9, columns 2 and 3 of an accumulator tile.
   c.check(prefill_tc::c_row(5, 0) == 1 && prefill_tc::c_row(5, 3) == 9 && prefill_tc::c_col(5, 0) == 2 &&
