@@ -66,6 +66,18 @@ std::optional<profiles::ProfileIndex> index_from(const po::variables_map& vm) {
   return index;
 }
 
+// The JUnit file must be writable before anything is evaluated (fail early), but it is truncated only after
+// every profile was read: a requirements file names deployment and model profiles by path, and a JUnit path
+// must never be one of them (a profile's extension is refused outright).
+void refuse_junit_path(const std::string& path) {
+  const auto ext = std::filesystem::path(path).extension();
+  if (ext == ".yaml" || ext == ".yml" || ext == ".json")
+    throw UsageError("--junit: '" + path + "' has a profile's extension (" + ext.string() +
+                     "); a JUnit report is XML (e.g. kvcap-junit.xml), and kvcap never writes over a profile");
+  std::ofstream probe(path, std::ios::app);
+  if (!probe) throw UsageError("--junit: cannot write '" + path + "'");
+}
+
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args) {
@@ -91,11 +103,8 @@ int cmd_check(const std::vector<std::string>& args) {
     throw UsageError("--format: expected table, json or github, got '" + fmt + "'");
   const auto index = index_from(vm);
   // The JUnit file must be writable before anything is evaluated (fail early, not after the run).
+  if (vm.count("junit")) refuse_junit_path(vm["junit"].as<std::string>());
   std::ofstream junit;
-  if (vm.count("junit")) {
-    junit.open(vm["junit"].as<std::string>(), std::ios::trunc);
-    if (!junit) throw UsageError("--junit: cannot write '" + vm["junit"].as<std::string>() + "'");
-  }
 
   const auto files = check_files(vm["requirements"].as<std::vector<std::string>>(), index);
 
@@ -114,7 +123,8 @@ int cmd_check(const std::vector<std::string>& args) {
     report_table(std::cout, files, summary_line(passed, failed, errors, invalid_files));
   }
 
-  if (junit.is_open()) {
+  if (vm.count("junit")) {
+    junit.open(vm["junit"].as<std::string>(), std::ios::trunc);
     write_junit(junit, "kvcap check", junit_suites(files));
     junit.close();
     if (!junit) {

@@ -66,11 +66,14 @@ std::pair<std::size_t, std::size_t> run_grid(const Grid& grid, const SpeedOption
         d.tensor_parallel_size = tp;
         std::optional<SpeedContext> c;
         try {
-          const MemoryPlan plan = plan_memory(m, g, d, {});
-          // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device is an
-          // impossible input (the plausibility policy's E103), not a point.
-          for (const auto& f : check_memory_plan(g, plan))
-            if (f.code == "KVCAP-E103") throw FindingError(f);
+          const MemoryPlan plan = plan_memory(m, g, d, grid.contexts);  // the curve: for W203
+          // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device (E103) and a
+          // shared prefix no request can carry (E106) or the cache cannot hold (E107) are impossible inputs, not
+          // points; warnings (W203: contexts not longer than the prefix) go to stderr.
+          for (const auto& f : check_memory_plan(g, plan)) {
+            if (f.code == "KVCAP-E103" || f.code == "KVCAP-E106" || f.code == "KVCAP-E107") throw FindingError(f);
+            if (f.level == Finding::Level::warning) print_findings("sweep", {f}, m.name + " on " + g.name);
+          }
           c = make_speed_context(m, g, plan, speed, grid.calibration);
         } catch (const SpecError& e) {
           std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << tp << ": " << e.what() << "\n";

@@ -122,7 +122,8 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   const auto& p = *in.plan;
   const auto& d = p.dep;
   const auto& rc = in.cfg.replica;
-  o << "Simulation: " << in.model_display << " on " << in.gpu_display << "\n";
+  o << "Simulation: " << escape::terminal_text(in.model_display) << " on " << escape::terminal_text(in.gpu_display)
+    << "\n";
   o << "  " << in.cfg.num_replicas << " replica" << (in.cfg.num_replicas == 1 ? "" : "s") << " x (TP "
     << d.d.tensor_parallel_size << " x PP " << d.d.pipeline_parallel_size << "), router "
     << sim::to_string(in.cfg.router) << "; KV cache " << grouped(rc.num_blocks) << " blocks x " << rc.block_size
@@ -133,7 +134,7 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   o << "  max_num_seqs " << rc.max_num_seqs << ", max_num_batched_tokens "
     << grouped(static_cast<std::uint64_t>(rc.max_num_batched_tokens)) << ", max_model_len "
     << grouped(static_cast<std::uint64_t>(rc.max_model_len)) << "; step time: " << in.step_time_source << "\n";
-  o << "  workload: " << in.workload_desc << "\n\n";
+  o << "  workload: " << escape::terminal_text(in.workload_desc) << "\n\n";
 
   const double span = r.end_s - r.first_arrival_s;
   o << "Requests     " << grouped(r.requests_completed) << " completed of " << grouped(r.requests_arrived)
@@ -174,12 +175,13 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
                                  const SimulationInfo& contiguous, const sim::SimResult& c) {
   const auto& rc = paged.cfg.replica;
   const u64 per_request = ceil_div(static_cast<u64>(rc.max_model_len), static_cast<u64>(rc.block_size));
-  o << "Allocator comparison: " << paged.model_display << " on " << paged.gpu_display << ", " << paged.cfg.num_replicas
-    << " replica" << (paged.cfg.num_replicas == 1 ? "" : "s") << "\n";
+  o << "Allocator comparison: " << escape::terminal_text(paged.model_display) << " on "
+    << escape::terminal_text(paged.gpu_display) << ", " << paged.cfg.num_replicas << " replica"
+    << (paged.cfg.num_replicas == 1 ? "" : "s") << "\n";
   o << "  KV cache " << grouped(rc.num_blocks) << " blocks x " << rc.block_size << " tokens per replica; max_model_len "
     << grouped(static_cast<std::uint64_t>(rc.max_model_len)) << " (contiguous: " << grouped(per_request)
     << " blocks reserved per request, at most " << grouped(rc.num_blocks / per_request) << " at once)\n";
-  o << "  workload: " << paged.workload_desc << "\n\n";
+  o << "  workload: " << escape::terminal_text(paged.workload_desc) << "\n\n";
   o << "              KV slots empty  running mean  running max  KV used mean   req/s  TTFT p50  TTFT p99   E2E p99  "
        "preemptions\n";
   auto row = [&](const char* name, const sim::SimResult& r) {

@@ -257,7 +257,7 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
     for (QLegendMarker* m : chart_->legend()->markers(c.beyond)) m->setVisible(false);
 
   if (!title_override_.isEmpty()) {
-    chart_->setTitle(title_override_);
+    chart_->setTitle(display_text(title_override_.toStdString()));  // a --title with control characters
   } else {
     QString gpu = model.gpu()
                       ? display_text(model.gpu()->display_name.empty() ? model.gpu()->name : model.gpu()->display_name)

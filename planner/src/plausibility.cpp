@@ -68,10 +68,11 @@ void check_shared_prefix(const MemoryPlan& p, std::vector<Finding>& r) {
   const auto& d = p.dep;
   // A shared prefix is part of every request's prompt: longer than max_model_len, no request can carry it
   // (vLLM rejects the prompt); larger than the KV cache, it cannot be held even once.
-  if (d.d.shared_prefix_tokens > d.max_model_len)
+  // A prefix of max_model_len tokens leaves no room for a single output token (prompt + output <= max_model_len).
+  if (d.d.shared_prefix_tokens > 0 && d.d.shared_prefix_tokens >= d.max_model_len)
     r.push_back(error("KVCAP-E106", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
-                                        " tokens is longer than max_model_len " + std::to_string(d.max_model_len) +
-                                        ": no request can carry it (vLLM rejects the prompt)"));
+                                        " tokens is not shorter than max_model_len " + std::to_string(d.max_model_len) +
+                                        ": no request can carry it and an output (vLLM rejects the prompt)"));
   else if (!has_errors(r) && static_cast<u64>(d.d.shared_prefix_tokens) > p.kv_capacity_tokens)
     r.push_back(error("KVCAP-E107", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
                                         " tokens does not fit in the KV cache (" +
@@ -82,10 +83,10 @@ void check_shared_prefix(const MemoryPlan& p, std::vector<Finding>& r) {
   std::string below;
   std::size_t n = 0;
   for (const auto& c : p.curve)
-    if (c.context_tokens < d.d.shared_prefix_tokens) below += (n++ ? ", " : "") + human_tokens(c.context_tokens);
+    if (c.context_tokens <= d.d.shared_prefix_tokens) below += (n++ ? ", " : "") + human_tokens(c.context_tokens);
   if (n > 0)
     r.push_back(warning("KVCAP-W203", (n > 1 ? "contexts " : "context ") + below + (n > 1 ? " are" : " is") +
-                                          " shorter than the shared prefix of " +
+                                          " not longer than the shared prefix of " +
                                           std::to_string(d.d.shared_prefix_tokens) +
                                           " tokens: a request there is part of the prefix, so its concurrency counts "
                                           "only its last block (give contexts of at least the prefix)"));

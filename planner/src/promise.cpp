@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/memory.hpp"
@@ -99,10 +100,12 @@ void check_context_len(const ResolvedDeployment& d, i64 s, const char* what) {
     throw SpecError(what, std::to_string(s) + " tokens exceeds the deployment's max_model_len " +
                               std::to_string(d.max_model_len) + "; vLLM rejects such requests (raise max_model_len)");
   // Every request begins with the deployment's shared prefix (plan's KVCAP-E108, the curve's KVCAP-W203).
-  if (s < d.d.shared_prefix_tokens)
-    throw SpecError(what, std::to_string(s) + " tokens is shorter than the deployment's shared prefix of " +
-                              std::to_string(d.d.shared_prefix_tokens) +
-                              " tokens; every request begins with the prefix (shared_prefix_tokens <= " + what + ")");
+  // A prompt may be the whole prefix; a context (prompt + at least one output token) must be longer than it.
+  const bool prompt = std::string_view(what) == "prompt_tokens";
+  if (d.d.shared_prefix_tokens > 0 && (prompt ? s < d.d.shared_prefix_tokens : s <= d.d.shared_prefix_tokens))
+    throw SpecError(what, std::to_string(s) + " tokens is " + (prompt ? "shorter than" : "not longer than") +
+                              " the deployment's shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
+                              " tokens; every request begins with the prefix and a context adds an output to it");
 }
 
 // A decode batch must fit: B requests at context S need B x blocks(S) blocks, and vLLM runs at most max_num_seqs.

@@ -191,8 +191,9 @@ double parse_real(const std::string& s, const std::string& what, const std::stri
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < lo || v > hi)
-    throw InputError(what + ": expected " + expected + ", got '" + s + "'");
+  const bool hex = s.find_first_of("xXpP") != std::string::npos;  // decimal only, as number_and_unit
+  if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < lo || v > hi || hex)
+    throw InputError(what + ": expected " + expected + (hex ? " in decimal" : "") + ", got '" + s + "'");
   return v;
 }
 

@@ -145,3 +145,6 @@ kvcap_golden(err_validate_no_profiles 1 validate %SOURCE%/docs/img)
 kvcap_golden(err_plan_bad_dcp 3 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 2 --decode-context-parallel-size 4)
 # A very low rate reads as itself (0.00202 req/s), not as 0.00.
 kvcap_golden(simulate_very_low_rate 0 simulate --model llama-3.1-8b --gpu h100-sxm --rate 0.001 --prompt-tokens 1K --output-tokens 100 --num-requests 3 --no-wall-time)
+# Red-team findings: sweep applies E106 (exit 3); a JUnit path with a profile's extension is refused (exit 2).
+kvcap_golden(err_sweep_prefix_beyond_max_model_len 3 sweep --models mistral-7b-v0.1 --gpus h100-sxm --shared-prefix-tokens 64K --contexts 32K --batches 1)
+kvcap_golden(err_check_junit_profile_extension 2 check %SOURCE%/profiles/examples/requirements.yaml --junit %SOURCE%/profiles/examples/deployment-llama-3.1-70b-4xh100.yaml)

@@ -72,6 +72,13 @@ TEST_CASE("two outputs into one file, a JUnit file over its requirements, a prof
                                               "--timeline", out, "--requests-out", out}),
                     Catch::Contains("is also written by --"));
   CHECK_FALSE(fs::exists(out));
+  // Two spellings of one new file: relative and "./"-prefixed (the red team's case).
+  const fs::path cwd = fs::current_path();
+  fs::current_path(s.dir);
+  CHECK_THROWS_WITH(kvcap::cli::cmd_simulate({"--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", trace,
+                                              "--timeline", "n3.csv", "--requests-out", "./n3.csv"}),
+                    Catch::Contains("is also written by --"));
+  fs::current_path(cwd);
 
   const std::string req = s.write("req.yaml", "promises: []\n");
   CHECK_THROWS_WITH(kvcap::cli::cmd_check({req, "--junit", req}), Catch::Contains("also read as input (requirements)"));

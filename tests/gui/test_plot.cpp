@@ -81,4 +81,12 @@ TEST_CASE("names with control characters reach the SVG legend and title as visib
   }));
   CHECK_THAT(out, Catch::Contains("evil\\x1b[31m\\x07\\nname"));
   CHECK_THAT(out, Catch::Contains("Odd\\x1b[0m\\x01 GPU"));
+  // A --title with control characters (drawn as the chart's title, and the SVG's <title>).
+  r.title = "a\x01b\x1b[31m";
+  render_main_chart(r, svg, 800, 500);
+  const std::string titled = slurp(svg);
+  CHECK(std::none_of(titled.begin(), titled.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 && u != '\t' && u != '\n' && u != '\r';
+  }));
 }

@@ -161,10 +161,10 @@ TEST_CASE("plausibility: curve contexts shorter than the shared prefix are flagg
   REQUIRE(has(f, "KVCAP-W203"));
   const auto w = std::find_if(f.begin(), f.end(), [](const Finding& x) { return x.code == "KVCAP-W203"; });
   CHECK(w->level == Finding::Level::warning);
-  CHECK(w->message.find("contexts 1K, 2K are shorter") != std::string::npos);
+  CHECK(w->message.find("contexts 1K, 2K, 4K are not longer") != std::string::npos);  // 4K: all prefix, no output
   CHECK(exit_code(f) == kExitOk);
-  // Every context at least the prefix: nothing to say; a prefix beyond max_model_len: E106 alone.
-  CHECK_FALSE(has(check_memory_plan(g, plan_memory(m, g, d, {4096, 8192})), "KVCAP-W203"));
+  // Every context longer than the prefix: nothing to say; a prefix beyond max_model_len: E106 alone.
+  CHECK_FALSE(has(check_memory_plan(g, plan_memory(m, g, d, {4097, 8192})), "KVCAP-W203"));
   d.shared_prefix_tokens = 1 << 20;
   const auto e = check_memory_plan(g, plan_memory(m, g, d, {4096}));
   CHECK(has(e, "KVCAP-E106"));

@@ -138,7 +138,7 @@ TEST_CASE("evaluate never throws: a promise that cannot be evaluated is an error
   c.context_tokens = 4096;
   r = evaluate(c, m, g, prefix);
   CHECK(r.error);
-  CHECK(r.detail.find("shorter than the deployment's shared prefix of 8192 tokens") != std::string::npos);
+  CHECK(r.detail.find("not longer than the deployment's shared prefix of 8192 tokens") != std::string::npos);
   c.context_tokens = 16384;
   CHECK_FALSE(evaluate(c, m, g, prefix).error);
   prefix.shared_prefix_tokens = 1 << 20;
@@ -155,4 +155,21 @@ TEST_CASE("evaluate never throws: a promise that cannot be evaluated is an error
   CHECK(r.comparison == "<=");
   CHECK(r.unit == "s");
   CHECK(r.detail == "the deployment could not be resolved");
+}
+
+TEST_CASE("a context equal to the shared prefix cannot be evaluated, a prompt equal to it can", "[promise]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.shared_prefix_tokens = 4096;
+  PromiseQuery q;
+  q.metric = Metric::concurrency_at;
+  q.comparison = Comparison::at_least;
+  q.target = 1;
+  q.context_tokens = 4096;  // all prefix, no room for an output: the "26,099 requests" the red team found
+  CHECK(evaluate(q, m, g, d).error);
+  q.metric = Metric::ttft_s;
+  q.comparison = Comparison::at_most;
+  q.prompt_tokens = 4096;
+  CHECK_FALSE(evaluate(q, m, g, d).error);
 }

@@ -96,6 +96,8 @@ TEST_CASE("counts and sizes are decimal, and a list names each value once", "[un
   CHECK_THROWS_WITH(parse_tokens("0x1000", "--max-model-len"), Catch::Contains("in decimal, got '0x1000'"));
   CHECK_THROWS_WITH(parse_bytes("0x1p30", "--kv-cache-memory"), Catch::Contains("in decimal"));
   CHECK(parse_tokens("1e3", "--x") == 1000);  // an exponent is decimal
+  CHECK_THROWS_WITH(parse_real("0x1p-1", "--gpu-memory-utilization", "a fraction"), Catch::Contains("in decimal"));
+  CHECK(parse_real("0.5", "--gpu-memory-utilization", "a fraction") == 0.5);
   CHECK_THROWS_WITH(parse_token_list("1K,2K,1024", "--contexts"), Catch::Contains("1024 tokens given twice"));
   CHECK(parse_token_list("1K,2K", "--contexts") == std::vector<std::int64_t>{1024, 2048});
 }
