@@ -122,9 +122,11 @@ void set(T& field, const std::optional<U>& v) {
 // a 4-bit checkpoint's weights would be counted four times over.
 void checkpoint_format(Ctx& c, const YAML::Node& q, ModelSpec& m) {
   const std::string path = "quantization_config";
-  const auto qm = get_string(c, q, path, "quant_method", false);
+  const auto qm = get_string(c, q, path, "quant_method", true);  // vLLM reads the method from this key
   if (!qm) return;
-  const auto bits = get_int(c, q, path, "bits", false, 1, 64);
+  // AutoAWQ writes w_bit, transformers' AwqConfig and GPTQConfig bits (vLLM AWQConfig.from_config: ["w_bit", "bits"]).
+  auto bits = get_int(c, q, path, "bits", false, 1, 64);
+  if (!bits) bits = get_int(c, q, path, "w_bit", false, 1, 64);
   const auto from_bits = [&](i64 b, bool is_float) -> std::optional<DType> {
     if (b == 8) return is_float ? DType::fp8 : DType::int8;
     if (b == 4) return is_float ? DType::nvfp4 : DType::int4;
@@ -134,7 +136,11 @@ void checkpoint_format(Ctx& c, const YAML::Node& q, ModelSpec& m) {
   if (*qm == "fp8" || *qm == "fbgemm_fp8") {
     d = DType::fp8;
   } else if (*qm == "awq" || *qm == "gptq" || *qm == "awq_marlin" || *qm == "gptq_marlin") {
-    d = from_bits(bits.value_or(4), false);  // AutoAWQ / AutoGPTQ: 4 bits unless `bits` says otherwise
+    if (!bits) {
+      c.error(q, path + ".bits", "'" + *qm + "' needs the weights' bit width (bits or w_bit), as vLLM reads it");
+      return;
+    }
+    d = from_bits(*bits, false);
   } else if (*qm == "mxfp4") {
     d = DType::mxfp4;
   } else if (*qm == "modelopt_fp4") {
@@ -153,14 +159,26 @@ void checkpoint_format(Ctx& c, const YAML::Node& q, ModelSpec& m) {
   } else if (*qm == "compressed-tensors") {
     // llm-compressor: config_groups.<group>.weights {num_bits, type: int|float}; the first group sizes the weights.
     const YAML::Node groups = q["config_groups"];
-    if (groups && groups.IsMap() && groups.begin() != groups.end()) {
-      const YAML::Node w = groups.begin()->second["weights"];
-      if (w && w.IsMap()) {
-        const std::string g = path + ".config_groups." + groups.begin()->first.as<std::string>() + ".weights";
-        const auto nb = get_int(c, w, g, "num_bits", false, 1, 64);
-        const auto type = get_string(c, w, g, "type", false);
-        if (nb && type) d = from_bits(*nb, *type == "float");
-      }
+    if (!groups || !groups.IsMap() || groups.begin() == groups.end()) {
+      c.error(groups ? groups : q, path + ".config_groups",
+              "compressed-tensors needs a mapping of groups whose weights give num_bits and type (int or float)");
+      return;
+    }
+    const std::string g = path + ".config_groups." + groups.begin()->first.as<std::string>();
+    const YAML::Node first = groups.begin()->second;
+    const YAML::Node w = first.IsMap() ? first["weights"] : YAML::Node();
+    if (!w || !w.IsMap()) {
+      c.error(first, g + ".weights", "expected the group's weights: {num_bits, type}");
+      return;
+    }
+    const auto nb = get_int(c, w, g + ".weights", "num_bits", true, 1, 64);
+    const auto type = get_string(c, w, g + ".weights", "type", true);
+    if (!nb || !type) return;
+    d = from_bits(*nb, *type == "float");
+    if (!d) {
+      c.error(w["num_bits"], g + ".weights.num_bits",
+              std::to_string(*nb) + "-bit weights are not a format kvcap can size (4 or 8)");
+      return;
     }
   }
   if (d) {
@@ -635,8 +653,12 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   if (m.moe.enabled() && !dense_layers_too) m.intermediate_size = 0;
 
   // Checkpoint weight format (vLLM reads quantization_config).
-  if (present(root, "quantization_config") && root["quantization_config"].IsMap())
-    checkpoint_format(c, root["quantization_config"], m);
+  if (present(root, "quantization_config")) {
+    if (root["quantization_config"].IsMap())
+      checkpoint_format(c, root["quantization_config"], m);
+    else  // read as absent, a quantised checkpoint would be sized as 16-bit weights
+      c.error(root["quantization_config"], "quantization_config", "expected an object with quant_method");
+  }
 
   if (c.diags.empty()) {
     try {

@@ -297,7 +297,6 @@ TEST_CASE("checkpoint formats from quantization_config, an unknown method an err
   CHECK(q(R"({"quant_method": "fp8"})") == DType::fp8);
   CHECK(q(R"({"quant_method": "fbgemm_fp8"})") == DType::fp8);
   CHECK(q(R"({"quant_method": "awq", "bits": 4})") == DType::int4);
-  CHECK(q(R"({"quant_method": "gptq"})") == DType::int4);
   CHECK(q(R"({"quant_method": "gptq", "bits": 8})") == DType::int8);
   CHECK(q(R"({"quant_method": "bitsandbytes", "load_in_4bit": true})") == DType::int4);
   CHECK(q(R"({"quant_method": "bitsandbytes", "load_in_8bit": true})") == DType::int8);
@@ -317,6 +316,17 @@ TEST_CASE("checkpoint formats from quantization_config, an unknown method an err
                     Catch::Contains("'gptq' (3 bits) is not one kvcap can size"));
   CHECK_THROWS_WITH(q(R"({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"})"),
                     Catch::Contains("'modelopt' is not one"));
+  // A present but malformed quantization_config is an error at its key, never 16-bit weights (red-team cases).
+  CHECK(q(R"({"quant_method": "awq", "w_bit": 4})") == DType::int4);  // AutoAWQ's key
+  CHECK_THROWS_WITH(q(R"({"quant_method": "awq", "w_bit": 3})"), Catch::Contains("'awq' (3 bits) is not one"));
+  CHECK_THROWS_WITH(q(R"({"quant_method": "gptq"})"), Catch::Contains("quantization_config.bits: 'gptq' needs"));
+  CHECK_THROWS_WITH(q(R"([1, 2])"), Catch::Contains("quantization_config: expected an object with quant_method"));
+  CHECK_THROWS_WITH(q(R"({"bits": 4})"), Catch::Contains("quantization_config.quant_method: required key is missing"));
+  CHECK_THROWS_WITH(q(R"({"quant_method": "compressed-tensors", "config_groups": {}})"),
+                    Catch::Contains("quantization_config.config_groups: compressed-tensors needs"));
+  CHECK_THROWS_WITH(
+      q(R"({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 3, "type": "int"}}}})"),
+      Catch::Contains("config_groups.g.weights.num_bits: 3-bit weights"));
 }
 
 TEST_CASE("first_k_dense_replace must leave layers with experts", "[hf]") {
