@@ -39,8 +39,10 @@ Target parse_target(const std::string& s) {
 /// parallel. Without --tensor-parallel-size, N GPUs are N/PP-way tensor parallel; with it, N must equal
 /// TP x PP (N x TP GPUs under the label N would misreport the deployment). MODEL@GPU takes TP and PP from
 /// the flags, and the row is relabelled MODEL@NxGPU when that is more than one GPU.
-Deployment target_deployment(Target& t, Deployment d, bool tp_given) {
+Deployment target_deployment(Target& t, Deployment d, bool tp_given, bool dp_given) {
   const i64 pp = d.pipeline_parallel_size;
+  // --data-parallel-size counts replicas of the target's own TP x PP (the flags' num_gpus used the flags' TP).
+  const i64 dp = dp_given ? d.num_gpus / (d.tensor_parallel_size * pp) : 0;
   if (t.gpus && !tp_given) {
     if (*t.gpus % pp != 0)
       throw UsageError("--deploy '" + t.spec + "': " + std::to_string(*t.gpus) +
@@ -54,6 +56,7 @@ Deployment target_deployment(Target& t, Deployment d, bool tp_given) {
   } else if (!t.gpus && d.tensor_parallel_size * pp > 1) {
     t.spec = t.model + "@" + std::to_string(d.tensor_parallel_size * pp) + "x" + t.gpu;
   }
+  if (dp_given) d.num_gpus = dp * d.tensor_parallel_size * pp;
   return d;
 }
 
@@ -98,7 +101,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::vector<CompareRow> rows;
   const bool tp_given = !vm["tensor-parallel-size"].defaulted();
   for (auto& t : targets) {
-    const Deployment d = target_deployment(t, base, tp_given);
+    const Deployment d = target_deployment(t, base, tp_given, vm.count("data-parallel-size") > 0);
     ModelSpec m = profiles::resolve_model(t.model);
     GpuSpec g = profiles::resolve_gpu(t.gpu);
     MemoryPlan p = plan_memory(m, g, d, contexts);
