@@ -114,9 +114,11 @@ i64 shared_prefix_tokens(const SimulateCommand& c) {
   return c.request.speed.plan.dep.d.shared_prefix_tokens;
 }
 
-UsageError prefix_too_long(i64 prefix, const std::string& longest) {
-  return UsageError("KVCAP-E108: --shared-prefix-tokens " + std::to_string(prefix) + " is longer than " + longest +
-                    ": every prompt begins with the shared prefix");
+/// validate(w), with --rate inf (offline: every request at once) checked as any finite rate.
+void validate_workload(const WorkloadSpec& w) {
+  WorkloadSpec checked = w;
+  if (std::isinf(checked.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;
+  validate(checked);
 }
 
 void shared_prefix_into_trace(std::vector<sim::RequestSpec>& requests, i64 prefix) {
@@ -124,7 +126,9 @@ void shared_prefix_into_trace(std::vector<sim::RequestSpec>& requests, i64 prefi
   i64 longest = 0;
   for (const auto& q : requests) longest = std::max(longest, q.prompt_tokens);
   if (prefix > longest)
-    throw prefix_too_long(prefix, "the trace's longest prompt (" + std::to_string(longest) + " tokens)");
+    throw UsageError("KVCAP-E108: --shared-prefix-tokens " + std::to_string(prefix) +
+                     " is longer than the trace's longest prompt (" + std::to_string(longest) +
+                     " tokens): every prompt begins with the shared prefix");
   for (auto& q : requests) {
     q.prefix_group = 0;
     q.prefix_tokens = std::min(prefix, q.prompt_tokens);
@@ -138,10 +142,8 @@ void shared_prefix_into_workload(WorkloadSpec& w, i64 prefix) {
         "--shared-prefix-tokens: the workload file has a shared_prefix block already; give the prefix in "
         "one place");
   w.shared_prefix = {1, prefix, 1.0};
-  WorkloadSpec checked = w;
-  if (std::isinf(checked.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;  // offline: check the rest
   try {
-    validate(checked);
+    validate_workload(w);
   } catch (const SpecError& e) {
     if (e.field() == "shared_prefix.tokens") throw UsageError("KVCAP-E108: --shared-prefix-tokens " + e.reason());
     throw UsageError(e.what());
@@ -203,9 +205,7 @@ WorkloadSpec workload_from_flags(const po::variables_map& vm) {
   w.prompt = parse_length(str(vm, "prompt-tokens"), "--prompt-tokens");
   w.output = parse_length(str(vm, "output-tokens"), "--output-tokens");
   try {
-    WorkloadSpec checked = w;
-    if (std::isinf(w.arrival.rate_per_s)) checked.arrival.rate_per_s = 1;  // offline: check the rest
-    validate(checked);
+    validate_workload(w);
   } catch (const SpecError& e) {
     throw UsageError(e.what());
   }

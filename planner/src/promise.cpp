@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <string_view>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/memory.hpp"
@@ -95,15 +94,14 @@ T need(const std::optional<T>& v, const char* key, Metric m) {
   return *v;
 }
 
-void check_context_len(const ResolvedDeployment& d, i64 s, const char* what) {
+void check_context_len(const ResolvedDeployment& d, i64 s, const char* what, bool is_prompt = false) {
   if (s > d.max_model_len)
     throw SpecError(what, std::to_string(s) + " tokens exceeds the deployment's max_model_len " +
                               std::to_string(d.max_model_len) + "; vLLM rejects such requests (raise max_model_len)");
   // Every request begins with the deployment's shared prefix (plan's KVCAP-E108, the curve's KVCAP-W203).
   // A prompt may be the whole prefix; a context (prompt + at least one output token) must be longer than it.
-  const bool prompt = std::string_view(what) == "prompt_tokens";
-  if (d.d.shared_prefix_tokens > 0 && (prompt ? s < d.d.shared_prefix_tokens : s <= d.d.shared_prefix_tokens))
-    throw SpecError(what, std::to_string(s) + " tokens is " + (prompt ? "shorter than" : "not longer than") +
+  if (d.d.shared_prefix_tokens > 0 && (is_prompt ? s < d.d.shared_prefix_tokens : s <= d.d.shared_prefix_tokens))
+    throw SpecError(what, std::to_string(s) + " tokens is " + (is_prompt ? "shorter than" : "not longer than") +
                               " the deployment's shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
                               " tokens; every request begins with the prefix and a context adds an output to it");
 }
@@ -155,7 +153,7 @@ Measurement measure_speed(const PromiseQuery& q, const ModelSpec& m, const GpuSp
                           const SpeedOptions& o) {
   if (q.metric == Metric::ttft_s) {
     const i64 prompt = need(q.prompt_tokens, "prompt_tokens", q.metric);
-    check_context_len(plan.dep, prompt, "prompt_tokens");
+    check_context_len(plan.dep, prompt, "prompt_tokens", true);
     const PrefillResult pr = prefill(make_speed_context(m, g, plan, o), prompt);
     return {pr.ttft_s, std::to_string(pr.chunks.size()) + " chunk(s) of <= " + std::to_string(pr.chunk_tokens) +
                            " tokens, " + std::string(to_string(pr.bound)) + "-bound"};
