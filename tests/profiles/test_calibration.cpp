@@ -51,25 +51,38 @@ TEST_CASE("the documented calibration example loads with its fitted figures", "[
   CHECK(c.selftests_passed);
 }
 
-TEST_CASE("the H100 calibration measured on 2026-11-25 loads and plans as an H100", "[calibration]") {
-  // profiles/calibrations/h100-sxm-2026-11-25.yaml: scripts/gpu-check.sh's output on a real H100 80GB HBM3.
-  const Calibration c = profiles::load_calibration_file(std::string(KVCAP_SOURCE_DIR) +
-                                                        "/profiles/calibrations/h100-sxm-2026-11-25.yaml");
-  CHECK(c.device == "NVIDIA H100 80GB HBM3");
-  CHECK(c.selftests_passed);
-  CHECK(c.prefill_attention.tensor_cores);
-  const GpuSpec h100 = profiles::resolve_gpu("h100-sxm");
-  CHECK(check_calibration(c, h100, false).empty());  // same product, same memory: no finding
-  CHECK(has_errors(check_calibration(c, profiles::resolve_gpu("h200"), false)));
-  // Measured figures within what the datasheet allows: stream read 91.8% of 3.35 TB/s, decode below it.
-  CHECK(c.stream.read_bytes_per_s / h100.memory_bandwidth_bytes_per_s == Approx(0.918).margin(0.001));
-  CHECK(c.decode.bandwidth_bytes_per_s < c.stream.read_bytes_per_s);
-  CHECK(gemm_flops_for(c, 8192) < h100.bf16_dense_flops);
-  const ModelSpec m = profiles::resolve_model("llama-3.1-8b");
-  const auto step = decode_step(make_speed_context(m, h100, plan_memory(m, h100, Deployment{}), {}, c), 32, 4096);
-  CHECK(step.source.memory == "calibrated");
-  CHECK(step.source.compute == "calibrated");
-  CHECK(step.source.attention == "datasheet");
+TEST_CASE("the calibrations measured on real GPUs load and plan as their GPU", "[calibration]") {
+  // scripts/gpu-check.sh's output on a real H100 80GB HBM3 (2026-11-25) and a real H200 (2026-11-26).
+  struct Measured {
+    const char* file;
+    const char* device;
+    const char* gpu;
+    const char* other_gpu;       // a different product: the memory check must refuse it
+    double stream_vs_datasheet;  // as the report printed it
+  };
+  const Measured runs[] = {{"h100-sxm-2026-11-25.yaml", "NVIDIA H100 80GB HBM3", "h100-sxm", "h200", 0.918},
+                           {"h200-2026-11-26.yaml", "NVIDIA H200", "h200", "h100-sxm", 0.924}};
+  for (const auto& run : runs) {
+    INFO(run.file);
+    const Calibration c =
+        profiles::load_calibration_file(std::string(KVCAP_SOURCE_DIR) + "/profiles/calibrations/" + run.file);
+    CHECK(c.device == run.device);
+    CHECK(c.selftests_passed);
+    CHECK(c.prefill_attention.tensor_cores);
+    const GpuSpec gpu = profiles::resolve_gpu(run.gpu);
+    CHECK(check_calibration(c, gpu, false).empty());  // same product, same memory: no finding
+    CHECK(has_errors(check_calibration(c, profiles::resolve_gpu(run.other_gpu), false)));
+    // Measured figures within what the datasheet allows; decode below stream read.
+    CHECK(c.stream.read_bytes_per_s / gpu.memory_bandwidth_bytes_per_s ==
+          Approx(run.stream_vs_datasheet).margin(0.001));
+    CHECK(c.decode.bandwidth_bytes_per_s < c.stream.read_bytes_per_s);
+    CHECK(gemm_flops_for(c, 8192) < gpu.bf16_dense_flops);
+    const ModelSpec m = profiles::resolve_model("llama-3.1-8b");
+    const auto step = decode_step(make_speed_context(m, gpu, plan_memory(m, gpu, Deployment{}), {}, c), 32, 4096);
+    CHECK(step.source.memory == "calibrated");
+    CHECK(step.source.compute == "calibrated");
+    CHECK(step.source.attention == "datasheet");
+  }
 }
 
 TEST_CASE("bad calibration files are rejected with line and key", "[calibration][errors]") {
