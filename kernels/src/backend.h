@@ -36,6 +36,12 @@ class Backend {
   virtual std::vector<std::string> gemm_impls() const = 0;
   virtual double time_gemm(const std::string& impl, int m, int n, int k, int reps) = 0;
   virtual double time_prefill(const PrefillShape& shape, int reps) = 0;
+  // Moves `total_bytes` between pinned host memory and the device, one asynchronous copy per `chunk_bytes`
+  // (vLLM's CPU KV offloading copies block by block). 0 where there is no host link to measure (the CPU).
+  virtual double time_host_copy(bool /*to_device*/, std::uint64_t /*chunk_bytes*/, std::uint64_t /*total_bytes*/,
+                                int /*reps*/) {
+    return 0;
+  }
   // Release large buffers between phases.
   virtual void release() {}
 };

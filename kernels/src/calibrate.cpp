@@ -31,13 +31,18 @@ struct GemmTask {
   std::string impl;
   int m = 0, n = 0, k = 0;
 };
+struct HostCopyTask {
+  bool to_device = true;
+  std::uint64_t chunk_bytes = 0, total_bytes = 0;
+};
 struct Task {
-  enum class Kind { stream, decode, gemm, prefill } kind;
+  enum class Kind { stream, decode, gemm, prefill, host_link } kind;
   StreamTask stream;
   DecodeShape decode;
   GemmTask gemm;
   PrefillShape prefill;
   bool holdout = false;
+  HostCopyTask host{};
 };
 
 const char* stage_name(Task::Kind k) {
@@ -46,6 +51,8 @@ const char* stage_name(Task::Kind k) {
     case Task::Kind::decode: return "decode";
     case Task::Kind::gemm: return "gemm";
     case Task::Kind::prefill: return "prefill";
+    case Task::Kind::host_link:
+      return "host_link";
   }
   return "?";
 }
@@ -63,6 +70,9 @@ std::string label(const Task& t) {
       return "gemm " + t.gemm.impl + " " + std::to_string(t.gemm.m) + "x" + std::to_string(t.gemm.n) + "x" +
              std::to_string(t.gemm.k);
     case Task::Kind::prefill: return "prefill S=" + std::to_string(t.prefill.seq_len);
+    case Task::Kind::host_link:
+      return std::string(t.host.to_device ? "host to device " : "device to host ") +
+             std::to_string(t.host.chunk_bytes >> 10) + " KiB copies";
   }
   return {};
 }
@@ -185,6 +195,19 @@ std::vector<Task> plan_sweep(const Backend& be, bool quick) {
     t.prefill = cuda ? PrefillShape{s, 32, 8, 128} : PrefillShape{s, 8, 2, 128};
     tasks.push_back(t);
   }
+
+  // The host link (GPUs only): copies of one KV block of one layer (32 KiB: 16 tokens x 8 KV heads x 128 x bf16, as
+  // vLLM's CPU offloading moves them) up to 64 MiB, through pinned host memory.
+  if (cuda) {
+    const std::uint64_t total = (quick ? 512 : 2048) * (1ull << 20);
+    for (bool to_device : {true, false}) {
+      for (std::uint64_t chunk_kib : {32, 256, 2048, 16384, 65536}) {
+        Task t{Task::Kind::host_link, {}, {}, {}, {}};
+        t.host = HostCopyTask{to_device, chunk_kib << 10, total};
+        tasks.push_back(t);
+      }
+    }
+  }
   return tasks;
 }
 
@@ -255,12 +278,14 @@ double matched_ratio(const std::vector<CalibrationPoint>& pts, SelA sel_a, SelB 
 
 }  // namespace
 
-DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points) {
+namespace {
+// Fits t = t0 + bytes / bandwidth over the points of one kernel (holdout == false), scores the held-out ones.
+DecodeFit fit_affine_time(const std::vector<CalibrationPoint>& points, const std::string& kernel) {
   // Minimise sum ((t0 + x * b - t) / t)^2 with x = 1 / bandwidth: weighted least squares, weights 1 / t^2.
   double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0;
   int n = 0;
   for (const auto& p : points) {
-    if (p.kernel != "decode_attention" || p.holdout || p.time_s <= 0) continue;
+    if (p.kernel != kernel || p.holdout || p.time_s <= 0) continue;
     const double w = 1.0 / (p.time_s * p.time_s);
     s00 += w;
     s01 += w * p.bytes;
@@ -269,7 +294,7 @@ DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points) {
     r1 += w * p.bytes * p.time_s;
     ++n;
   }
-  if (n < 2) throw std::runtime_error("decode fit: need at least two decode points");
+  if (n < 2) throw std::runtime_error(kernel + " fit: need at least two points");
   const double det = s00 * s11 - s01 * s01;
   double t0 = 0, x = 0;
   if (det > 0) {
@@ -285,7 +310,7 @@ DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points) {
   f.bandwidth_bytes_per_s = x > 0 ? 1.0 / x : 0.0;
   double sq = 0;
   for (const auto& p : points) {
-    if (p.kernel != "decode_attention" || p.time_s <= 0) continue;
+    if (p.kernel != kernel || p.time_s <= 0) continue;
     const double rel = (t0 + x * p.bytes - p.time_s) / p.time_s;
     if (p.holdout) {
       f.holdout_max_relative_error = std::max(f.holdout_max_relative_error, std::fabs(rel));
@@ -297,6 +322,26 @@ DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points) {
   }
   f.fit_rms_relative_error = std::sqrt(sq / f.fit_points);
   return f;
+}
+}  // namespace
+
+DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points) {
+  return fit_affine_time(points, "decode_attention");
+}
+
+HostLinkFit fit_host_link(const std::vector<CalibrationPoint>& points, const std::string& kernel) {
+  std::vector<CalibrationPoint> per_copy;  // one copy of chunk_bytes: the point's time over its number of copies
+  for (const auto& p : points) {
+    if (p.kernel != kernel || p.chunk_bytes == 0 || p.time_s <= 0) continue;
+    CalibrationPoint c;
+    c.kernel = kernel;
+    c.bytes = static_cast<double>(p.chunk_bytes);
+    c.time_s = p.time_s * static_cast<double>(p.chunk_bytes) / p.bytes;
+    per_copy.push_back(c);
+  }
+  if (per_copy.empty()) return {};
+  const DecodeFit f = fit_affine_time(per_copy, kernel);
+  return HostLinkFit{f.t0_s, f.bandwidth_bytes_per_s, f.fit_rms_relative_error, f.fit_points};
 }
 
 namespace {
@@ -464,6 +509,12 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
         res.prefill_flops_per_s = p.flops / p.time_s;  // the last (largest) prompt wins
         break;
       }
+      case Task::Kind::host_link:
+        p.kernel = t.host.to_device ? "host_to_device" : "device_to_host";
+        p.chunk_bytes = t.host.chunk_bytes;
+        p.bytes = static_cast<double>(t.host.total_bytes - t.host.total_bytes % t.host.chunk_bytes);  // whole copies
+        p.time_s = be->time_host_copy(t.host.to_device, t.host.chunk_bytes, t.host.total_bytes, reps);
+        break;
     }
     res.points.push_back(std::move(p));
   }
@@ -480,6 +531,8 @@ CalibrationResult run_calibration(const CalibrationOptions& options, const Progr
     }
   }
   res.decode = fit_decode_model(fit_pts);
+  res.host_to_device = fit_host_link(res.points, "host_to_device");
+  res.device_to_host = fit_host_link(res.points, "device_to_host");
 
   // Per variant: the bandwidth of its largest point.
   std::map<std::tuple<std::string, std::string, int, bool>, const CalibrationPoint*> largest;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "kvcap/kernels/calibrate.h"
 
@@ -143,6 +144,16 @@ void write_calibration_report(std::ostream& o, const CalibrationResult& r, const
   }
   o << fmt("prefill attention %.3f TFLOP/s", r.prefill_flops_per_s / 1e12)
     << (r.prefill_tensor_cores ? " (tensor cores" : " (CPU twin") << ", causal, largest prompt)\n";
+  const std::pair<const char*, const HostLinkFit*> links[] = {{"host to device", &r.host_to_device},
+                                                              {"device to host", &r.device_to_host}};
+  for (const auto& [name, f] : links) {
+    if (f->points == 0) continue;
+    char line[200];
+    std::snprintf(line, sizeof line, "%s %8.1f GB/s + %.1f us per copy (pinned, %d chunk sizes, fit rms %.1f%%)\n",
+                  name, f->bandwidth_bytes_per_s / 1e9, f->per_copy_s * 1e6, f->points,
+                  100 * f->fit_rms_relative_error);
+    o << line;
+  }
   for (const auto& [k, v] : r.ratios) {
     char line[160];
     std::snprintf(line, sizeof line, "ratio %-28s %.3f\n", k.c_str(), v);

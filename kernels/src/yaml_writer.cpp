@@ -5,6 +5,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kvcap/kernels/calibrate.h"
 
@@ -78,6 +79,8 @@ std::string point_line(const CalibrationPoint& p) {
     ki("m", p.m);
     ki("n", p.n);
     ki("k", p.k);
+  } else if (p.kernel == "host_to_device" || p.kernel == "device_to_host") {
+    ki("chunk_bytes", static_cast<std::int64_t>(p.chunk_bytes));
   } else if (p.kernel == "prefill_attention") {
     ki("seq_len", p.seq_len);
     ki("q_heads", p.q_heads);
@@ -85,7 +88,8 @@ std::string point_line(const CalibrationPoint& p) {
     ki("head_dim", p.head_dim);
   }
   kv("bytes", num(p.bytes));
-  if (p.kernel != "stream_read" && p.kernel != "stream_copy") kv("flops", num(p.flops));
+  if (p.kernel == "decode_attention" || p.kernel == "gemm" || p.kernel == "prefill_attention")
+    kv("flops", num(p.flops));
   kv("time_s", num(p.time_s));
   if (p.kernel == "decode_attention") kv("holdout", p.holdout ? "true" : "false");
   return s + "}";
@@ -147,6 +151,18 @@ void write_calibration_yaml(std::ostream& o, const CalibrationResult& r, const Y
   o << "prefill_attention:\n";
   o << "  flops_per_s: " << num(r.prefill_flops_per_s) << "\n";
   o << "  tensor_cores: " << (r.prefill_tensor_cores ? "true" : "false") << "\n";
+  if (r.host_to_device.points > 0 || r.device_to_host.points > 0) {
+    o << "host_link:\n";
+    o << "  pinned: true\n";
+    const std::pair<const char*, const HostLinkFit*> links[] = {{"host_to_device", &r.host_to_device},
+                                                                {"device_to_host", &r.device_to_host}};
+    for (const auto& [key, f] : links) {
+      if (f->points == 0) continue;
+      o << "  " << key << ": {per_copy_s: " << num(f->per_copy_s)
+        << ", bandwidth_bytes_per_s: " << num(f->bandwidth_bytes_per_s)
+        << ", fit_rms_relative_error: " << num(f->fit_rms_relative_error) << ", points: " << f->points << "}\n";
+    }
+  }
   o << "points:\n";
   for (const auto& p : r.points) o << "  - " << point_line(p) << "\n";
   o << "ratios:\n";

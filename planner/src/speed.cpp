@@ -391,6 +391,12 @@ void validate(const Calibration& k) {
   finite_non_negative(k.decode.bandwidth_bytes_per_s, "calibration.decode.bandwidth_bytes_per_s");
   finite_non_negative(k.stream.read_bytes_per_s, "calibration.stream.read_bytes_per_s");
   finite_non_negative(k.prefill_attention.flops_per_s, "calibration.prefill_attention.flops_per_s");
+  finite_non_negative(k.host_to_device.per_copy_s, "calibration.host_link.host_to_device.per_copy_s");
+  finite_non_negative(k.host_to_device.bandwidth_bytes_per_s,
+                      "calibration.host_link.host_to_device.bandwidth_bytes_per_s");
+  finite_non_negative(k.device_to_host.per_copy_s, "calibration.host_link.device_to_host.per_copy_s");
+  finite_non_negative(k.device_to_host.bandwidth_bytes_per_s,
+                      "calibration.host_link.device_to_host.bandwidth_bytes_per_s");
   for (const auto& g : k.gemm) {
     finite_non_negative(g.flops_per_s, "calibration.gemm.flops_per_s");
     if (!(g.flops_per_s > 0)) throw SpecError("calibration.gemm.flops_per_s", "must be > 0 in a measured class");

@@ -3,6 +3,7 @@
 // checked for shape (so a corrupt file is caught) but otherwise kept for people.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -18,21 +19,23 @@ constexpr double kMaxBandwidth = 1e15;
 constexpr double kMaxFlops = 1e18;
 
 const std::vector<std::string> kTop = {
-    "kvcap_calibration", "device", "build",  "selftest", "date", "mode", "host", "stream", "decode", "gemm",
-    "prefill_attention", "points", "ratios", "datasheet"};
+    "kvcap_calibration", "device",    "build",  "selftest", "date",     "mode", "host", "stream", "decode", "gemm",
+    "prefill_attention", "host_link", "points", "ratios",   "datasheet"};
 const std::vector<std::string> kDevice = {"kind", "name", "compute_capability", "memory_bytes", "multiprocessors",
                                           "sm_clock_mhz", "memory_clock_mhz", "memory_bus_width_bits", "l2_bytes",
                                           "driver_version", "runtime_version"};
 
 // points: raw measurements (docs/calibration-format.md "points"): a kernel kvcap knows, a positive finite
 // time, non-negative sizes, and only the keys of that kernel. A corrupt list is an error, not ignored.
-const std::vector<std::string> kPointKernels = {"stream_read", "stream_copy", "decode_attention", "gemm",
-                                                "prefill_attention"};
-const std::vector<std::string> kPointKeys = {"kernel", "bytes", "flops", "time_s", "layout", "kv_dtype", "batch",
-                                             "kv_len", "kv_heads", "q_heads", "head_dim", "head_dim_v", "mla",
-                                             "block_size", "holdout", "impl", "m", "n", "k", "seq_len"};
-const std::vector<const char*> kPointCounts = {"batch", "kv_len", "kv_heads", "q_heads", "head_dim", "head_dim_v",
-                                               "block_size", "m", "n", "k", "seq_len"};
+const std::vector<std::string> kPointKernels = {"stream_read",       "stream_copy",    "decode_attention", "gemm",
+                                                "prefill_attention", "host_to_device", "device_to_host"};
+const std::vector<std::string> kPointKeys = {"kernel", "bytes",      "flops",      "time_s",  "layout",   "kv_dtype",
+                                             "batch",  "kv_len",     "kv_heads",   "q_heads", "head_dim", "head_dim_v",
+                                             "mla",    "block_size", "holdout",    "impl",    "m",        "n",
+                                             "k",      "seq_len",    "chunk_bytes"};
+const std::vector<const char*> kPointCounts = {"batch",    "kv_len",     "kv_heads",   "q_heads",
+                                               "head_dim", "head_dim_v", "block_size", "m",
+                                               "n",        "k",          "seq_len",    "chunk_bytes"};
 
 void check_points(Ctx& c, const YAML::Node& root) {
   const YAML::Node pts = root["points"];
@@ -52,13 +55,35 @@ void check_points(Ctx& c, const YAML::Node& root) {
     if (auto k = get_string(c, p, path, "kernel", true);
         k && std::find(kPointKernels.begin(), kPointKernels.end(), *k) == kPointKernels.end())
       c.error(p["kernel"], path + ".kernel",
-              "unknown kernel '" + *k + "'; expected stream_read, stream_copy, decode_attention, gemm or prefill_attention");
+              "unknown kernel '" + *k +
+                  "'; expected stream_read, stream_copy, decode_attention, gemm, prefill_attention, host_to_device "
+                  "or device_to_host");
     get_number(c, p, path, "time_s", true, 1e-12, 1e6);
     get_number(c, p, path, "bytes", false, 0, 1e18);
     get_number(c, p, path, "flops", false, 0, 1e21);
     for (const char* key : kPointCounts) get_int(c, p, path, key, false, 0, std::int64_t{1} << 40);
     get_bool(c, p, path, "mla", false);
     get_bool(c, p, path, "holdout", false);
+  }
+}
+
+// host_link: the pinned copy fits per direction (kernels/src/yaml_writer.cpp).
+void read_host_link(Ctx& c, const YAML::Node& root, Calibration& cal) {
+  const YAML::Node h = get_map(c, root, "", "host_link", false);
+  if (!h) return;
+  check_keys(c, h, "host_link", {"pinned", "host_to_device", "device_to_host"});
+  get_bool(c, h, "host_link", "pinned", false);
+  for (auto [key, dst] :
+       {std::pair{"host_to_device", &cal.host_to_device}, std::pair{"device_to_host", &cal.device_to_host}}) {
+    const std::string path = std::string("host_link.") + key;
+    const YAML::Node d = get_map(c, h, "host_link", key, false);
+    if (!d) continue;
+    check_keys(c, d, path, {"per_copy_s", "bandwidth_bytes_per_s", "fit_rms_relative_error", "points"});
+    if (auto v = get_number(c, d, path, "per_copy_s", true, 0, 1.0)) dst->per_copy_s = *v;
+    if (auto v = get_number(c, d, path, "bandwidth_bytes_per_s", true, 0, kMaxBandwidth))
+      dst->bandwidth_bytes_per_s = *v;
+    get_number(c, d, path, "fit_rms_relative_error", false, 0, 1e6);
+    get_int(c, d, path, "points", false, 0, std::int64_t{1} << 40);
   }
 }
 
@@ -129,6 +154,7 @@ Calibration read(Ctx& c, const YAML::Node& root) {
       cal.prefill_attention.flops_per_s = *v;
     if (auto v = get_bool(c, p, "prefill_attention", "tensor_cores", false)) cal.prefill_attention.tensor_cores = *v;
   }
+  read_host_link(c, root, cal);
   // The build that measured, and the self-tests it ran on the device before the sweep (kernels/src/calibrate.cpp).
   // A calibration whose kernels failed their self-tests timed kernels that compute something else: refused.
   if (const YAML::Node b = get_map(c, root, "", "build", false)) {

@@ -46,6 +46,8 @@ TEST_CASE("the documented calibration example loads with its fitted figures", "[
   CHECK(c.gemm[1].m_max == 256);
   CHECK(c.gemm[3].flops_per_s == Approx(7.0e14));
   CHECK(c.prefill_attention.flops_per_s == Approx(3.5e14));
+  CHECK(c.host_to_device.per_copy_s == Approx(3.0e-6));
+  CHECK(c.device_to_host.bandwidth_bytes_per_s == Approx(5.5e10));
   CHECK(c.source.find("cuda") != std::string::npos);
   CHECK(gemm_flops_for(c, 100) == Approx(2.9e14));
   CHECK(c.selftests_passed);
@@ -227,6 +229,40 @@ TEST_CASE("what kvcap calibrate writes, the profiles reader reads back", "[calib
   REQUIRE(c.gemm.size() == 2);
   CHECK(c.gemm[1].m_max == 4096);
   CHECK(c.prefill_attention.flops_per_s == Approx(5.0e10));
+  CHECK(c.host_to_device.bandwidth_bytes_per_s == 0);  // a CPU run has no host link: no block written
+  CHECK(out.str().find("host_link") == std::string::npos);
+
+  // A GPU run's host link: the fits and the copy points are written and read back.
+  r.host_to_device = {3.5e-6, 5.5e10, 0.02, 5};
+  r.device_to_host = {6.0e-6, 5.4e10, 0.03, 5};
+  kernels::CalibrationPoint copy;
+  copy.kernel = "device_to_host";
+  copy.chunk_bytes = 32768;
+  copy.bytes = 512.0 * (1 << 20);
+  copy.time_s = 0.08;
+  r.points.push_back(copy);
+  std::ostringstream linked;
+  kernels::write_calibration_yaml(linked, r);
+  CHECK(linked.str().find("{kernel: device_to_host, chunk_bytes: 32768, bytes: 536870912, time_s: 0.08}") !=
+        std::string::npos);
+  const Calibration l = profiles::parse_calibration(linked.str(), "linked.yaml");
+  CHECK(l.host_to_device.per_copy_s == Approx(3.5e-6));
+  CHECK(l.host_to_device.bandwidth_bytes_per_s == Approx(5.5e10));
+  CHECK(l.device_to_host.per_copy_s == Approx(6.0e-6));
+  CHECK(l.device_to_host.bandwidth_bytes_per_s == Approx(5.4e10));
+  // A negative bandwidth in it is an error at its key.
+  std::string t = linked.str();
+  const std::string d2h_bw = "bandwidth_bytes_per_s: 54000000000";
+  REQUIRE(t.find(d2h_bw) != std::string::npos);
+  t.replace(t.find(d2h_bw), d2h_bw.size(), "bandwidth_bytes_per_s: -54000000000");
+  try {
+    profiles::parse_calibration(t, "linked.yaml");
+    FAIL("a negative host-link bandwidth was accepted");
+  } catch (const profiles::ProfileError& e) {
+    CHECK(e.diagnostics().front().key_path == "host_link.device_to_host.bandwidth_bytes_per_s");
+  }
+  r.host_to_device = r.device_to_host = {};
+  r.points.pop_back();
 
   // A run whose self-tests failed is written as evidence, with its first failure, and the reader refuses it.
   r.selftest = {120, 2,

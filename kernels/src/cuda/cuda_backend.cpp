@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -55,6 +56,33 @@ class DeviceBuffer {
  private:
   T* ptr_ = nullptr;
   std::size_t count_ = 0;
+};
+
+// Page-locked host memory (cudaHostAlloc): what a DMA copy needs to run at the link's speed, and what vLLM's CPU
+// offloading allocates for its KV blocks (vllm/v1/kv_offload/, pin_memory=True).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer() { reset(); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void resize(std::size_t bytes) {
+    reset();
+    if (bytes > 0)
+      cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&ptr_), bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    bytes_ = bytes;
+  }
+  void reset() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  std::uint8_t* get() const { return ptr_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  std::uint8_t* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
 class CudaBackend final : public Backend {
@@ -201,11 +229,34 @@ class CudaBackend final : public Backend {
     });
   }
 
+  // One cudaMemcpyAsync per chunk on one stream, issued back to back: the copy engine's rate and the per-copy cost
+  // (issue and DMA set-up) together, as an offloading engine sees them.
+  double time_host_copy(bool to_device, std::uint64_t chunk_bytes, std::uint64_t total_bytes, int reps) override {
+    if (chunk_bytes == 0 || total_bytes < chunk_bytes) throw std::invalid_argument("time_host_copy: bad chunk");
+    if (host_.size() < total_bytes) {
+      host_.resize(total_bytes);
+      std::memset(host_.get(), 0x3c, total_bytes);  // touch every page once
+    }
+    if (link_dev_.size() < total_bytes) link_dev_.resize(total_bytes);
+    const std::uint64_t copies = total_bytes / chunk_bytes;
+    const auto kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    return time_reps(reps, [&](int) {
+      for (std::uint64_t i = 0; i < copies; ++i) {
+        std::uint8_t* h = host_.get() + i * chunk_bytes;
+        std::uint8_t* d = link_dev_.get() + i * chunk_bytes;
+        cuda_check(cudaMemcpyAsync(to_device ? d : h, to_device ? h : d, chunk_bytes, kind, stream_),
+                   "cudaMemcpyAsync");
+      }
+    });
+  }
+
   void release() override {
     cudaStreamSynchronize(stream_);
     src_.reset();
     dst_.reset();
     pool_.reset();
+    host_.reset();
+    link_dev_.reset();
   }
 
  private:
@@ -277,8 +328,9 @@ class CudaBackend final : public Backend {
   cudaEvent_t ev0_ = nullptr, ev1_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::uint64_t pool_min_bytes_ = 0;
-  DeviceBuffer<std::uint8_t> src_, dst_, pool_;
+  DeviceBuffer<std::uint8_t> src_, dst_, pool_, link_dev_;
   DeviceBuffer<std::uint32_t> checksum_;
+  PinnedBuffer host_;
 };
 
 }  // namespace

@@ -51,7 +51,8 @@ struct DeviceInfo {
 
 // One raw measurement. Shape fields that do not apply to the kernel are 0 / empty and are not written.
 struct CalibrationPoint {
-  std::string kernel;  // stream_read | stream_copy | decode_attention | gemm | prefill_attention
+  std::string kernel;  // stream_read | stream_copy | decode_attention | gemm | prefill_attention | host_to_device |
+                       // device_to_host
   std::string impl;    // gemm: cublas | mma | cpu
   std::string layout;  // decode: contiguous | paged
   std::string kv_dtype;  // decode: bf16 | fp16 | fp8
@@ -59,6 +60,7 @@ struct CalibrationPoint {
   bool mla = false;
   std::int64_t m = 0, n = 0, k = 0;  // gemm
   int seq_len = 0;                   // prefill
+  std::uint64_t chunk_bytes = 0;     // host_to_device / device_to_host: bytes per copy call (bytes = all of them)
   double bytes = 0;
   double flops = 0;
   double time_s = 0;  // median over repetitions
@@ -86,6 +88,15 @@ struct DecodeFit {
   double holdout_max_relative_error = 0;
   int fit_points = 0;
   int holdout_points = 0;
+};
+
+// Copies between pinned host memory and the device, one cudaMemcpyAsync per chunk, as vLLM's CPU KV offloading moves
+// blocks: t(one copy of c bytes) = per_copy_s + c / bandwidth, fitted over the chunk sizes like the decode model.
+struct HostLinkFit {
+  double per_copy_s = 0;
+  double bandwidth_bytes_per_s = 0;
+  double fit_rms_relative_error = 0;
+  int points = 0;  // 0: not measured (the CPU has no host link)
 };
 
 // What a calibration's numbers rest on: the self-tests of the measured device's kernels against their references,
@@ -120,6 +131,7 @@ struct CalibrationResult {
   std::vector<GemmClass> gemm_classes;
   double prefill_flops_per_s = 0;
   bool prefill_tensor_cores = false;  // the prefill kernel ran on tensor cores (kvcap's runs on CUDA cores / the CPU)
+  HostLinkFit host_to_device, device_to_host;  // cuda only
   std::vector<CalibrationPoint> points;
   std::vector<std::pair<std::string, double>> ratios;  // decode_vs_stream, mma_gemm_vs_cublas, ...
   double wall_s = 0;  // how long the calibration took
@@ -175,6 +187,9 @@ double time_decode_shape(const CalibrationOptions& options, const DecodeShape& s
 // Fits t = t0 + bytes / bandwidth over the decode points with holdout == false and scores the holdout ones.
 // Exposed for tests. Needs at least two fit points with distinct byte counts.
 DecodeFit fit_decode_model(const std::vector<CalibrationPoint>& points);
+// Fits t(copy) = per_copy_s + chunk_bytes / bandwidth over the points of one direction ("host_to_device" or
+// "device_to_host"), each point's time divided by its number of copies. Exposed for tests; needs two chunk sizes.
+HostLinkFit fit_host_link(const std::vector<CalibrationPoint>& points, const std::string& kernel);
 
 // True when this build contains the CUDA kernels.
 bool built_with_cuda();

@@ -37,6 +37,13 @@ struct CalibrationPrefillAttention {
   bool tensor_cores = false;
 };
 
+/// Copies between pinned host memory and the GPU, one per chunk (kernels/src/calibrate.cpp, host_link): a copy of c
+/// bytes takes per_copy_s + c / bandwidth_bytes_per_s. Zero: not measured (CPU calibrations, older files).
+struct CalibrationHostLink {
+  double per_copy_s = 0;
+  double bandwidth_bytes_per_s = 0;
+};
+
 struct Calibration {
   std::string source;  ///< what produced it, e.g. "kvcap calibrate 0.1 on host x, 2026-03-14, CUDA 12.4"
   std::string device;  ///< device name as the driver reports it, e.g. "NVIDIA H100 80GB HBM3"
@@ -48,6 +55,7 @@ struct Calibration {
   CalibrationStream stream;
   std::vector<CalibrationGemmClass> gemm;  ///< non-overlapping classes, any order
   CalibrationPrefillAttention prefill_attention;
+  CalibrationHostLink host_to_device, device_to_host;  ///< host_link (GPU calibrations from 2026-11-26 on)
 };
 
 /// Throws SpecError naming the field (calibration.decode.t0_s, ...) when a figure is negative, not
