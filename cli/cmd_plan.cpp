@@ -4,7 +4,9 @@
 
 #include "common.hpp"
 #include "kvcap/planner/engine.hpp"
+#include "kvcap/planner/host_tier.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "report/host_tier.hpp"
 #include "report/plan.hpp"
 
 namespace kvcap::cli {
@@ -22,6 +24,7 @@ const CommandHelp kHelp = {
     "  kvcap plan --model path/to/config.json --gpu a100-80gb --format json\n"
     "  kvcap plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512\n"
     "  kvcap plan --model llama-3.1-8b --gpu h200 --batch 32 --calibration calibration.yaml\n"
+    "  kvcap plan --model llama-3.1-8b --gpu h200 --kv-offloading-size 256 --calibration calibration.yaml\n"
     "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
     "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024"};
 
@@ -35,9 +38,32 @@ void refuse_prefix_beyond_prompt(const ModelSpec& model, const MemoryPlan& plan,
       throw UsageError(f.code + ": " + f.message + (prompt_given ? "" : " (--prompt-tokens defaults to 1,024)"));
 }
 
-}  // namespace
+// The host tier of --kv-offloading-size: capacity, and reload against recompute at the curve's contexts up to
+// max_model_len (planner/host_tier.hpp).
+struct HostTierReport {
+  HostTier tier;
+  std::vector<HostReload> rows;
+};
+std::optional<HostTierReport> host_tier_from(const po::variables_map& vm, const ModelSpec& model, const GpuSpec& gpu,
+                                             const MemoryPlan& plan, std::vector<Finding>& findings) {
+  if (!vm.count("kv-offloading-size") || !plan.fits()) return std::nullopt;
+  const double gib = parse_real(vm["kv-offloading-size"].as<std::string>(), "--kv-offloading-size",
+                                "a size in GiB > 0 (vLLM's flag: all TP x PP ranks together)", kPositive, 1e9);
+  const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
+  HostTierReport r;
+  try {
+    r.tier = plan_host_tier(plan, gpu, ctx.calibration, gib);
+  } catch (const SpecError& e) {
+    throw UsageError("--kv-offloading-size: " + e.reason());
+  }
+  if (r.tier.link)
+    for (const auto& c : plan.curve)
+      if (c.context_tokens <= plan.dep.max_model_len) r.rows.push_back(compare_reload(ctx, r.tier, c.context_tokens));
+  return r;
+}
 
-int cmd_plan(const std::vector<std::string>& args) {
+// kvcap plan's options: the deployment, the speed model, the host tier, the output.
+po::options_description plan_options() {
   auto desc = deployment_options();
   po::options_description out("Output");
   // clang-format off
@@ -49,8 +75,19 @@ int cmd_plan(const std::vector<std::string>& args) {
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (the curve)")
     ("help,h", "show this help");
   // clang-format on
+  po::options_description host_opts("Host KV tier");
+  host_opts.add_options()("kv-offloading-size", po::value<std::string>(),
+                          "GiB of host memory for vLLM's CPU KV offloading (its flag: all TP x PP ranks together)");
   desc.add(speed_options());
+  desc.add(host_opts);
   desc.add(out);
+  return desc;
+}
+
+}  // namespace
+
+int cmd_plan(const std::vector<std::string>& args) {
+  const auto desc = plan_options();
   const auto parsed = parse_or_help(args, desc, kHelp);
   if (!parsed) return 0;
   const auto& vm = *parsed;
@@ -79,13 +116,16 @@ int cmd_plan(const std::vector<std::string>& args) {
       if (vm.count("batch")) steady = closed_loop_steady_state(ctx, batch, prompt, output);
     }
   }
+  const auto host = host_tier_from(vm, model, gpu, plan, findings);
   switch (fmt) {
     case Format::table:
       report_plan_table(std::cout, model, gpu, plan);
+      if (host) report_host_tier_table(std::cout, plan, host->tier, host->rows);
       if (speed) report_speed_table(std::cout, *speed, engine_profile(vm["engine"].as<std::string>()), steady);
       break;
     case Format::json: {
       auto j = plan_json(model, gpu, plan, findings);
+      if (host) j["host_tier"] = host_tier_json(plan, host->tier, host->rows);
       if (speed) j["speed"] = speed_json(*speed, steady);
       std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
       break;

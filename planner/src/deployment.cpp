@@ -17,6 +17,8 @@ void validate(const GpuSpec& g) {
     throw SpecError("compute.bf16_dense_flops", "must be a positive, finite FLOP/s figure");
   if (g.fp8_dense_flops < 0 || g.int8_dense_ops < 0 || g.fp16_dense_flops < 0 || g.fp32_flops < 0)
     throw SpecError("compute", "FLOP/s figures must not be negative");
+  if (!(g.host_link_bandwidth_bytes_per_s >= 0) || !std::isfinite(g.host_link_bandwidth_bytes_per_s))
+    throw SpecError("gpu.host_link.bandwidth_bytes_per_s", "must be a finite number >= 0");
   if (g.interconnect_bandwidth_bytes_per_s < 0 || g.interconnect_latency_s < 0)
     throw SpecError("interconnect", "bandwidth and latency must not be negative");
   if (g.price_per_gpu_hour_usd < 0) throw SpecError("price_per_gpu_hour_usd", "must not be negative");

@@ -58,11 +58,13 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
 const std::map<std::string, std::vector<std::string>>& gpu_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
       {"",
-       {"kind", "name", "display_name", "vendor", "architecture", "memory", "compute", "interconnect", "tdp_watts",
-        "price_per_gpu_hour_usd", "sources"}},
+       {"kind", "name", "display_name", "vendor", "architecture", "memory", "compute", "interconnect", "host_link",
+        "tdp_watts", "price_per_gpu_hour_usd", "sources"}},
       {"memory", {"cuda_total_bytes", "marketed", "marketed_bytes", "bandwidth_bytes_per_s"}},
-      {"compute", {"bf16_dense_flops", "fp16_dense_flops", "fp8_dense_flops", "fp4_dense_flops", "int8_dense_ops", "fp32_flops"}},
+      {"compute",
+       {"bf16_dense_flops", "fp16_dense_flops", "fp8_dense_flops", "fp4_dense_flops", "int8_dense_ops", "fp32_flops"}},
       {"interconnect", {"name", "bandwidth_bytes_per_s", "direction", "latency_s"}},
+      {"host_link", {"name", "bandwidth_bytes_per_s", "direction"}},
   };
   return k;
 }
@@ -303,6 +305,13 @@ GpuSpec gpu_from_yaml(Ctx& c, const YAML::Node& root) {
   if (auto dir = get_string(c, ic, "interconnect", "direction", false); dir && *dir != "per_direction")
     c.error(ic["direction"], "interconnect.direction",
             "expected per_direction (give the per-direction bandwidth; marketed NVLink figures are usually both directions added)");
+  const YAML::Node hl = get_map(c, root, "", "host_link", false);
+  check_keys(c, hl, "host_link", keys.at("host_link"));
+  set(g.host_link_name, get_string(c, hl, "host_link", "name", false));
+  set(g.host_link_bandwidth_bytes_per_s, get_number(c, hl, "host_link", "bandwidth_bytes_per_s", false, 0, 1e18));
+  if (auto dir = get_string(c, hl, "host_link", "direction", false); dir && *dir != "per_direction")
+    c.error(hl["direction"], "host_link.direction",
+            "expected per_direction (give one direction's bandwidth; datasheets give PCIe as both directions added)");
   set(g.tdp_watts, get_number(c, root, "", "tdp_watts", false, 0, 1e5));
   set(g.price_per_gpu_hour_usd, get_number(c, root, "", "price_per_gpu_hour_usd", false, 0, 1e6));
   if (auto s = get_string_list(c, root, "", "sources", false)) g.sources = *s;

@@ -85,7 +85,8 @@ TEST_CASE("the calibrations measured on real GPUs load and plan as their GPU", "
     CHECK(step.source.compute == "calibrated");
     CHECK(step.source.attention == "datasheet");
   }
-  // The H200 run measured the host link too (PCIe Gen 5 x16: 64 GB/s per direction on paper); the H100 file predates it.
+  // The H200 run measured the host link too (PCIe Gen 5 x16: 64 GB/s per direction on paper); the H100 file predates
+  // it.
   const Calibration h200 =
       profiles::load_calibration_file(std::string(KVCAP_SOURCE_DIR) + "/profiles/calibrations/h200-2026-11-26.yaml");
   CHECK(h200.host_to_device.bandwidth_bytes_per_s > 40e9);

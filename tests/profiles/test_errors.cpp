@@ -126,4 +126,18 @@ TEST_CASE("GPU profile errors", "[profiles][errors]") {
   } catch (const ProfileError& e) {
     CHECK(e.diagnostics().at(0).key_path == "memory.bandwidth_bytes_per_s");
   }
+  // host_link: one direction's bandwidth, like the interconnect; a marketed both-directions figure is refused.
+  CHECK(profiles::parse_gpu(good, "g.yaml").host_link_bandwidth_bytes_per_s == Approx(64e9));
+  try {
+    profiles::parse_gpu(replace(good, "  direction: per_direction\ntdp", "  direction: bidirectional\ntdp"), "g.yaml");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    CHECK(e.diagnostics().at(0).key_path == "host_link.direction");
+  }
+  try {
+    profiles::parse_gpu(replace(good, "bandwidth_bytes_per_s: 64.0e+9", "bandwidth_bytes_per_s: -1"), "g.yaml");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    CHECK(e.diagnostics().at(0).key_path == "host_link.bandwidth_bytes_per_s");
+  }
 }

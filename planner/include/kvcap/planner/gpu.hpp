@@ -27,6 +27,8 @@ struct GpuSpec {
   std::string interconnect_name;
   double interconnect_bandwidth_bytes_per_s = 0;  ///< per direction
   double interconnect_latency_s = 0;
+  std::string host_link_name;                  ///< GPU-to-host link, e.g. "PCIe Gen5 x16" (host_link.name)
+  double host_link_bandwidth_bytes_per_s = 0;  ///< per direction, datasheet; 0: not known (KV offloading reload)
   double tdp_watts = 0;
   double price_per_gpu_hour_usd = 0;
   std::vector<std::string> sources;

@@ -1,0 +1,116 @@
+// The host KV tier (planner/host_tier.hpp): vLLM's CPU offloading capacity formula, the single-group rule, and the
+// reload time over the host link against recomputing the same tokens.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "kvcap/planner/host_tier.hpp"
+#include "kvcap/profiles/profiles.hpp"
+
+using namespace kvcap;
+
+namespace {
+constexpr double kGiB = 1073741824.0;
+
+MemoryPlan plan_for(const char* model, const char* gpu, i64 tp = 1, i64 pp = 1, bool hybrid_off = false) {
+  Deployment d;
+  d.tensor_parallel_size = tp;
+  d.pipeline_parallel_size = pp;
+  if (hybrid_off) d.hybrid_kv_cache_manager = Deployment::Hybrid::off;
+  return plan_memory(profiles::resolve_model(model), profiles::resolve_gpu(gpu), d);
+}
+
+Calibration link_calibration(double per_copy_s, double bandwidth) {
+  Calibration c;
+  c.stream.read_bytes_per_s = 4.4e12;
+  c.host_to_device = {per_copy_s, bandwidth};
+  return c;
+}
+}  // namespace
+
+TEST_CASE("the host tier holds what vLLM's CPUOffloadingSpec allocates", "[host_tier]") {
+  SECTION("Llama 3.1 8B, one rank: a block is 32 layers x 64 KiB (16 tokens x 8 KV heads x 128 x bf16 x K and V)") {
+    const auto t = plan_host_tier(plan_for("llama-3.1-8b", "h200"), profiles::resolve_gpu("h200"), std::nullopt, 64);
+    CHECK(t.world_size == 1);
+    CHECK(t.copies_per_block == 32);
+    CHECK(t.page_bytes == 65536);
+    CHECK(t.block_bytes_all_ranks == 2097152);  // 2 MiB
+    CHECK(t.num_blocks == 32768);  // 64 GiB // 2 MiB
+    CHECK(t.tokens == 524288);
+  }
+  SECTION("Llama 3.1 70B, TP 2 x PP 2 (vLLM's test: the GiB are summed over the 4 ranks)") {
+    const auto t = plan_for("llama-3.1-70b", "h100-sxm", 2, 2);
+    const auto tier = plan_host_tier(t, profiles::resolve_gpu("h100-sxm"), std::nullopt, 8);
+    CHECK(tier.world_size == 4);
+    CHECK(tier.copies_per_block == 40);               // 80 layers over 2 stages
+    CHECK(tier.page_bytes == 32768);  // 16 tokens x 4 of the 8 KV heads per rank x 128 x bf16 x K and V
+    CHECK(tier.block_bytes_all_ranks == tier.page_bytes * 40 * 4);
+    CHECK(tier.num_blocks == static_cast<u64>(8 * kGiB) / tier.block_bytes_all_ranks);  // 1,638
+    CHECK(tier.num_blocks == 1638);
+  }
+  SECTION("fractional GiB are truncated to bytes as int(size x 2^30)") {
+    const auto t = plan_host_tier(plan_for("llama-3.1-8b", "h200"), profiles::resolve_gpu("h200"), std::nullopt, 0.5);
+    CHECK(t.offloading_bytes == 536870912u);
+    CHECK(t.num_blocks == 256);
+  }
+}
+
+TEST_CASE("the host tier refuses what vLLM would refuse", "[host_tier][errors]") {
+  const GpuSpec h100 = profiles::resolve_gpu("h100-sxm");
+  const MemoryPlan llama = plan_for("llama-3.1-8b", "h100-sxm");
+  for (double bad : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    CHECK_THROWS_AS(plan_host_tier(llama, h100, std::nullopt, bad), SpecError);
+  }
+  CHECK_THROWS_AS(plan_host_tier(llama, h100, std::nullopt, 1e-6), SpecError);  // smaller than one block
+  // gpt-oss has sliding-window and full-attention groups: vLLM's transfers handle one group.
+  const MemoryPlan oss = plan_for("gpt-oss-20b", "h100-sxm");
+  REQUIRE(oss.kv_groups.size() == 2);
+  try {
+    plan_host_tier(oss, h100, std::nullopt, 64);
+    FAIL("a two-group model was accepted");
+  } catch (const SpecError& e) {
+    CHECK(e.field() == "kv_offloading_size");
+    CHECK(std::string(e.what()).find("--disable-hybrid-kv-cache-manager") != std::string::npos);
+  }
+  const auto one_group = plan_host_tier(plan_for("gpt-oss-20b", "h100-sxm", 1, 1, true), h100, std::nullopt, 64);
+  CHECK(one_group.copies_per_block == 24);
+}
+
+TEST_CASE("reloading a cached prefix from the host against recomputing it", "[host_tier][speed]") {
+  const ModelSpec m = profiles::resolve_model("llama-3.1-8b");
+  const GpuSpec h200 = profiles::resolve_gpu("h200");
+  const MemoryPlan plan = plan_memory(m, h200, Deployment{});
+  const Calibration cal = link_calibration(2.7e-6, 53.7e9);
+  const SpeedContext ctx = make_speed_context(m, h200, plan, {}, cal);
+  const HostTier t = plan_host_tier(plan, h200, cal, 64);
+  REQUIRE(t.link);
+  CHECK(t.link->source == "calibrated");
+  const double per_block = 32 * (2.7e-6 + 65536 / 53.7e9);
+  // Only full blocks are cached (vLLM hashes full blocks): 17 tokens reload one block, 15 none.
+  CHECK(reload_time_s(t, 16, 15) == 0);
+  CHECK(reload_time_s(t, 16, 17) == Approx(per_block));
+  double last_ratio = 1e9;
+  for (i64 cached : {1024, 4096, 16384, 65536, 131072}) {
+    const HostReload r = compare_reload(ctx, t, cached);
+    CHECK(r.reload_s == Approx(per_block * std::floor(static_cast<double>(cached) / 16)).epsilon(1e-12));  // linear in blocks
+    CHECK(r.recompute_s == Approx(prefill(ctx, cached).total.total_s + prefill(ctx, cached).pipeline_p2p_s));
+    CHECK(r.reload_s < r.recompute_s);
+    if (cached >= 16384) {
+      // Prefill grows faster than linearly (attention is quadratic), the reload linearly: the gain grows.
+      CHECK(r.reload_s / r.recompute_s < last_ratio);
+    }
+    last_ratio = r.reload_s / r.recompute_s;
+  }
+  // Without a calibration: the GPU profile's datasheet link, no per-copy cost, so a lower bound.
+  const HostTier sheet = plan_host_tier(plan, h200, std::nullopt, 64);
+  REQUIRE(sheet.link);
+  CHECK(sheet.link->source == "datasheet");
+  CHECK(sheet.link->bandwidth_bytes_per_s == Approx(64e9));
+  CHECK(reload_time_s(sheet, 16, 4096) == Approx(256 * 32 * 65536 / 64e9));
+  CHECK(reload_time_s(sheet, 16, 4096) < reload_time_s(t, 16, 4096));
+  // A GPU profile without host_link and no calibration: capacity yes, reload time unknown.
+  const GpuSpec b200 = profiles::resolve_gpu("b200");
+  const HostTier none = plan_host_tier(plan_memory(m, b200, Deployment{}), b200, std::nullopt, 64);
+  CHECK_FALSE(none.link);
+  CHECK(reload_time_s(none, 16, 4096) == 0);
+}
