@@ -263,6 +263,14 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
   if (start != "staggered" && start != "together")
     throw UsageError("--client-start: expected staggered or together, got '" + start + "'");
   c.staggered_asked = r.staggered_start = start == "staggered";
+  if (!vm.count("kv-offloading-size")) return;
+  r.kv_offloading_size_gib = parse_real(str(vm, "kv-offloading-size"), "--kv-offloading-size",
+                                        "a size in GiB > 0 (vLLM's flag: all TP x PP ranks together)", kPositive, 1e9);
+  try {
+    (void)sim::config_for(r);  // the host tier's checks (one KV group, a known link, prefix caching) as a usage error
+  } catch (const SpecError& e) {
+    if (e.field() == "kv_offloading_size") throw UsageError("--kv-offloading-size: " + e.reason());
+  }
 }
 
 /// --timeline, --timeline-interval, --requests-out: refuses a timeline of more than 2,000,000 rows (~120 MB)
@@ -319,6 +327,7 @@ po::options_description simulate_options() {
     ("router", po::value<std::string>()->default_value("round-robin"), "round-robin, lor (least outstanding requests) or kv (least KV load)")
     ("allocator", po::value<std::string>()->default_value("paged"), "paged (vLLM blocks), contiguous (reserve max_model_len per request), or compare (both, same workload)")
     ("prefix-caching", po::value<std::string>()->default_value("on"), "on or off (vLLM V1 default on; matters for shared-prefix groups)")
+    ("kv-offloading-size", po::value<std::string>(), "GiB of host memory for vLLM's CPU KV offloading (all TP x PP ranks): cache hits continue there and cost their reload")
     ("ttft-target", po::value<std::string>(), "goodput target for time to first token (default: the workload's slo)")
     ("tpot-target", po::value<std::string>(), "goodput target for time per output token (default: the workload's slo)");
   // clang-format on

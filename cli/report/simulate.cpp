@@ -161,6 +161,10 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   if (r.prefix_cache_hit_tokens > 0)
     o << "Prefix cache " << fixed(100 * r.prefix_cache_hit_rate, 1) << "% of admitted tokens found cached ("
       << grouped(r.prefix_cache_hit_tokens) << " tokens)\n";
+  if (r.host_hit_tokens > 0)
+    o << "Host tier    " << grouped(r.host_hit_tokens) << " of the cached tokens loaded from host memory ("
+      << fixed(1e3 * r.host_load_s / static_cast<double>(r.host_hit_tokens) * 1024, 2)
+      << " ms per 1K tokens) instead of recomputed\n";
   o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max "
     << fixed(100 * r.kv_utilization_max, 1) << "%; " << fixed(100 * r.kv_waste_fraction, 1)
     << "% of allocated slots empty\n";
@@ -219,7 +223,8 @@ nlohmann::ordered_json replicas_json(const std::vector<sim::ReplicaStats>& repli
                     {"prefill_tokens", s.prefill_tokens},
                     {"decode_tokens", s.decode_tokens},
                     {"recomputed_tokens", s.recomputed_tokens},
-                    {"prefix_cache_hit_tokens", s.prefix_cache_hit_tokens}});
+                    {"prefix_cache_hit_tokens", s.prefix_cache_hit_tokens},
+                    {"host_hit_tokens", s.host_hit_tokens}});
   return reps;
 }
 
@@ -284,7 +289,10 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["goodput"] = goodput_json(in, r);
   j["preemptions"] = r.preemptions;
   j["recomputed_tokens"] = r.recomputed_tokens;
-  j["prefix_cache"] = {{"hit_tokens", r.prefix_cache_hit_tokens}, {"hit_rate", r.prefix_cache_hit_rate}};
+  j["prefix_cache"] = {{"hit_tokens", r.prefix_cache_hit_tokens},
+                       {"hit_rate", r.prefix_cache_hit_rate},
+                       {"host_hit_tokens", r.host_hit_tokens},
+                       {"host_load_s", r.host_load_s}};
   j["kv_utilization"] = {{"mean", r.kv_utilization_mean}, {"max", r.kv_utilization_max}};
   j["kv_waste_fraction"] = r.kv_waste_fraction;
   j["running"] = {{"mean", r.running_mean}, {"max", r.running_max}};

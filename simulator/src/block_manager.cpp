@@ -172,6 +172,7 @@ void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, cons
     if (c->size() <= static_cast<std::size_t>(j)) c->resize(static_cast<std::size_t>(j) + 1, kNone);
     const std::uint32_t b = table[static_cast<std::size_t>(j)];
     auto& slot = (*c)[static_cast<std::size_t>(j)];
+    if (host_capacity_ > 0) host_store(ch, j);
     if (slot == kNone && key_chain_[b] < 0) {
       slot = b;
       key_chain_[b] = ch;
@@ -180,6 +181,39 @@ void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, cons
     }
   }
   registered = full;
+}
+
+void BlockManager::enable_host_tier(std::uint64_t capacity_blocks) {
+  host_capacity_ = prefix_caching_ ? capacity_blocks : 0;
+}
+
+void BlockManager::host_store(std::int64_t chain, i64 index) {
+  const std::pair<std::int64_t, i64> k{chain, index};
+  if (const auto it = host_index_.find(k); it != host_index_.end()) {
+    host_lru_.splice(host_lru_.end(), host_lru_, it->second);  // stored again: the most recent
+    return;
+  }
+  if (host_lru_.size() >= host_capacity_) {
+    host_index_.erase(host_lru_.front());
+    host_lru_.pop_front();
+  }
+  host_lru_.push_back(k);
+  host_index_.emplace(k, std::prev(host_lru_.end()));
+}
+
+i64 BlockManager::find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens) {
+  if (host_capacity_ == 0 || !key.cacheable()) return 0;
+  const i64 shareable = (key.repeat_tokens >= 0 ? std::min(max_tokens, key.repeat_tokens) : max_tokens) / block_size_;
+  i64 found = 0;
+  for (i64 j = from_block; j < shareable; ++j) {
+    const std::int64_t ch = chain_of(key, j);
+    if (ch < 0) break;
+    const auto it = host_index_.find({ch, j});
+    if (it == host_index_.end()) break;
+    host_lru_.splice(host_lru_.end(), host_lru_, it->second);
+    ++found;
+  }
+  return found;
 }
 
 bool BlockManager::check_invariants() const {

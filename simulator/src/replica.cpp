@@ -70,7 +70,9 @@ Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t
       timer_(t),
       kv_(c.num_blocks, c.block_size, c.allocator, c.max_model_len, c.prefix_caching),
       out_(out),
-      check_(check) {}
+      check_(check) {
+  if (c.host_blocks > 0) kv_.enable_host_tier(c.host_blocks);
+}
 
 void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now) {
   integrate(now);
@@ -116,6 +118,7 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
   burst_left_ = burst_start ? cfg_.num_scheduler_steps - 1 : burst_left_ - 1;
   if (!preempted && burst_start) admit_waiting(now, budget, load);
   if (load.sequences == 0) {
+    if (loading_until(now) > now) return Outcome::idle;  // requests wait for their host-tier loads
     if (!waiting_.empty() && !preempted)
       throw std::logic_error("scheduler stalled: replica " + std::to_string(index_) + " has " +
                              std::to_string(waiting_.size()) + " waiting requests and cannot admit one");
@@ -133,6 +136,10 @@ bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer
   while (i < running_.size() && budget > 0) {
     const std::uint32_t s = running_[i];
     Request& r = slots_[s];
+    if (r.ready_s > now) {  // its blocks are still coming from the host tier (WAITING_FOR_REMOTE_KVS)
+      ++i;
+      continue;
+    }
     const i64 n = std::min(r.num_tokens - r.computed, budget);  // chunked prefill: at most the budget
     if (!grow(s, n, now, preempted, obs)) break;
     add_to_step(r, n, load);
@@ -184,8 +191,14 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   hits_.clear();
   if (kv_.prefix_caching() && (r.prefix_group >= 0 || r.conversation >= 0))
     evictable = kv_.find_prefix(content_key(r), r.num_tokens - 1, hits_);
-  const i64 hit_tokens = static_cast<i64>(hits_.size()) * cfg_.block_size;
-  const i64 n = std::min(r.num_tokens - hit_tokens, budget);
+  const i64 gpu_hit_blocks = static_cast<i64>(hits_.size());
+  // The hit continues in the host tier (vLLM's offloading connector, get_num_new_matched_tokens): those blocks get
+  // GPU blocks now and are copied in before the request runs.
+  const i64 host_hit_blocks = kv_.host_capacity() > 0 && (r.prefix_group >= 0 || r.conversation >= 0)
+                                  ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1)
+                                  : 0;
+  const i64 hit_tokens = (gpu_hit_blocks + host_hit_blocks) * cfg_.block_size;
+  const i64 n = host_hit_blocks > 0 ? 0 : std::min(r.num_tokens - hit_tokens, budget);
   const i64 need = kv_.blocks_to_allocate(hits_.size(), hit_tokens + n);
   const i64 side = cfg_.side_blocks(hit_tokens + n, n);
   if (need + side + evictable > static_cast<i64>(kv_.num_free())) return false;
@@ -197,7 +210,7 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   waiting_tokens_ -= r.num_tokens;
   running_.push_back(s);
   r.computed = hit_tokens;
-  r.registered_prefix_blocks = static_cast<i64>(hits_.size());
+  r.registered_prefix_blocks = gpu_hit_blocks;
   sum_slot_tokens_ += hit_tokens;
   if (r.first_scheduled_s < 0) {
     r.first_scheduled_s = now;
@@ -205,6 +218,14 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   }
   stats_.prefix_cache_hit_tokens += static_cast<std::uint64_t>(hit_tokens);
   if (kv_.prefix_caching()) stats_.prefix_cache_query_tokens += static_cast<std::uint64_t>(r.num_tokens);
+  r.ready_s = 0;
+  if (host_hit_blocks > 0) {
+    const double load_s = static_cast<double>(host_hit_blocks) * cfg_.host_reload_s_per_block;
+    r.ready_s = now + load_s;
+    stats_.host_hit_tokens += static_cast<std::uint64_t>(host_hit_blocks * cfg_.block_size);
+    stats_.host_load_s += load_s;
+    return true;  // it joins a step once loaded
+  }
   add_to_step(r, n, load);
   budget -= n;
   return true;
@@ -295,6 +316,13 @@ ReplicaStats Replica::finish(double start, double end) {
   s.kv_used_blocks_end = kv_.num_used();
   if (kv_.num_used() != 0) throw std::logic_error("KV blocks leaked on replica " + std::to_string(index_));
   return s;
+}
+
+double Replica::loading_until(double now) const {
+  double t = now;
+  for (const std::uint32_t s : running_)
+    if (slots_[s].ready_s > now && (t == now || slots_[s].ready_s < t)) t = slots_[s].ready_s;
+  return t;
 }
 
 inline void Replica::add_to_step(Request& r, i64 n, StepLoad& load) {

@@ -48,6 +48,10 @@ class Replica {
   /// Closes the time integrals at `end` and returns the statistics over [start, end].
   ReplicaStats finish(double start, double end);
 
+  /// The earliest time a request waiting for its host-tier load becomes ready (> now), or `now` when none waits:
+  /// the event loop schedules the replica again then.
+  double loading_until(double now) const;
+
   double area_waste() const { return area_waste_; }
   double area_alloc() const { return area_alloc_; }
   double waste_per_request_max() const { return waste_per_request_max_; }

@@ -69,6 +69,8 @@ void check_loop_settings(const SimConfig& cfg) {
 void add_replica_stats(SimResult& res, const ReplicaStats& s, std::uint32_t num_replicas) {
   res.preemptions += s.preemptions;
   res.prefix_cache_hit_tokens += s.prefix_cache_hit_tokens;
+  res.host_hit_tokens += s.host_hit_tokens;
+  res.host_load_s += s.host_load_s;
   res.recomputed_tokens += s.recomputed_tokens;
   res.steps += s.steps;
   res.kv_utilization_mean += s.kv_utilization_mean / num_replicas;
@@ -345,10 +347,15 @@ void EventLoop::on_schedule(std::uint32_t r) {
   if (rep.busy()) return;
   double step_s = 0;
   const Outcome o = rep.schedule(now_, step_s, cfg_.observer);
-  if (o == Outcome::stepped)
+  if (o == Outcome::stepped) {
     q_.push(now_ + step_s, EventKind::step_end, r);
-  else if (o == Outcome::retry)
+  } else if (o == Outcome::retry) {
     wake(r);
+  } else if (const double ready = rep.loading_until(now_); ready > now_) {
+    // Idle while host-tier loads are in flight: look again when the first is done. Not a pending schedule, so an
+    // arrival before then is still scheduled at once (wake); a second schedule event finds the replica busy or idle.
+    q_.push(ready, EventKind::schedule, r);
+  }
 }
 
 void EventLoop::on_sample() {

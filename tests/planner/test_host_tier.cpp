@@ -35,15 +35,15 @@ TEST_CASE("the host tier holds what vLLM's CPUOffloadingSpec allocates", "[host_
     CHECK(t.copies_per_block == 32);
     CHECK(t.page_bytes == 65536);
     CHECK(t.block_bytes_all_ranks == 2097152);  // 2 MiB
-    CHECK(t.num_blocks == 32768);  // 64 GiB // 2 MiB
+    CHECK(t.num_blocks == 32768);               // 64 GiB // 2 MiB
     CHECK(t.tokens == 524288);
   }
   SECTION("Llama 3.1 70B, TP 2 x PP 2 (vLLM's test: the GiB are summed over the 4 ranks)") {
     const auto t = plan_for("llama-3.1-70b", "h100-sxm", 2, 2);
     const auto tier = plan_host_tier(t, profiles::resolve_gpu("h100-sxm"), std::nullopt, 8);
     CHECK(tier.world_size == 4);
-    CHECK(tier.copies_per_block == 40);               // 80 layers over 2 stages
-    CHECK(tier.page_bytes == 32768);  // 16 tokens x 4 of the 8 KV heads per rank x 128 x bf16 x K and V
+    CHECK(tier.copies_per_block == 40);  // 80 layers over 2 stages
+    CHECK(tier.page_bytes == 32768);     // 16 tokens x 4 of the 8 KV heads per rank x 128 x bf16 x K and V
     CHECK(tier.block_bytes_all_ranks == tier.page_bytes * 40 * 4);
     CHECK(tier.num_blocks == static_cast<u64>(8 * kGiB) / tier.block_bytes_all_ranks);  // 1,638
     CHECK(tier.num_blocks == 1638);
@@ -92,7 +92,8 @@ TEST_CASE("reloading a cached prefix from the host against recomputing it", "[ho
   double last_ratio = 1e9;
   for (i64 cached : {1024, 4096, 16384, 65536, 131072}) {
     const HostReload r = compare_reload(ctx, t, cached);
-    CHECK(r.reload_s == Approx(per_block * std::floor(static_cast<double>(cached) / 16)).epsilon(1e-12));  // linear in blocks
+    CHECK(r.reload_s ==
+          Approx(per_block * std::floor(static_cast<double>(cached) / 16)).epsilon(1e-12));  // linear in blocks
     CHECK(r.recompute_s == Approx(prefill(ctx, cached).total.total_s + prefill(ctx, cached).pipeline_p2p_s));
     CHECK(r.reload_s < r.recompute_s);
     if (cached >= 16384) {

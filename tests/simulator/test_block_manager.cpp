@@ -154,3 +154,34 @@ TEST_CASE("prefix chains: a repeating conversation caches and finds only its pro
   CHECK(hits == std::vector<std::uint32_t>{t1[0], t1[1]});
   CHECK(m.check_invariants());
 }
+
+TEST_CASE("host tier: every registered block is stored, found after the GPU hit, evicted least recently used",
+          "[sim][blocks][prefix][host_tier]") {
+  BlockManager m(8, 4, Allocator::paged, 0, true);
+  m.enable_host_tier(3);
+  ContentKey k;
+  k.conversation = 1;
+  std::vector<std::uint32_t> t, other, hits;
+  m.allocate(t, 4);
+  i64 reg = 0;
+  m.register_prefix(t, k, 16, reg);  // 4 full blocks: the host keeps the last 3 it was given (LRU of capacity 3)
+  CHECK(m.host_blocks() == 3);
+  m.free(t);
+  // Evict all of the GPU's cached blocks: the host still has blocks 1-3, not block 0, so no leading run.
+  m.allocate(other, 8);
+  CHECK(m.find_prefix(k, 100, hits) == 0);
+  CHECK(hits.empty());
+  CHECK(m.find_host_prefix(k, 0, 100) == 0);
+  // After a GPU hit of 1 block the host continues with blocks 1-3, within max_tokens.
+  CHECK(m.find_host_prefix(k, 1, 100) == 3);
+  CHECK(m.find_host_prefix(k, 1, 12) == 2);  // max_tokens 12: blocks up to index 2
+  // Another conversation's blocks are not found; without prefix caching there is no host tier.
+  ContentKey k2 = k;
+  k2.conversation = 2;
+  CHECK(m.find_host_prefix(k2, 1, 100) == 0);
+  BlockManager off(8, 4, Allocator::paged, 0, false);
+  off.enable_host_tier(3);
+  CHECK(off.host_capacity() == 0);
+  m.free(other);
+  CHECK(m.check_invariants());
+}

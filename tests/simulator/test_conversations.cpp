@@ -117,6 +117,52 @@ TEST_CASE("a conversation's history misses the cache once its blocks were evicte
   CHECK(b.replicas[0].prefix_cache_hit_tokens == 0);
 }
 
+TEST_CASE("a host KV tier keeps the evicted history: turn 2 reloads it instead of recomputing it",
+          "[sim][conversation][host_tier]") {
+  // The tight run above, with vLLM's CPU offloading: 100,000 host blocks, 1 ms to bring one block back.
+  const WorkloadSpec w = chat(1.0, 200, 20, 2, 60.0);
+  const SourceLimits hundred_s{std::nullopt, 100.0};
+  const auto run_host = [&](std::uint64_t host_blocks, Recorder& rec) {
+    SimConfig cfg;
+    cfg.replica = replica(60);
+    cfg.replica.host_blocks = host_blocks;
+    cfg.replica.host_reload_s_per_block = 0.001;
+    cfg.check_invariants = true;
+    cfg.observer = &rec;
+    auto src = synthetic_source(w, 11, hundred_s);
+    return simulate(cfg, StepTimer::linear(0.01, 1e-5, 1e-8), *src);
+  };
+  Recorder gpu_only, host, small_host;
+  const SimResult a = run_host(0, gpu_only);
+  const SimResult b = run_host(100'000, host);
+  const SimResult c = run_host(12, small_host);  // less than one history (13 blocks): LRU keeps the newest only
+  REQUIRE(a.requests_completed == 200);
+  REQUIRE(b.requests_completed == 200);
+  REQUIRE(c.requests_completed == 200);
+  const i64 history = i64{(200 + 20 - 1) / 16} * 16;  // 13 full blocks of turn 1's computed tokens
+  std::map<std::int64_t, double> ttft_gpu_only;
+  for (const auto& rec : gpu_only.done)
+    if (rec.turn == 1) ttft_gpu_only[rec.conversation] = rec.first_token_s - rec.arrival_s;
+  std::uint64_t second_turns = 0;
+  for (const auto& rec : host.done) {
+    if (rec.turn != 1) continue;
+    ++second_turns;
+    CHECK(rec.cached_prompt_tokens == history);
+    // Its 13 blocks take 13 ms to come back before the request runs.
+    CHECK(rec.first_token_s - rec.arrival_s >= 0.013);
+  }
+  CHECK(second_turns == 100);
+  CHECK(a.host_hit_tokens == 0);
+  CHECK(b.host_hit_tokens == 100 * static_cast<std::uint64_t>(history));
+  CHECK(b.host_load_s == Approx(100 * 13 * 0.001));
+  // Fewer prompt tokens computed: the histories were reloaded, not recomputed.
+  CHECK(b.replicas[0].prefill_tokens + b.host_hit_tokens == a.replicas[0].prefill_tokens);
+  // A host tier smaller than one history finds no leading run of it (the history's first block was evicted first).
+  CHECK(c.host_hit_tokens == 0);
+  for (const auto& rec : small_host.done)
+    if (rec.turn == 1) CHECK(rec.cached_prompt_tokens == 0);
+}
+
 TEST_CASE("inference-perf users: turns dealt round-robin, one in flight per user, a repeated prompt hits the cache",
           "[sim][conversation]") {
   WorkloadSpec w;

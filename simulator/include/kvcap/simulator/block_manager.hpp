@@ -19,7 +19,9 @@
 // Prefix caching (paged only): see ContentKey below; a preempted request's registered blocks are found again when it
 // is admitted again, as in vLLM.
 #include <cstdint>
+#include <list>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "kvcap/planner/checked.hpp"
@@ -90,6 +92,18 @@ class BlockManager {
                        i64& registered);
   /// Blocks the cache can find (cached, referenced or not).
   std::uint64_t cached_blocks() const { return cached_blocks_; }
+
+  // ---- host tier (vLLM's CPU offloading, planner/host_tier.hpp) -----------------------------------------
+  /// A second cache of `capacity` blocks in host memory. Every block the GPU cache registers is stored there too
+  /// (the offloading connector copies each computed block out; the copy is asynchronous and not charged), and the
+  /// host evicts least recently used blocks (vllm/v1/kv_offload/cpu/policies/lru.py).
+  void enable_host_tier(std::uint64_t capacity_blocks);
+  std::uint64_t host_capacity() const { return host_capacity_; }
+  std::uint64_t host_blocks() const { return host_lru_.size(); }
+  /// How many blocks of the request described by `key`, from block `from_block` on, the host holds in a row (at
+  /// most `max_tokens` tokens in all, as find_prefix): the continuation of a GPU hit (get_num_new_matched_tokens).
+  /// Found blocks become the most recently used.
+  i64 find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens);
   std::uint64_t evictions() const { return evictions_; }
 
   /// Consistency of free queue, reference counts and counters (tests; O(num_blocks)).
@@ -130,6 +144,17 @@ class BlockManager {
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> chains_;  ///< [chain][block index] -> block or kNone
   std::uint64_t cached_blocks_ = 0;
   std::uint64_t evictions_ = 0;
+  // Host tier: (chain, index) in LRU order, most recent at the back.
+  struct HostKeyHash {
+    std::size_t operator()(const std::pair<std::int64_t, i64>& k) const {
+      return std::hash<std::int64_t>()(k.first) * 1000003u ^ std::hash<i64>()(k.second);
+    }
+  };
+  void host_store(std::int64_t chain, i64 index);
+  std::uint64_t host_capacity_ = 0;
+  std::list<std::pair<std::int64_t, i64>> host_lru_;
+  std::unordered_map<std::pair<std::int64_t, i64>, std::list<std::pair<std::int64_t, i64>>::iterator, HostKeyHash>
+      host_index_;
 };
 
 }  // namespace kvcap::sim

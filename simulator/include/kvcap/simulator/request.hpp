@@ -51,6 +51,7 @@ struct Request {
   bool prompt_repeats = false;       ///< RequestSpec::prompt_repeats
   i64 registered_prefix_blocks = 0;  ///< leading blocks already offered to the prefix cache
   i64 cached_tokens = 0;       ///< prompt tokens served from the prefix cache (first admission)
+  double ready_s = 0;          ///< blocks loaded from the host tier arrive then: the request runs from that time on
   std::uint32_t preemptions = 0;
   bool truncated = false;      ///< output cut at max_model_len
   std::vector<std::uint32_t> blocks;  ///< block table (block ids of this replica's pool)

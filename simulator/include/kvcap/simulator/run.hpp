@@ -34,6 +34,9 @@ struct SimulationRequest {
   Allocator allocator = Allocator::paged;
   bool prefix_caching = true;
   i64 num_scheduler_steps = 1;  ///< vLLM 0.6 multi-step scheduling (1: every step)
+  /// > 0: a host KV tier of this many GiB (vLLM --kv-offloading-size, all TP x PP ranks of a replica together):
+  /// prefix-cache hits continue there and cost their reload (planner/host_tier.hpp). Needs prefix caching.
+  double kv_offloading_size_gib = 0;
 
   /// Closed loop (`vllm bench serve --max-concurrency`): > 0 keeps at most this many requests in flight. A workload
   /// whose arrival process is `closed` sets these itself.

@@ -47,6 +47,10 @@ struct ReplicaConfig {
   /// vLLM 0.6's multi-step scheduling (--num-scheduler-steps k): the scheduler plans k steps at once, so waiting
   /// requests are admitted only every k steps (or when nothing runs). 1: every step (vLLM V1, SGLang, TensorRT-LLM).
   i64 num_scheduler_steps = 1;
+  /// Host KV tier (vLLM CPU offloading; planner/host_tier.hpp): blocks it holds (0: none) and the time to bring one
+  /// block back to the GPU. A prefix-cache hit continued in the host tier loads those blocks before the request runs.
+  std::uint64_t host_blocks = 0;
+  double host_reload_s_per_block = 0;
 };
 /// The replica settings a memory plan implies (blocks, block size, budgets, max_model_len).
 ReplicaConfig replica_config(const MemoryPlan& plan);
@@ -122,6 +126,8 @@ struct ReplicaStats {
   std::uint64_t recomputed_tokens = 0; ///< tokens computed again after a preemption
   std::uint64_t prefix_cache_hit_tokens = 0;
   std::uint64_t prefix_cache_query_tokens = 0;  ///< tokens of the requests admitted while prefix caching was on
+  std::uint64_t host_hit_tokens = 0;            ///< of the prefix-cache hits, tokens loaded from the host tier
+  double host_load_s = 0;                       ///< time requests waited for those loads, summed
   std::uint64_t kv_used_blocks_end = 0;///< blocks referenced at the end (0: nothing leaked)
 };
 
@@ -155,6 +161,8 @@ struct SimResult {
   /// Prefix cache: tokens found cached at admission / tokens admitted (a re-admission after a preemption counts again,
   /// with the tokens generated so far), over all replicas; 0 without prefix caching or admissions.
   std::uint64_t prefix_cache_hit_tokens = 0;
+  std::uint64_t host_hit_tokens = 0;  ///< of them, loaded from the host tier
+  double host_load_s = 0;
   double prefix_cache_hit_rate = 0;
   double kv_utilization_mean = 0;        ///< mean over replicas of the time-weighted used / total blocks
   double kv_utilization_max = 0;         ///< peak over replicas
