@@ -1,4 +1,5 @@
 // kvcap compare: one concurrency-vs-context table for several deployments - the main job.
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -33,6 +34,20 @@ Target parse_target(const std::string& s) {
   }
   t.gpu = rest;
   return t;
+}
+
+// Every --deploy, each once (the same model, GPU and GPU count twice is a usage error, not a duplicate row).
+std::vector<Target> parse_targets(const std::vector<std::string>& specs) {
+  std::vector<Target> targets;
+  for (const auto& s : specs) {
+    Target t = parse_target(s);
+    for (const auto& seen : targets)
+      if (seen.model == t.model && seen.gpu == t.gpu && seen.gpus == t.gpus)
+        throw UsageError("--deploy '" + t.spec + "' is given twice (as '" + seen.spec +
+                         "'); give each deployment once");
+    targets.push_back(std::move(t));
+  }
+  return targets;
 }
 
 /// The deployment of one target: N of MODEL@NxGPU is the GPU count of one replica, tensor x pipeline
@@ -92,9 +107,8 @@ int cmd_compare(const std::vector<std::string>& args) {
   if (!parsed) return 0;
   const auto& vm = *parsed;
   const Format fmt = parse_format(vm["format"].as<std::string>());
-  std::vector<Target> targets;
-  for (const auto& s : vm.count("deploy") ? vm["deploy"].as<std::vector<std::string>>() : kDefaultTargets)
-    targets.push_back(parse_target(s));
+  std::vector<Target> targets =
+      parse_targets(vm.count("deploy") ? vm["deploy"].as<std::vector<std::string>>() : kDefaultTargets);
   const auto contexts = vm.count("contexts") ? parse_token_list(vm["contexts"].as<std::string>(), "--contexts") : default_contexts();
   const Deployment base = deployment_from(vm);
 

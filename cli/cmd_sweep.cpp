@@ -1,4 +1,5 @@
 // kvcap sweep: the speed model over a grid (models x GPUs x TP x contexts x batches) as CSV or JSON, for plotting.
+#include <algorithm>
 #include <iostream>
 
 #include "common.hpp"
@@ -25,13 +26,21 @@ Grid grid_from(const po::variables_map& vm) {
   Grid g;
   g.base = deployment_from(vm);
   g.contexts = parse_token_list(vm["contexts"].as<std::string>(), "--contexts");
-  for (const auto& b : parse_name_list(vm["batches"].as<std::string>(), "--batches"))
-    g.batches.push_back(parse_int(b, "--batches", 1));
+  for (const auto& b : parse_name_list(vm["batches"].as<std::string>(), "--batches")) {
+    const i64 n = parse_int(b, "--batches", 1);
+    if (std::find(g.batches.begin(), g.batches.end(), n) != g.batches.end())
+      throw UsageError("--batches: " + std::to_string(n) + " is listed twice ('" + b + "'); give each batch size once");
+    g.batches.push_back(n);
+  }
   g.tps = {g.base.tensor_parallel_size};
   if (vm.count("tensor-parallel-sizes")) {
     g.tps.clear();
-    for (const auto& t : parse_name_list(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes"))
-      g.tps.push_back(parse_int(t, "--tensor-parallel-sizes", 1));
+    for (const auto& t : parse_name_list(vm["tensor-parallel-sizes"].as<std::string>(), "--tensor-parallel-sizes")) {
+      const i64 n = parse_int(t, "--tensor-parallel-sizes", 1);
+      if (std::find(g.tps.begin(), g.tps.end(), n) != g.tps.end())
+        throw UsageError("--tensor-parallel-sizes: " + std::to_string(n) + " is listed twice; give each size once");
+      g.tps.push_back(n);
+    }
   }
   for (const auto& m : parse_name_list(vm["models"].as<std::string>(), "--models"))
     g.models.push_back(profiles::resolve_model(m));

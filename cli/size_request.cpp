@@ -1,6 +1,7 @@
 // `kvcap size`'s flags -> SizingRequest (size_request.hpp). docs/sizing.md.
 #include "size_request.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
@@ -106,11 +107,15 @@ SizingTargets targets_of(const po::variables_map& vm, const std::optional<Worklo
 
 /// --price USD per GPU-hour over the profiles' prices.
 void prices_into(const std::string& text, std::vector<GpuSpec>& gpus) {
+  std::vector<std::string> seen;
   for (const auto& item : split_list(text)) {
     const auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       throw UsageError("--price: expected GPU=USD_PER_GPU_HOUR items such as h100-sxm=2.5, got '" + item + "'");
     const std::string g = item.substr(0, eq);
+    if (std::find(seen.begin(), seen.end(), g) != seen.end())
+      throw UsageError("--price: '" + g + "' is priced twice; give one price per GPU");
+    seen.push_back(g);
     const double usd =
         parse_real(item.substr(eq + 1), "--price", "a price >= 0 in USD per GPU-hour for '" + g + "'", 0);
     bool found = false;

@@ -141,7 +141,10 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
     << " arrived";
   if (r.requests_rejected) o << ", " << grouped(r.requests_rejected) << " rejected (prompt >= max_model_len)";
   if (r.requests_truncated) o << ", " << grouped(r.requests_truncated) << " outputs cut at max_model_len";
-  o << "; simulated " << fixed(span, 1) << " s\n";
+  if (r.requests_completed == 0)
+    o << "; nothing was served\n";
+  else
+    o << "; simulated " << fixed(span, 1) << " s\n";
   o << "Throughput   " << rate(r.requests_per_s, 0.01) << " req/s, " << rate(r.output_tokens_per_s, 10)
     << " output tokens/s, " << rate(r.prompt_tokens_per_s, 10) << " prompt tokens/s\n";
   if (in.cfg.slo.ttft_s || in.cfg.slo.tpot_s) {
@@ -319,7 +322,8 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
 
 void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r, bool header) {
   if (header)
-    o << "model,gpu,replicas,router,allocator,requests_completed,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_"
+    o << "model,gpu,replicas,router,allocator,requests_completed,requests_arrived,requests_rejected,requests_"
+         "truncated,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_"
          "mean_s,tpot_p50_s,"
          "tpot_p90_s,tpot_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,requests_per_s,output_tokens_per_s,goodput_"
          "requests_per_s,"
@@ -328,7 +332,8 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
   o << escape::csv_field(in.model) << ',' << escape::csv_field(in.gpu) << ',' << in.cfg.num_replicas << ','
     << sim::to_string(in.cfg.router) << ','
     << (in.cfg.replica.allocator == sim::Allocator::paged ? "paged" : "contiguous") << ',';
-  o << r.requests_completed << ',';
+  o << r.requests_completed << ',' << r.requests_arrived << ',' << r.requests_rejected << ',' << r.requests_truncated
+    << ',';
   for (const sim::LatencySummary* s : {&r.ttft_s, &r.tpot_s, &r.e2e_s})
     for (double x : {s->mean, s->p50, s->p90, s->p99}) o << csv_num(x, s->count > 0) << ',';
   for (double x : {r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s}) o << csv_num(x) << ',';

@@ -245,4 +245,17 @@ std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t ar
                                    "%) were rejected: " + why + "; goodput counts them as failed");
 }
 
+std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, i64 max_model_len) {
+  if (truncated == 0) return std::nullopt;
+  // vllm/entrypoints/openai/serving_engine.py _validate_input: prompt + max_tokens > max_model_len is a 400 error
+  // ("This model's maximum context length is ... However, you requested ..."); without max_tokens vLLM generates
+  // up to max_model_len, which is what the simulator does.
+  return warning("KVCAP-W206",
+                 grouped(truncated) + " of " + grouped(arrived) + " requests (" +
+                     fixed(100.0 * static_cast<double>(truncated) / static_cast<double>(arrived), 1) +
+                     "%) ask for prompt + output beyond max_model_len " + std::to_string(max_model_len) +
+                     ": their outputs were cut there, as vLLM does without max_tokens; a client that sets "
+                     "max_tokens gets them rejected instead (400, maximum context length)");
+}
+
 }  // namespace kvcap

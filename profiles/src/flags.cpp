@@ -109,6 +109,13 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
                        std::to_string(d.num_gpus) + "; give one of the two");
     d.num_gpus = dp * per_replica;
   }
+  // vLLM: world size = TP x PP per replica; kvcap's --num-gpus counts whole replicas of it.
+  const i64 per_replica = d.tensor_parallel_size * d.pipeline_parallel_size;
+  if (given("num-gpus") && d.num_gpus % per_replica != 0)
+    throw InputError("--num-gpus " + std::to_string(d.num_gpus) + " is not a multiple of --tensor-parallel-size " +
+                     std::to_string(d.tensor_parallel_size) + " x --pipeline-parallel-size " +
+                     std::to_string(d.pipeline_parallel_size) + " = " + std::to_string(per_replica) +
+                     " (extra GPUs form whole data-parallel replicas)");
   if (given("vllm-version")) {
     d.vllm_version = text("vllm-version");
     try {

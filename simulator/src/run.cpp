@@ -152,6 +152,9 @@ SimulationRun run_simulation(const SimulationRequest& r) {
   if (auto f =
           check_rejections(run.result.requests_rejected, run.result.requests_arrived, r.speed.plan.dep.max_model_len))
     run.findings.push_back(*f);
+  if (auto f =
+          check_truncations(run.result.requests_truncated, run.result.requests_arrived, r.speed.plan.dep.max_model_len))
+    run.findings.push_back(*f);
   return run;
 }
 

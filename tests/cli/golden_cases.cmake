@@ -134,6 +134,7 @@ kvcap_golden(plan_shared_prefix_short_contexts 0 plan --model llama-3.1-8b --gpu
 # Requests beyond max_model_len: simulate with every request rejected reports no latency (null, not 0 s) and exits 3
 # (E109); some rejected is W204; size refuses a max_model_len below the mean request (E104, exit 3).
 kvcap_golden(err_simulate_all_rejected_json 3 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 1K --rate 5 --prompt-tokens 2K --output-tokens 64 --num-requests 20 --no-wall-time --format json)
+kvcap_golden(err_simulate_all_rejected_table 3 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 1K --rate 5 --prompt-tokens 2K --output-tokens 64 --num-requests 20 --no-wall-time)
 kvcap_golden(simulate_some_rejected_csv 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 1K --rate 5 --prompt-tokens uniform:512-2K --output-tokens 64 --num-requests 20 --no-wall-time --format csv)
 kvcap_golden(err_size_max_model_len_below_mean_request 3 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 256 --rate 5 --ttft-p 2s --tpot 50ms --max-model-len 1K --gpus h100-sxm)
 # calibrate resolves --gpu before measuring: a misspelt GPU fails at once, not after minutes of kernels.
@@ -154,3 +155,8 @@ kvcap_golden(simulate_very_low_rate 0 simulate --model llama-3.1-8b --gpu h100-s
 kvcap_golden(err_sweep_prefix_beyond_max_model_len 3 sweep --models mistral-7b-v0.1 --gpus h100-sxm --shared-prefix-tokens 64K --contexts 32K --batches 1)
 kvcap_golden(err_check_junit_profile_extension 2 check %SOURCE%/profiles/examples/requirements.yaml --junit %SOURCE%/profiles/examples/deployment-llama-3.1-70b-4xh100.yaml)
 kvcap_golden(compare_deploy_data_parallel 0 compare --deploy llama-3.1-70b@4xh100-sxm --data-parallel-size 4 --contexts 8K --format csv)
+# Careless input (issue 13): a GPU count that is not whole replicas, the same deployment, batch size or price twice.
+kvcap_golden(err_num_gpus_not_whole_replicas 2 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 2 --num-gpus 3)
+kvcap_golden(err_compare_deploy_twice 2 compare --deploy llama-3.1-8b@h100-sxm --deploy llama-3.1-8b@2xh200 --deploy llama-3.1-8b@h100-sxm)
+kvcap_golden(err_sweep_batch_twice 2 sweep --models llama-3.1-8b --gpus h100-sxm --batches 1,8,01)
+kvcap_golden(err_size_price_twice 2 size --model llama-3.1-8b --gpus h100-sxm --rate 1 --prompt-tokens 1K --output-tokens 100 --ttft-p 1s --tpot 50ms --price h100-sxm=2.2,h100-sxm=3)

@@ -214,4 +214,11 @@ TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, sim
   REQUIRE(all);
   CHECK(all->code == "KVCAP-E109");
   CHECK(all->exit_code == kExitWouldNotStart);
+  // simulate: outputs cut at max_model_len are a warning whatever their share (the prompts were served).
+  CHECK_FALSE(check_truncations(0, 100, 2048));
+  const auto cut = check_truncations(20, 20, 2048);
+  REQUIRE(cut);
+  CHECK(cut->code == "KVCAP-W206");
+  CHECK(cut->exit_code == kExitOk);
+  CHECK(cut->message.find("20 of 20 requests (100.0%)") != std::string::npos);
 }
