@@ -3,7 +3,8 @@
 # packages needed): builds kernels/ standalone for this GPU's architecture, checks the compiled kernels
 # (scripts/kernel-static-check.sh), runs every self-test (CPU twins vs naive references, CUDA kernels vs the twins),
 # runs the calibration sweep, writes calibration.yaml, and prints the report: achieved vs datasheet bandwidth and
-# FLOP/s, per-kernel efficiency and the verdict against the targets of docs/kernels.md.
+# FLOP/s, per-kernel efficiency and the verdict against the targets of docs/kernels.md; then times vLLM's reload of
+# offloaded KV blocks beside kvcap's host-link model (kvcap-reload-check).
 #
 #   scripts/gpu-check.sh [--full] [--device N] [--gpu PROFILE] [--out DIR]
 #
@@ -127,6 +128,20 @@ if ! "$kk" calibrate --device "cuda:$ordinal" "$mode" --out "$out/calibration.ya
   status=1
 fi
 cat "$out/report.txt"
+
+# 7. vLLM's reload of offloaded KV blocks (one copy per block and layer, scattered) against kvcap's host-link model.
+h2d=$(awk '$1=="host_to_device:"{gsub(/[{},]/," "); for(i=1;i<=NF;i++){if($i=="per_copy_s:")p=$(i+1); if($i=="bandwidth_bytes_per_s:")b=$(i+1)} print p, b; exit}' "$out/calibration.yaml" 2>/dev/null)
+if [[ $status -eq 0 && -x $build/kvcap-reload-check && -n $h2d ]]; then
+  # shellcheck disable=SC2086  # two numbers
+  if "$build/kvcap-reload-check" $h2d >"$out/reload-check.csv" 2>&1; then
+    echo "reload check (measured vs model, $out/reload-check.csv):"
+    column -s, -t <"$out/reload-check.csv" 2>/dev/null || cat "$out/reload-check.csv"
+  else
+    cat "$out/reload-check.csv" >&2
+    echo "gpu-check: FAILED: the reload check" >&2
+    status=1
+  fi
+fi
 if [[ $status -eq 0 ]]; then
   echo "gpu-check: wrote $out/calibration.yaml; use it with: kvcap plan ... --gpu ${profile:-<profile>} --calibration $out/calibration.yaml"
 else
