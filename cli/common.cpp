@@ -64,6 +64,8 @@ po::options_description deployment_options(bool with_model_gpu) {
                                                    "tensor-parallel ranks, as vLLM's flag; give --num-gpus for the data-parallel size)")
     ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
     ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")
+    ("kv-layer-sharing", po::value<std::string>(), "what-if, not a vLLM option: cla:N (N adjacent layers share one KV cache, CLA) or minicache:from=L "
+                                                  "(layer pairs from layer L on share one, MiniCache); quality is not modelled")
     ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto, none (1 state block per request and group), align (2, with prefix caching)")
     ("mamba-ssm-cache-dtype", po::value<std::string>()->default_value("auto"), "recurrent state dtype of linear-attention layers: auto (config's mamba_ssm_dtype, else the model dtype), fp32, bf16, fp16")
     ("vllm-version", po::value<std::string>()->default_value("current"), "vLLM release whose logged \"GPU KV cache size\" to reproduce: current, or 0.10 ... 0.19 (num_blocks // groups x block size)");
@@ -318,6 +320,11 @@ int run_guarded(const std::string& name, const std::function<int()>& run, const 
     static const std::array<std::string_view, 4> kStartupFields = {"tensor_parallel_size", "pipeline_parallel_size",
                                                                    "decode_context_parallel_size", "kv_cache_dtype"};
     const bool startup = std::find(kStartupFields.begin(), kStartupFields.end(), e.field()) != kStartupFields.end();
+    // What-if options the planner checks against the model: a usage error naming the flag (exit 2).
+    if (e.field() == "kv_layer_sharing") {
+      std::cerr << "kvcap " << name << ": error: --kv-layer-sharing: " << escape::terminal_lines(e.reason()) << "\n";
+      return kExitUsage;
+    }
     std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what())
               << (startup ? " (vLLM would not start)" : "") << "\n";
     return startup ? kExitWouldNotStart : kExitFailed;

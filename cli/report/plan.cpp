@@ -121,6 +121,9 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << (d.block_size_note.empty() ? "" : " (" + d.block_size_note + ")") << ", max_model_len "
     << grouped(static_cast<u64>(d.max_model_len)) << ", max_num_batched_tokens "
     << grouped(static_cast<u64>(d.max_num_batched_tokens)) << "\n";
+  if (d.d.kv_layer_sharing.on())
+    o << "  what-if: KV layer sharing " << d.d.kv_layer_sharing.describe() << " (" << p.kv_layers.size()
+      << " layers hold a KV cache; not a vLLM option, quality not modelled)\n";
   o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
   if (p.params.active != p.params.total)
     o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
@@ -136,6 +139,19 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
       << (c.context_tokens > d.max_model_len ? "   (beyond max_model_len)" : "") << "\n";
   }
 }
+
+namespace {
+// What-ifs (no vLLM option; quality not modelled), named so that no program mistakes them for vLLM's figures.
+nlohmann::ordered_json what_if_json(const MemoryPlan& p) {
+  auto what_if = nlohmann::ordered_json::array();
+  if (const auto& s = p.dep.d.kv_layer_sharing; s.on())
+    what_if.push_back({{"option", "kv_layer_sharing"},
+                       {"value", s.describe()},
+                       {"layers_with_kv_cache", p.kv_layers.size()},
+                       {"source", layer_sharing_source(s)}});
+  return what_if;
+}
+}  // namespace
 
 nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p,
                                  const std::vector<Finding>& findings) {
@@ -161,6 +177,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                      {"max_num_batched_tokens", d.max_num_batched_tokens},
                      {"max_num_seqs", d.max_num_seqs},
                      {"shared_prefix_tokens", d.d.shared_prefix_tokens}};
+  j["what_if"] = what_if_json(p);
   j["kv_bytes_per_token_per_rank"] = p.kv_bytes_per_token_per_rank;
   j["memory"] = {{"total_bytes", g.memory_bytes},
                  {"requested_bytes", bind.requested_bytes},

@@ -169,6 +169,18 @@ bool legacy_kv_size_log(const std::string& v) {
   return vllm_minor(v) < 20;
 }
 
+std::string Deployment::LayerSharing::describe() const {
+  switch (kind) {
+    case Kind::cla:
+      return "cla:" + std::to_string(factor);
+    case Kind::minicache:
+      return "minicache:from=" + std::to_string(from_layer);
+    case Kind::none:
+      break;
+  }
+  return "none";
+}
+
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
   Deployment& d = r.d;
@@ -194,6 +206,23 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     throw SpecError("num_gpus", "must be a multiple of tensor_parallel_size x pipeline_parallel_size = " +
                                     str(per_replica) + " (got " + str(d.num_gpus) + ")");
   r.replicas = d.num_gpus / per_replica;
+  if (const auto& s = d.kv_layer_sharing; s.on()) {
+    if (s.kind == Deployment::LayerSharing::Kind::cla && (s.factor < 2 || s.factor > m.num_layers))
+      throw SpecError("kv_layer_sharing", "cla:N shares one cache among N adjacent layers: expected 2 <= N <= " +
+                                              str(m.num_layers) + " (got " + str(s.factor) + ")");
+    if (s.kind == Deployment::LayerSharing::Kind::minicache && (s.from_layer < 0 || s.from_layer >= m.num_layers - 1))
+      throw SpecError("kv_layer_sharing", "minicache:from=L merges layer pairs from layer L on: expected 0 <= L < " +
+                                              str(m.num_layers - 1) + " (got " + str(s.from_layer) + ")");
+    for (i64 l = 0; l < m.num_layers; ++l)
+      if (layer_attention(m, l) != LayerAttention::full)
+        throw SpecError("kv_layer_sharing",
+                        "the layer-sharing what-if needs a model whose layers all use full "
+                        "attention; layer " +
+                            str(l) + " does not");
+    if (m.kv_shared_layers > 0)
+      throw SpecError("kv_layer_sharing",
+                      "this model already shares KV caches across its last " + str(m.kv_shared_layers) + " layers");
+  }
   if (!(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
     throw SpecError("gpu_memory_utilization",
                     "must be in (0, 1] (got " + std::to_string(d.gpu_memory_utilization) + ")");

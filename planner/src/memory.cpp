@@ -47,6 +47,7 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
   // Layers that share an earlier layer's cache have no spec (vllm/v1/worker/gpu_model_runner.py
   // get_kv_cache_spec skips a layer with kv_sharing_target_layer_name).
   for (i64 l = 0; l < m.num_layers - m.kv_shared_layers; ++l) {
+    if (d.d.kv_layer_sharing.shares(l)) continue;  // the what-if --kv-layer-sharing: no cache of its own
     KvLayerSpec s;
     s.block_size = bs * dcp;
     s.page_size_bytes = attn_page;

@@ -22,6 +22,12 @@ std::string stage_name(const MemoryPlan& p, const StagePlan& st) {
 }
 }  // namespace
 
+std::string layer_sharing_source(const Deployment::LayerSharing& s) {
+  return s.kind == Deployment::LayerSharing::Kind::cla
+             ? "CLA: Brandon et al., \"Reducing Transformer Key-Value Cache Size with Cross-Layer Attention\", 2024"
+             : "MiniCache: Liu et al., \"MiniCache: KV Cache Compression in Depth Dimension\", NeurIPS 2024";
+}
+
 std::string to_string(const Finding& f) {
   return std::string(f.level == Finding::Level::error ? "error " : "warning ") + f.code + ": " + f.message;
 }
@@ -106,6 +112,16 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                         fixed(p.max_concurrency, 2) + "x); the longest that fits is " +
                                         std::to_string(p.max_model_len_that_fits) +
                                         " tokens: lower --max-model-len or add memory"));
+  // What-ifs change the model, not the deployment: every front end that reports a memory plan says so (W207).
+  if (const auto& s = d.d.kv_layer_sharing; s.on()) {
+    const i64 layers = static_cast<i64>(p.kv_layers.size());
+    i64 decoder_layers = 0;
+    for (const auto& st : p.stages) decoder_layers += st.num_layers;
+    r.push_back(warning("KVCAP-W207", "what-if --kv-layer-sharing " + s.describe() + ": " + std::to_string(layers) +
+                                          " of " + std::to_string(decoder_layers) + " layers hold a KV cache (" +
+                                          layer_sharing_source(s) +
+                                          "); not a vLLM option, and kvcap does not model its effect on quality"));
+  }
   return r;
 }
 

@@ -27,6 +27,26 @@ bool kv(const DTypeInfo& i) {
   return i.kv_ok;
 }
 
+/// --kv-layer-sharing: cla:N or minicache:from=L (what-ifs; the planner checks N and L against the model).
+Deployment::LayerSharing layer_sharing(const std::string& text) {
+  const std::string what = "--kv-layer-sharing";
+  const std::string expected =
+      "cla:N (N adjacent layers share one cache, N >= 2) or minicache:from=L (layer pairs "
+      "from layer L on share one), e.g. cla:2";
+  Deployment::LayerSharing s;
+  if (text.rfind("cla:", 0) == 0) {
+    s.kind = Deployment::LayerSharing::Kind::cla;
+    s.factor = parse_int(text.substr(4), what, 2, 1'000'000);
+    return s;
+  }
+  if (text.rfind("minicache:from=", 0) == 0) {
+    s.kind = Deployment::LayerSharing::Kind::minicache;
+    s.from_layer = parse_int(text.substr(15), what, 0, 1'000'000);
+    return s;
+  }
+  throw InputError(what + ": expected " + expected + ", got '" + text + "'");
+}
+
 /// --mamba-cache-mode.
 Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
   if (mcm == "none") return Deployment::MambaCache::none;
@@ -93,6 +113,7 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   if (off) d.hybrid_kv_cache_manager = Deployment::Hybrid::off;
   if (on) d.hybrid_kv_cache_manager = Deployment::Hybrid::on;
   if (given("mamba-cache-mode")) d.mamba_cache_mode = mamba_cache_mode(text("mamba-cache-mode"));
+  if (given("kv-layer-sharing")) d.kv_layer_sharing = layer_sharing(text("kv-layer-sharing"));
   if (given("mamba-ssm-cache-dtype"))
     d.mamba_ssm_cache_dtype = parse_dtype_text(text("mamba-ssm-cache-dtype"), "--mamba-ssm-cache-dtype", activation);
   if (given("data-parallel-size")) {

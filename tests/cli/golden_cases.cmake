@@ -10,6 +10,8 @@ kvcap_golden(plan_does_not_fit 3 plan --model llama-3.1-70b --gpu h100-sxm --con
 kvcap_golden(plan_host_tier 0 plan --model llama-3.1-8b --gpu h200 --kv-offloading-size 64 --calibration %SOURCE%/profiles/calibrations/h200-2026-11-26.yaml --contexts 1K,8K,128K)
 kvcap_golden(plan_host_tier_json 0 plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 4 --pipeline-parallel-size 2 --kv-offloading-size 256 --contexts 4K,64K --format json)
 kvcap_golden(plan_host_tier_hybrid 2 plan --model gpt-oss-20b --gpu h100-sxm --kv-offloading-size 64)
+kvcap_golden(plan_what_if_cla_json 0 plan --model deepseek-v3 --gpu h200 --tensor-parallel-size 8 --kv-layer-sharing cla:2 --contexts 128K --format json)
+kvcap_golden(err_what_if_cla_hybrid 2 plan --model gpt-oss-20b --gpu h100-sxm --kv-layer-sharing cla:2)
 kvcap_golden(err_unknown_model 1 plan --model llama-3.1-8 --gpu h100-sxm)
 kvcap_golden(err_bad_yaml 1 plan --model %DATA%/bad_syntax.yaml --gpu h100-sxm)
 kvcap_golden(err_bad_fields 1 plan --model %DATA%/bad_fields.yaml --gpu h100-sxm)

@@ -51,6 +51,23 @@ struct Deployment {
   enum class Hybrid : std::uint8_t { auto_, on, off } hybrid_kv_cache_manager = Hybrid::auto_;
   /// The vLLM release whose logged quantities are reproduced: "current" or "0.N[.x]" (docs/memory-model.md).
   std::string vllm_version = "current";
+  /// What-if (no vLLM option; quality not modelled): layers that reuse an earlier layer's KV cache instead of their
+  /// own. cla: cross-layer attention, each group of `factor` adjacent layers shares its first layer's cache (Brandon
+  /// et al., "Reducing Transformer Key-Value Cache Size with Cross-Layer Attention", 2024); minicache: from layer
+  /// `from_layer` on, each pair of adjacent layers keeps one merged cache (Liu et al., "MiniCache", NeurIPS 2024).
+  struct LayerSharing {
+    enum class Kind : std::uint8_t { none, cla, minicache } kind = Kind::none;
+    i64 factor = 2;
+    i64 from_layer = 0;
+    bool on() const { return kind != Kind::none; }
+    /// Whether decoder layer `l` reads an earlier layer's cache (and holds none of its own).
+    bool shares(i64 l) const {
+      if (kind == Kind::cla) return l % factor != 0;
+      if (kind == Kind::minicache) return l > from_layer && (l - from_layer) % 2 == 1;
+      return false;
+    }
+    std::string describe() const;  ///< "cla:2", "minicache:from=16", "none"
+  } kv_layer_sharing;
 };
 
 /// Whether `version` ("current", "0.10", "0.19.1", ...) logs "GPU KV cache size" as

@@ -32,6 +32,9 @@ struct Finding {
   int exit_code = kExitOk;  ///< for errors: kExitWouldNotStart or kExitUsage
 };
 
+/// The paper behind a --kv-layer-sharing what-if ("CLA: Brandon et al., ...").
+std::string layer_sharing_source(const Deployment::LayerSharing& s);
+
 /// "error KVCAP-E101: ..." / "warning KVCAP-W201: ..." (the text front ends print after "kvcap <cmd>: ").
 std::string to_string(const Finding& f);
 /// The exit code for a set of findings: the largest of the errors' codes, kExitOk when there are only warnings.
