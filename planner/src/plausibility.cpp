@@ -99,6 +99,22 @@ void check_shared_prefix(const MemoryPlan& p, std::vector<Finding>& r) {
 }
 }  // namespace
 
+std::vector<Finding> check_what_ifs(const MemoryPlan& p) {
+  std::vector<Finding> r;
+  const auto& d = p.dep;
+  // What-ifs change the model, not the deployment: every front end that reports a memory plan says so (W207).
+  if (const auto& s = d.d.kv_layer_sharing; s.on()) {
+    const i64 layers = static_cast<i64>(p.kv_layers.size());
+    i64 decoder_layers = 0;
+    for (const auto& st : p.stages) decoder_layers += st.num_layers;
+    r.push_back(warning("KVCAP-W207", "what-if --kv-layer-sharing " + s.describe() + ": " + std::to_string(layers) +
+                                          " of " + std::to_string(decoder_layers) + " layers hold a KV cache (" +
+                                          layer_sharing_source(s) +
+                                          "); not a vLLM option, and kvcap does not model its effect on quality"));
+  }
+  return r;
+}
+
 std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
   std::vector<Finding> r;
   const auto& d = p.dep;
@@ -112,16 +128,8 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                         fixed(p.max_concurrency, 2) + "x); the longest that fits is " +
                                         std::to_string(p.max_model_len_that_fits) +
                                         " tokens: lower --max-model-len or add memory"));
-  // What-ifs change the model, not the deployment: every front end that reports a memory plan says so (W207).
-  if (const auto& s = d.d.kv_layer_sharing; s.on()) {
-    const i64 layers = static_cast<i64>(p.kv_layers.size());
-    i64 decoder_layers = 0;
-    for (const auto& st : p.stages) decoder_layers += st.num_layers;
-    r.push_back(warning("KVCAP-W207", "what-if --kv-layer-sharing " + s.describe() + ": " + std::to_string(layers) +
-                                          " of " + std::to_string(decoder_layers) + " layers hold a KV cache (" +
-                                          layer_sharing_source(s) +
-                                          "); not a vLLM option, and kvcap does not model its effect on quality"));
-  }
+  const auto what_ifs = check_what_ifs(p);
+  r.insert(r.end(), what_ifs.begin(), what_ifs.end());
   return r;
 }
 

@@ -152,6 +152,8 @@ SimulationRun run_simulation(const SimulationRequest& r) {
   if (auto f =
           check_rejections(run.result.requests_rejected, run.result.requests_arrived, r.speed.plan.dep.max_model_len))
     run.findings.push_back(*f);
+  const auto what_ifs = check_what_ifs(r.speed.plan);
+  run.findings.insert(run.findings.end(), what_ifs.begin(), what_ifs.end());
   if (auto f =
           check_truncations(run.result.requests_truncated, run.result.requests_arrived, r.speed.plan.dep.max_model_len))
     run.findings.push_back(*f);

@@ -44,6 +44,9 @@ bool has_errors(const std::vector<Finding>& findings);
 /// Whether vLLM would start with this memory plan: KV memory left at all (E101), one request of max_model_len
 /// fits (E102), the KV cache plus what else a rank holds fits in the device (E103, for --kv-cache-memory).
 std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p);
+/// What-ifs the plan carries (W207: --kv-layer-sharing), part of check_memory_plan; for front ends that do not
+/// report the memory plan's other findings (simulate).
+std::vector<Finding> check_what_ifs(const MemoryPlan& p);
 
 /// A batch of `batch` requests of prompt + output tokens on this plan: the context within max_model_len (E104),
 /// the batch's KV within the cache (E105), the batch within max_num_seqs (W201).
