@@ -50,12 +50,7 @@ std::optional<HostTierReport> host_tier_from(const po::variables_map& vm, const 
   const double gib = parse_real(vm["kv-offloading-size"].as<std::string>(), "--kv-offloading-size",
                                 "a size in GiB > 0 (vLLM's flag: all TP x PP ranks together)", kPositive, 1e9);
   const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
-  HostTierReport r;
-  try {
-    r.tier = plan_host_tier(plan, gpu, ctx.calibration, gib);
-  } catch (const SpecError& e) {
-    throw UsageError("--kv-offloading-size: " + e.reason());
-  }
+  HostTierReport r{plan_host_tier(plan, gpu, ctx.calibration, gib), {}};
   if (r.tier.link)
     for (const auto& c : plan.curve)
       if (c.context_tokens <= plan.dep.max_model_len) r.rows.push_back(compare_reload(ctx, r.tier, c.context_tokens));

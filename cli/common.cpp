@@ -276,6 +276,32 @@ std::string size_flags_given(const std::vector<std::string>& args) {
 }
 }  // namespace
 
+namespace {
+// One line: a flag's value may carry a line break or an escape sequence, shown as \n or \x1b.
+int report_usage_error(const std::string& name, const std::string& text) {
+  std::cerr << "kvcap " << name << ": error: " << escape::terminal_text(text) << "\n(see: kvcap " << name
+            << " --help)\n";
+  return kExitUsage;
+}
+
+int report_spec_error(const std::string& name, const SpecError& e) {
+  // Options the planner checks against the model and the deployment (what-ifs, the host tier): usage errors naming
+  // the flag.
+  static const std::array<std::pair<std::string_view, std::string_view>, 2> kFlagFields = {
+      {{"kv_layer_sharing", "--kv-layer-sharing"}, {"kv_offloading_size", "--kv-offloading-size"}}};
+  for (const auto& [field, flag] : kFlagFields)
+    if (e.field() == field) return report_usage_error(name, std::string(flag) + ": " + e.reason());
+  // A parallel layout or KV format vLLM's own config checks refuse (heads not divisible by TP, DCP beyond the
+  // KV-head replicas, nvfp4 KV without fp4 tensor cores): vLLM would not start, exit 3 as for E101/E102.
+  static const std::array<std::string_view, 4> kStartupFields = {"tensor_parallel_size", "pipeline_parallel_size",
+                                                                 "decode_context_parallel_size", "kv_cache_dtype"};
+  const bool startup = std::find(kStartupFields.begin(), kStartupFields.end(), e.field()) != kStartupFields.end();
+  std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what())
+            << (startup ? " (vLLM would not start)" : "") << "\n";
+  return startup ? kExitWouldNotStart : kExitFailed;
+}
+}  // namespace
+
 int run_guarded(const std::string& name, const std::function<int()>& run, const std::vector<std::string>& args) {
   try {
     const int rc = run();
@@ -290,10 +316,7 @@ int run_guarded(const std::string& name, const std::function<int()>& run, const 
     }
     return rc;
   } catch (const UsageError& e) {
-    // One line: a flag's value may carry a line break or an escape sequence, shown as \n or \x1b.
-    std::cerr << "kvcap " << name << ": error: " << escape::terminal_text(e.what()) << "\n(see: kvcap " << name
-              << " --help)\n";
-    return kExitUsage;
+    return report_usage_error(name, e.what());
   } catch (const FindingError& e) {
     print_findings(name, {e.finding});
     return e.finding.exit_code;
@@ -315,19 +338,7 @@ int run_guarded(const std::string& name, const std::function<int()>& run, const 
               << e.code().message() << "\n";
     return kExitFailed;
   } catch (const SpecError& e) {
-    // A parallel layout or KV format vLLM's own config checks refuse (heads not divisible by TP, DCP beyond the
-    // KV-head replicas, nvfp4 KV without fp4 tensor cores): vLLM would not start, exit 3 as for E101/E102.
-    static const std::array<std::string_view, 4> kStartupFields = {"tensor_parallel_size", "pipeline_parallel_size",
-                                                                   "decode_context_parallel_size", "kv_cache_dtype"};
-    const bool startup = std::find(kStartupFields.begin(), kStartupFields.end(), e.field()) != kStartupFields.end();
-    // What-if options the planner checks against the model: a usage error naming the flag (exit 2).
-    if (e.field() == "kv_layer_sharing") {
-      std::cerr << "kvcap " << name << ": error: --kv-layer-sharing: " << escape::terminal_lines(e.reason()) << "\n";
-      return kExitUsage;
-    }
-    std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what())
-              << (startup ? " (vLLM would not start)" : "") << "\n";
-    return startup ? kExitWouldNotStart : kExitFailed;
+    return report_spec_error(name, e);
   } catch (const std::bad_alloc&) {
     std::cerr << "kvcap " << name << ": error: out of memory (the input asks for more work or data than this "
               << "machine can hold; reduce it)\n";

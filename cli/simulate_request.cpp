@@ -266,11 +266,8 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
   if (!vm.count("kv-offloading-size")) return;
   r.kv_offloading_size_gib = parse_real(str(vm, "kv-offloading-size"), "--kv-offloading-size",
                                         "a size in GiB > 0 (vLLM's flag: all TP x PP ranks together)", kPositive, 1e9);
-  try {
-    (void)sim::config_for(r);  // the host tier's checks (one KV group, a known link, prefix caching) as a usage error
-  } catch (const SpecError& e) {
-    if (e.field() == "kv_offloading_size") throw UsageError("--kv-offloading-size: " + e.reason());
-  }
+  sim::ReplicaConfig checked;
+  sim::apply_host_tier(r, checked);  // its checks before anything runs (run_guarded names the flag)
 }
 
 /// --timeline, --timeline-interval, --requests-out: refuses a timeline of more than 2,000,000 rows (~120 MB)

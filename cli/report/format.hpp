@@ -8,4 +8,9 @@ enum class Format { table, json, csv };
 /// --format's value; UsageError for anything else (csv only where `allow_csv`).
 Format parse_format(const std::string& s, bool allow_csv = true);
 
+/// `s` right-aligned in a table column of `w` characters (unchanged when longer).
+inline std::string padl(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+
 }  // namespace kvcap::cli

@@ -6,6 +6,7 @@
 
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
+#include "report/format.hpp"
 
 namespace kvcap::cli {
 
@@ -15,10 +16,6 @@ std::string millis(double s) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f ms", s * 1e3);
   return b;
-}
-
-std::string padl(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
 }
 
 // "PCIe Gen5 x16, calibrated: 53.7 GB/s + 2.7 us per copy" or the datasheet's figure and what it leaves out.

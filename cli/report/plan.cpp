@@ -34,8 +34,9 @@ std::string row(const std::string& label, const std::string& value, int width = 
   return l + value + "\n";
 }
 // "12.50x"; "unbounded" (no "x") when the shared prefix covers the whole request and it holds no KV of its own.
-std::string times(double v) { return std::isinf(v) ? "unbounded" : fixed(v, 2) + "x"; }
-std::string padl(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string times(double v) {
+  return std::isinf(v) ? "unbounded" : fixed(v, 2) + "x";
+}
 }  // namespace
 
 namespace {

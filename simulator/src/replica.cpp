@@ -194,9 +194,8 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   const i64 gpu_hit_blocks = static_cast<i64>(hits_.size());
   // The hit continues in the host tier (vLLM's offloading connector, get_num_new_matched_tokens): those blocks get
   // GPU blocks now and are copied in before the request runs.
-  const i64 host_hit_blocks = kv_.host_capacity() > 0 && (r.prefix_group >= 0 || r.conversation >= 0)
-                                  ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1)
-                                  : 0;
+  const i64 host_hit_blocks =
+      kv_.host_capacity() > 0 ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1) : 0;
   const i64 hit_tokens = (gpu_hit_blocks + host_hit_blocks) * cfg_.block_size;
   const i64 n = host_hit_blocks > 0 ? 0 : std::min(r.num_tokens - hit_tokens, budget);
   const i64 need = kv_.blocks_to_allocate(hits_.size(), hit_tokens + n);

@@ -59,6 +59,20 @@ void check_fits(const MemoryPlan& plan) {
                         " tokens per replica); vLLM would refuse to start: lower --max-model-len or add memory");
 }
 
+void apply_host_tier(const SimulationRequest& r, ReplicaConfig& c) {
+  if (r.kv_offloading_size_gib <= 0) return;
+  if (!r.prefix_caching)
+    throw SpecError("kv_offloading_size", "the host tier serves prefix-cache hits: it needs prefix caching on");
+  const MemoryPlan& plan = r.speed.plan;
+  const HostTier t = plan_host_tier(plan, r.speed.gpu, r.speed.calibration, r.kv_offloading_size_gib);
+  if (!t.link)
+    throw SpecError("kv_offloading_size",
+                    "the reload time is unknown: the GPU profile has no host_link, and no "
+                    "calibration measured the link (kvcap calibrate on that GPU)");
+  c.host_blocks = t.num_blocks;
+  c.host_reload_s_per_block = reload_time_s(t, plan.dep.block_size, plan.dep.block_size);
+}
+
 SimConfig config_for(const SimulationRequest& r) {
   const MemoryPlan& plan = r.speed.plan;
   check_fits(plan);
@@ -67,17 +81,7 @@ SimConfig config_for(const SimulationRequest& r) {
   cfg.replica.allocator = r.allocator;
   cfg.replica.prefix_caching = r.prefix_caching;
   cfg.replica.num_scheduler_steps = r.num_scheduler_steps;
-  if (r.kv_offloading_size_gib > 0) {
-    if (!r.prefix_caching)
-      throw SpecError("kv_offloading_size", "the host tier serves prefix-cache hits: it needs prefix caching on");
-    const HostTier t = plan_host_tier(plan, r.speed.gpu, r.speed.calibration, r.kv_offloading_size_gib);
-    if (!t.link)
-      throw SpecError("kv_offloading_size",
-                      "the reload time is unknown: the GPU profile has no host_link, and no "
-                      "calibration measured the link (kvcap calibrate on that GPU)");
-    cfg.replica.host_blocks = t.num_blocks;
-    cfg.replica.host_reload_s_per_block = reload_time_s(t, plan.dep.block_size, plan.dep.block_size);
-  }
+  apply_host_tier(r, cfg.replica);
   cfg.num_replicas = r.replicas ? *r.replicas : static_cast<std::uint32_t>(plan.dep.replicas);
   cfg.router = r.router;
   cfg.slo = r.workload.slo;

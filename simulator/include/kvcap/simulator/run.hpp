@@ -57,6 +57,11 @@ struct SimulationRequest {
 /// SpecError when one request of max_model_len does not fit the plan's KV cache (vLLM would refuse to start).
 void check_fits(const MemoryPlan& plan);
 
+/// The host KV tier of `r.kv_offloading_size_gib` (nothing when 0) into `c`: its blocks per replica and the reload
+/// time of one block (planner/host_tier.hpp). SpecError ("kv_offloading_size") without prefix caching, for a model
+/// of several KV groups, or when no host-link rate is known.
+void apply_host_tier(const SimulationRequest& r, ReplicaConfig& c);
+
 /// The configuration a request runs with: replica_config(plan) with the overrides, the closed loop, the engine
 /// profile's front-end cost and the stagger (apply_speed_model). check_fits first.
 SimConfig config_for(const SimulationRequest& r);
