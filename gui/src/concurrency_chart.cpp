@@ -270,6 +270,10 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
     if (dep.decode_context_parallel_size > 1)
       extra += QStringLiteral(" \u00b7 DCP %1").arg(dep.decode_context_parallel_size);
     if (dep.enable_expert_parallel) extra += QStringLiteral(" \u00b7 EP");
+    // A what-if changes the model: the title says so (W207 in the error panel says why).
+    if (dep.kv_layer_sharing.on())
+      extra +=
+          QStringLiteral(" \u00b7 what-if KV sharing %1").arg(QString::fromStdString(dep.kv_layer_sharing.describe()));
     chart_->setTitle(
         QStringLiteral(
             "Maximum concurrency vs context length \u2014 %1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4%5 \u00b7 KV %6")

@@ -68,6 +68,7 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
   if (d.mamba_ssm_cache_dtype != DType::auto_)
     add("--mamba-ssm-cache-dtype", std::string(name(d.mamba_ssm_cache_dtype)));
   if (d.vllm_version != def.vllm_version) add("--vllm-version", d.vllm_version);
+  if (d.kv_layer_sharing.on()) add("--kv-layer-sharing", d.kv_layer_sharing.describe());
   return f;
 }
 

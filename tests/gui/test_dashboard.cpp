@@ -403,6 +403,14 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   // The planner's answer for the EP deployment: each of the 4 data-parallel replicas keeps its own KV.
   const auto plan = plan_memory(profiles::resolve_model("deepseek-v2-lite"), profiles::resolve_gpu("h100-sxm"), d);
   CHECK(plan.dep.expert_parallel_size == 8);
+  // A what-if (no control for it) is kept, named in the command and marked in the chart's title.
+  s = w.controls()->settings();
+  s.models = {"llama-3.1-8b"};
+  s.deployment = Deployment{};
+  s.deployment.kv_layer_sharing.kind = Deployment::LayerSharing::Kind::cla;
+  w.controls()->set_settings(s);
+  CHECK_THAT(w.plan_command_text().toStdString(), Catch::Contains("--kv-layer-sharing cla:2"));
+  CHECK_THAT(w.concurrency_chart()->chart()->title().toStdString(), Catch::Contains("what-if KV sharing cla:2"));
   // Only vLLM's block sizes are offered.
   CHECK(child<QComboBox>(w, "blockSize")->findData(256) < 0);
   CHECK(child<QComboBox>(w, "blockSize")->findData(128) >= 0);
