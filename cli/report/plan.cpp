@@ -59,6 +59,8 @@ void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::siz
     o << row("- weights (" + std::string(name(d.weight_dtype)) + ", 1/" + std::to_string(d.d.tensor_parallel_size) +
                  " of the sharded tensors)",
              padl(gib(static_cast<double>(st.weights_bytes)), 8));
+    if (st.vision_weights_bytes > 0)
+      o << row("    of which the vision encoder", padl(gib(static_cast<double>(st.vision_weights_bytes)), 8));
     o << row("- activation peak (" + grouped(static_cast<u64>(d.max_num_batched_tokens)) + " tokens, " +
                  std::to_string(std::min(d.max_num_seqs, d.max_num_batched_tokens)) + " seqs)",
              padl(gib(static_cast<double>(st.activation_peak_bytes)), 8));
@@ -126,8 +128,13 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     o << "  what-if: KV layer sharing " << d.d.kv_layer_sharing.describe() << " (" << p.kv_layers.size()
       << " layers hold a KV cache; not a vLLM option, quality not modelled)\n";
   o << "  " << billions(static_cast<double>(p.params.total)) << " parameters";
-  if (p.params.active != p.params.total)
-    o << " (" << billions(static_cast<double>(p.params.active)) << " active per token)";
+  std::string about;
+  if (p.params.active != p.params.total - p.params.vision)
+    about = billions(static_cast<double>(p.params.active)) + " active per token";
+  if (p.params.vision > 0)
+    about += (about.empty() ? "" : "; ") + billions(static_cast<double>(p.params.vision)) + " vision encoder" +
+             (d.d.language_model_only ? ", not loaded with --language-model-only" : "");
+  if (!about.empty()) o << " (" << about << ")";
   o << ", " << m.num_layers << " layers, " << attention_desc(m) << "\n\n";
 
   for (std::size_t i = 0; i < p.stages.size(); ++i) stage_rows(o, g, p, i);
@@ -152,6 +159,24 @@ nlohmann::ordered_json what_if_json(const MemoryPlan& p) {
                        {"source", layer_sharing_source(s)}});
   return what_if;
 }
+nlohmann::ordered_json deployment_json(const ResolvedDeployment& d) {
+  return {{"num_gpus", d.d.num_gpus},
+          {"tensor_parallel_size", d.d.tensor_parallel_size},
+          {"pipeline_parallel_size", d.d.pipeline_parallel_size},
+          {"decode_context_parallel_size", d.d.decode_context_parallel_size},
+          {"replicas", d.replicas},
+          {"gpu_memory_utilization", d.d.gpu_memory_utilization},
+          {"dtype", std::string(name(d.dtype))},
+          {"weight_dtype", std::string(name(d.weight_dtype))},
+          {"kv_cache_dtype", std::string(name(d.kv_dtype))},
+          {"block_size", d.block_size},
+          {"expert_parallel_size", d.expert_parallel_size},
+          {"max_model_len", d.max_model_len},
+          {"max_num_batched_tokens", d.max_num_batched_tokens},
+          {"max_num_seqs", d.max_num_seqs},
+          {"shared_prefix_tokens", d.d.shared_prefix_tokens},
+          {"language_model_only", d.d.language_model_only}};
+}
 }  // namespace
 
 nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p,
@@ -160,24 +185,14 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
   const auto& d = p.dep;
   const auto& bind = p.stages[p.binding_stage];
   J j;
-  j["model"] = {{"name", m.name}, {"display_name", m.display_name}, {"params_total", p.params.total},
-                {"params_active", p.params.active}, {"num_layers", m.num_layers}};
+  j["model"] = {{"name", m.name},
+                {"display_name", m.display_name},
+                {"params_total", p.params.total},
+                {"params_active", p.params.active},
+                {"params_vision", p.params.vision},
+                {"num_layers", m.num_layers}};
   j["gpu"] = {{"name", g.name}, {"display_name", g.display_name}, {"memory_bytes", g.memory_bytes}};
-  j["deployment"] = {{"num_gpus", d.d.num_gpus},
-                     {"tensor_parallel_size", d.d.tensor_parallel_size},
-                     {"pipeline_parallel_size", d.d.pipeline_parallel_size},
-                     {"decode_context_parallel_size", d.d.decode_context_parallel_size},
-                     {"replicas", d.replicas},
-                     {"gpu_memory_utilization", d.d.gpu_memory_utilization},
-                     {"dtype", std::string(name(d.dtype))},
-                     {"weight_dtype", std::string(name(d.weight_dtype))},
-                     {"kv_cache_dtype", std::string(name(d.kv_dtype))},
-                     {"block_size", d.block_size},
-                     {"expert_parallel_size", d.expert_parallel_size},
-                     {"max_model_len", d.max_model_len},
-                     {"max_num_batched_tokens", d.max_num_batched_tokens},
-                     {"max_num_seqs", d.max_num_seqs},
-                     {"shared_prefix_tokens", d.d.shared_prefix_tokens}};
+  j["deployment"] = deployment_json(d);
   j["what_if"] = what_if_json(p);
   j["kv_bytes_per_token_per_rank"] = p.kv_bytes_per_token_per_rank;
   j["memory"] = {{"total_bytes", g.memory_bytes},
@@ -193,6 +208,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                       {"first_layer", st.first_layer},
                       {"num_layers", st.num_layers},
                       {"weights_bytes", st.weights_bytes},
+                      {"vision_weights_bytes", st.vision_weights_bytes},
                       {"available_kv_bytes", st.available_kv_bytes},
                       {"kv_bytes_per_token", st.kv_bytes_per_token},
                       {"num_blocks", st.num_blocks}});

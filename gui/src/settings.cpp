@@ -38,6 +38,7 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
   if (d.decode_context_parallel_size != def.decode_context_parallel_size)
     add("--decode-context-parallel-size", std::to_string(d.decode_context_parallel_size));
   if (d.enable_expert_parallel) f.emplace_back("--enable-expert-parallel");
+  if (d.language_model_only) f.emplace_back("--language-model-only");
   if (d.gpu_memory_utilization != def.gpu_memory_utilization)
     add("--gpu-memory-utilization", exact(d.gpu_memory_utilization));
   if (d.dtype != DType::auto_) add("--dtype", std::string(name(d.dtype)));

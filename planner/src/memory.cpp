@@ -123,17 +123,33 @@ u64 default_non_torch_bytes(const ModelSpec&, const ResolvedDeployment& d) {
   return (133 + (comm ? 430 : 0)) * kMiB;
 }
 
+namespace {
+u64 tensor_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, const std::vector<WeightTensor>& ts) {
+  u64 bytes = 0;
+  for (const auto& t : ts) {
+    const DType dt = t.quantizable ? d.weight_dtype : d.dtype;
+    bytes = add(bytes, weight_bytes(dt, u(elements_per_rank(m, t, d.d.tensor_parallel_size, d.expert_parallel_size))),
+                "weight bytes per rank");
+  }
+  return bytes;
+}
+}  // namespace
+
+u64 vision_weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 stage) {
+  // A multimodal model's vision encoder is built on the first stage (vLLM's multimodal models hold it outside the
+  // pipeline-parallel language model); --language-model-only does not build it.
+  if (stage != 0 || d.d.language_model_only) return 0;
+  return tensor_bytes_per_rank(m, d, vision_tensors(m));
+}
+
 u64 weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 stage) {
-  const i64 tp = d.d.tensor_parallel_size, pp = d.d.pipeline_parallel_size;
+  const i64 pp = d.d.pipeline_parallel_size;
   const auto layers = layers_per_stage(m.num_layers, pp);
   i64 first = 0;
   for (i64 s = 0; s < stage; ++s) first += layers[static_cast<std::size_t>(s)];
-  u64 bytes = 0;
+  u64 bytes = vision_weights_bytes_per_rank(m, d, stage);
   auto account = [&](const std::vector<WeightTensor>& ts) {
-    for (const auto& t : ts) {
-      const DType dt = t.quantizable ? d.weight_dtype : d.dtype;
-      bytes = add(bytes, weight_bytes(dt, u(elements_per_rank(m, t, tp, d.expert_parallel_size))), "weight bytes per rank");
-    }
+    bytes = add(bytes, tensor_bytes_per_rank(m, d, ts), "weight bytes per rank");
   };
   for (i64 l = first; l < first + layers[static_cast<std::size_t>(stage)]; ++l) account(layer_tensors(m, l));
   if (stage == 0) account(embedding_tensors(m));
@@ -212,6 +228,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     st.num_layers = layers[static_cast<std::size_t>(s)];
     st.requested_bytes = requested;
     st.weights_bytes = weights_bytes_per_rank(m, d, s);
+    st.vision_weights_bytes = vision_weights_bytes_per_rank(m, d, s);
     st.activation_peak_bytes = act;
     st.non_torch_bytes = non_torch;
     if (!d.d.kv_cache_memory_bytes.empty()) {

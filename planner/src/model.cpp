@@ -192,6 +192,22 @@ void validate(const ModelSpec& m) {
     throw SpecError("intermediate_size", "must be a positive integer for a dense model");
   }
   positive(m.norms_per_layer + 1, "norms_per_layer");
+  if (m.vision.enabled()) {
+    const auto& v = m.vision;
+    positive(v.hidden_size, "vision.hidden_size");
+    positive(v.num_layers, "vision.num_layers");
+    positive(v.intermediate_size, "vision.intermediate_size");
+    positive(v.patch_size, "vision.patch_size");
+    positive(v.num_channels, "vision.num_channels");
+    if (v.image_size < v.patch_size)
+      throw SpecError("vision.image_size", "must be at least patch_size (" + std::to_string(v.patch_size) + "), got " +
+                                               std::to_string(v.image_size));
+    if (v.kind == VisionSpec::Kind::llama4) {
+      positive(v.projector_input_dim, "vision.projector_input_dim");
+      positive(v.projector_output_dim, "vision.projector_output_dim");
+      positive(v.output_dim, "vision.output_dim");
+    }
+  }
 }
 
 }  // namespace kvcap

@@ -40,7 +40,8 @@ const std::map<std::string, std::vector<std::string>>& deployment_keys() {
         "kv_cache_memory_bytes",
         "activation_peak_bytes",
         "non_torch_bytes",
-        "shared_prefix_tokens"}},
+        "shared_prefix_tokens",
+        "language_model_only"}},
   };
   return k;
 }
@@ -171,6 +172,7 @@ DeploymentProfile deployment_from_yaml(Ctx& c, const YAML::Node& map, const std:
   if (auto v = get_int(c, map, path, "activation_peak_bytes", false, 0, kMaxBytes)) d.activation_peak_bytes = static_cast<u64>(*v);
   if (auto v = get_int(c, map, path, "non_torch_bytes", false, 0, kMaxBytes)) d.non_torch_bytes = static_cast<u64>(*v);
   if (auto v = get_tokens(c, map, path, "shared_prefix_tokens", false, 0)) d.shared_prefix_tokens = *v;
+  if (auto v = get_bool(c, map, path, "language_model_only", false)) d.language_model_only = *v;
   return p;
 }
 

@@ -107,6 +107,7 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
     d.shared_prefix_tokens =
         text("shared-prefix-tokens") == "0" ? 0 : parse_tokens(text("shared-prefix-tokens"), "--shared-prefix-tokens");
   if (given("enable-expert-parallel")) d.enable_expert_parallel = true;
+  if (given("language-model-only")) d.language_model_only = true;
   const bool off = given("disable-hybrid-kv-cache-manager"), on = given("hybrid-chunked-local");
   if (off && on)
     throw InputError("--disable-hybrid-kv-cache-manager and --hybrid-chunked-local contradict each other; give one");

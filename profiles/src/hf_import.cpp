@@ -317,6 +317,32 @@ bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool 
   }
   return true;
 }
+// vision_config of Gemma 3 (SiglipVisionConfig) and Llama 4 (Llama4VisionConfig). Every dimension is required:
+// a partial vision_config is an error at the missing key rather than a tower sized from guessed defaults.
+void vision_encoder(Ctx& c, const YAML::Node& v, const std::string& type, ModelSpec& m) {
+  const std::string p = "vision_config";
+  auto& s = m.vision;
+  s.kind = type == "gemma3" ? VisionSpec::Kind::siglip : VisionSpec::Kind::llama4;
+  set(s.hidden_size, get_int(c, v, p, "hidden_size", true, 1, kMaxDim));
+  set(s.num_layers, get_int(c, v, p, "num_hidden_layers", true, 1, 1'000'000));
+  set(s.intermediate_size, get_int(c, v, p, "intermediate_size", true, 1, kMaxDim));
+  set(s.patch_size, get_int(c, v, p, "patch_size", true, 1, 1'000'000));
+  set(s.image_size, get_int(c, v, p, "image_size", true, 1, 1'000'000));
+  set(s.num_channels, get_int(c, v, p, "num_channels", false, 1, 1'000));
+  if (s.kind == VisionSpec::Kind::siglip) {
+    // SiglipVisionTransformer: use_head = config.vision_use_head when the key exists, else true.
+    s.use_head = true;
+    set(s.use_head, get_bool(c, v, p, "vision_use_head", false));
+  } else {
+    set(s.projector_input_dim, get_int(c, v, p, "projector_input_dim", true, 1, kMaxDim));
+    set(s.projector_output_dim, get_int(c, v, p, "projector_output_dim", true, 1, kMaxDim));
+    set(s.output_dim, get_int(c, v, p, "vision_output_dim", true, 1, kMaxDim));
+    if (auto b = get_bool(c, v, p, "multi_modal_projector_bias", false); b && *b)
+      c.error(v["multi_modal_projector_bias"], p + ".multi_modal_projector_bias",
+              "a Llama 4 vision adapter with biases is not modelled (every published Llama 4 config has false)");
+  }
+}
+
 }  // namespace
 
 // One pass over config.json in the order transformers resolves it (family, text_config, defaults, attention, hybrids,
@@ -651,6 +677,10 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   const bool dense_layers_too = t == "deepseek_v2" || t == "deepseek_v3" || t == "deepseek_v32" || t == "glm4_moe" || t == "jamba" ||
                                 (t == "llama4_text" && m.moe.layer_frequency > 1);
   if (m.moe.enabled() && !dense_layers_too) m.intermediate_size = 0;
+
+  // The vision encoder vLLM builds beside the language model (weights only), from vision_config.
+  if (present(root, "vision_config") && root["vision_config"].IsMap() && (*type == "gemma3" || *type == "llama4"))
+    vision_encoder(c, root["vision_config"], *type, m);
 
   // Checkpoint weight format (vLLM reads quantization_config).
   if (present(root, "quantization_config")) {

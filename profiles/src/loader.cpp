@@ -36,6 +36,7 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
         "linear_attention",
         "moe",
         "mlp",
+        "vision",
         "published_params"}},
       {"attention",
        {"type", "num_heads", "num_kv_heads", "head_dim", "qkv_bias", "o_bias", "qk_norm", "sinks", "sliding_window",
@@ -50,6 +51,9 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
         "first_dense_layers", "layer_frequency", "layer_offset", "router_bias", "expert_bias", "score_correction_bias",
         "shared_expert_gate"}},
       {"mlp", {"gated", "bias"}},
+      {"vision",
+       {"kind", "hidden_size", "num_layers", "intermediate_size", "patch_size", "image_size", "num_channels",
+        "use_head", "projector_input_dim", "projector_output_dim", "output_dim"}},
       {"published_params", {"total", "active", "tolerance"}},
   };
   return k;
@@ -247,6 +251,32 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   check_keys(c, mlp, "mlp", keys.at("mlp"));
   set(m.mlp_gated, get_bool(c, mlp, "mlp", "gated", false));
   set(m.mlp_bias, get_bool(c, mlp, "mlp", "bias", false));
+
+  // The vision encoder of a multimodal checkpoint (weights only; --language-model-only leaves it out).
+  const YAML::Node vis = get_map(c, root, "", "vision", false);
+  check_keys(c, vis, "vision", keys.at("vision"));
+  if (auto k = get_string(c, vis, "vision", "kind", vis.IsMap())) {
+    if (*k == "siglip")
+      m.vision.kind = VisionSpec::Kind::siglip;
+    else if (*k == "llama4")
+      m.vision.kind = VisionSpec::Kind::llama4;
+    else
+      c.error(vis["kind"], "vision.kind", "expected siglip (Gemma 3) or llama4 (Llama 4), got '" + *k + "'");
+  }
+  const bool vis_on = m.vision.enabled(), l4 = m.vision.kind == VisionSpec::Kind::llama4;
+  set(m.vision.hidden_size, get_int(c, vis, "vision", "hidden_size", vis_on, 1, kMaxDim));
+  set(m.vision.num_layers, get_int(c, vis, "vision", "num_layers", vis_on, 1, 1'000'000));
+  set(m.vision.intermediate_size, get_int(c, vis, "vision", "intermediate_size", vis_on, 1, kMaxDim));
+  set(m.vision.patch_size, get_int(c, vis, "vision", "patch_size", vis_on, 1, 1'000'000));
+  set(m.vision.image_size, get_int(c, vis, "vision", "image_size", vis_on, 1, 1'000'000));
+  set(m.vision.num_channels, get_int(c, vis, "vision", "num_channels", false, 1, 1'000));
+  set(m.vision.use_head, get_bool(c, vis, "vision", "use_head", false));
+  set(m.vision.projector_input_dim, get_int(c, vis, "vision", "projector_input_dim", l4, 1, kMaxDim));
+  set(m.vision.projector_output_dim, get_int(c, vis, "vision", "projector_output_dim", l4, 1, kMaxDim));
+  set(m.vision.output_dim, get_int(c, vis, "vision", "output_dim", l4, 1, kMaxDim));
+  for (const char* k : {"projector_input_dim", "projector_output_dim", "output_dim"})
+    if (vis_on && !l4 && present(vis, k)) c.error(vis[k], std::string("vision.") + k, "only valid with kind llama4");
+  if (l4 && present(vis, "use_head")) c.error(vis["use_head"], "vision.use_head", "only valid with kind siglip");
 
   const YAML::Node pub = get_map(c, root, "", "published_params", false);
   check_keys(c, pub, "published_params", keys.at("published_params"));

@@ -144,6 +144,23 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
     if (e.shared_expert_gate) o << "  shared_expert_gate: true\n";
   }
   if (!m.mlp_gated || m.mlp_bias) o << "mlp:\n  gated: " << b(m.mlp_gated) << "\n  bias: " << b(m.mlp_bias) << "\n";
+  if (m.vision.enabled()) {
+    const auto& v = m.vision;
+    o << "vision:                     # vision_config: the vision encoder vLLM loads (--language-model-only: not)\n";
+    o << "  kind: " << (v.kind == VisionSpec::Kind::siglip ? "siglip" : "llama4") << "\n";
+    o << "  hidden_size: " << v.hidden_size << "\n";
+    o << "  num_layers: " << v.num_layers << "\n";
+    o << "  intermediate_size: " << v.intermediate_size << "\n";
+    o << "  patch_size: " << v.patch_size << "\n";
+    o << "  image_size: " << v.image_size << "\n";
+    if (v.num_channels != 3) o << "  num_channels: " << v.num_channels << "\n";
+    if (v.use_head) o << "  use_head: true\n";
+    if (v.kind == VisionSpec::Kind::llama4) {
+      o << "  projector_input_dim: " << v.projector_input_dim << "\n";
+      o << "  projector_output_dim: " << v.projector_output_dim << "\n";
+      o << "  output_dim: " << v.output_dim << "             # vision_output_dim\n";
+    }
+  }
   if (m.published_params_total > 0) {
     o << "published_params:\n  total: " << num(m.published_params_total) << "\n";
     if (m.published_params_active > 0) o << "  active: " << num(m.published_params_active) << "\n";

@@ -110,6 +110,8 @@ kvcap_golden(err_size_users_twice 2 size --model llama-3.1-8b --prompt-tokens 1K
 kvcap_golden(plan_qwen3_next 0 plan --model qwen3-next-80b-a3b --gpu h200 --tensor-parallel-size 2 --max-model-len 32K --contexts 4K,32K)
 # Expert parallelism: DeepSeek-V3 as DP 8 / EP 8 on 8 H200s.
 kvcap_golden(plan_deepseek_ep8 0 plan --model deepseek-v3 --gpu h200 --num-gpus 8 --enable-expert-parallel --max-model-len 128K --contexts 32K,128K)
+kvcap_golden(plan_gemma3_vision 0 plan --model gemma-3-27b --gpu h100-sxm --tensor-parallel-size 2 --contexts 8K,128K)
+kvcap_golden(plan_gemma3_language_model_only 0 plan --model gemma-3-27b --gpu h100-sxm --tensor-parallel-size 2 --language-model-only --contexts 8K,128K)
 # Commands that had no golden before the front ends became thin shells (issue 12): the scorecard over the published
 # measurements (its MAPEs are those docs/accuracy.md records), the built-in list, a workload file in the text grammar.
 kvcap_golden(accuracy_scorecard 0 accuracy --fixtures %FIXTURES%)

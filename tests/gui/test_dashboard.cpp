@@ -383,6 +383,7 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   s.deployment.max_model_len = 32768;
   s.deployment.vllm_version = "0.10";
   s.deployment.mamba_cache_mode = Deployment::MambaCache::none;
+  s.deployment.language_model_only = true;
   w.controls()->set_settings(s);
   CHECK(child<QCheckBox>(w, "enableExpertParallel")->isChecked());
   CHECK(child<QSpinBox>(w, "decodeContextParallelSize")->value() == 2);
@@ -393,6 +394,7 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   CHECK(d.decode_context_parallel_size == 2);
   CHECK(d.max_model_len == 32768);
   CHECK(d.vllm_version == "0.10");
+  CHECK(d.language_model_only);
   CHECK(d.gpu_memory_utilization == Approx(0.8));
   const std::string cmd = w.plan_command_text().toStdString();
   CHECK_THAT(cmd, Catch::Contains("--enable-expert-parallel"));
@@ -400,6 +402,7 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   CHECK_THAT(cmd, Catch::Contains("--max-model-len 32768"));
   CHECK_THAT(cmd, Catch::Contains("--vllm-version 0.10"));
   CHECK_THAT(cmd, Catch::Contains("--mamba-cache-mode none"));
+  CHECK_THAT(cmd, Catch::Contains("--language-model-only"));
   // The planner's answer for the EP deployment: each of the 4 data-parallel replicas keeps its own KV.
   const auto plan = plan_memory(profiles::resolve_model("deepseek-v2-lite"), profiles::resolve_gpu("h100-sxm"), d);
   CHECK(plan.dep.expert_parallel_size == 8);

@@ -44,12 +44,21 @@ TEST_CASE("derived parameter counts match the published ones", "[profiles][param
 }
 
 TEST_CASE("each built-in model equals the import of its config.json", "[profiles][hf]") {
-  const std::pair<const char*, const char*> pairs[] = {
-      {"llama-2-7b", "Llama-2-7b-hf"},         {"llama-2-70b", "Llama-2-70b-hf"},   {"llama-3-8b", "Meta-Llama-3-8B"},
-      {"llama-3-70b", "Meta-Llama-3-70B"},     {"llama-3.1-8b", "Llama-3.1-8B"},    {"llama-3.1-70b", "Llama-3.1-70B"},
-      {"llama-3.1-405b", "Llama-3.1-405B"},    {"mistral-7b-v0.1", "Mistral-7B-v0.1"},
-      {"mistral-7b-v0.3", "Mistral-7B-Instruct-v0.3"}, {"mixtral-8x7b", "Mixtral-8x7B-v0.1"},
-      {"mixtral-8x22b", "Mixtral-8x22B-v0.1"}, {"deepseek-v2-lite", "DeepSeek-V2-Lite"}, {"deepseek-v3", "DeepSeek-V3"}};
+  const std::pair<const char*, const char*> pairs[] = {{"llama-2-7b", "Llama-2-7b-hf"},
+                                                       {"llama-2-70b", "Llama-2-70b-hf"},
+                                                       {"llama-3-8b", "Meta-Llama-3-8B"},
+                                                       {"llama-3-70b", "Meta-Llama-3-70B"},
+                                                       {"llama-3.1-8b", "Llama-3.1-8B"},
+                                                       {"llama-3.1-70b", "Llama-3.1-70B"},
+                                                       {"llama-3.1-405b", "Llama-3.1-405B"},
+                                                       {"mistral-7b-v0.1", "Mistral-7B-v0.1"},
+                                                       {"mistral-7b-v0.3", "Mistral-7B-Instruct-v0.3"},
+                                                       {"mixtral-8x7b", "Mixtral-8x7B-v0.1"},
+                                                       {"mixtral-8x22b", "Mixtral-8x22B-v0.1"},
+                                                       {"deepseek-v2-lite", "DeepSeek-V2-Lite"},
+                                                       {"deepseek-v3", "DeepSeek-V3"},
+                                                       {"gemma-3-27b", "gemma-3-27b-it"},
+                                                       {"llama-4-scout", "Llama-4-Scout-17B-16E"}};
   for (const auto& [name, file] : pairs) {
     INFO(name);
     const auto b = profiles::resolve_model(name);
@@ -64,10 +73,12 @@ TEST_CASE("each built-in model equals the import of its config.json", "[profiles
     CHECK(b.max_position_embeddings == h.max_position_embeddings);
     CHECK(b.quantization == h.quantization);
     CHECK(param_counts(b).total == param_counts(h).total);
+    CHECK(param_counts(b).vision == param_counts(h).vision);
     CHECK(kv_elements_per_token_per_layer(b, 1) == kv_elements_per_token_per_layer(h, 1));
     // And the writer round-trips.
     const auto again = profiles::parse_model(profiles::to_yaml(h), "roundtrip.yaml");
     CHECK(param_counts(again).total == param_counts(h).total);
+    CHECK(param_counts(again).vision == param_counts(h).vision);
     CHECK(again.layer_pattern == h.layer_pattern);
   }
 }

@@ -18,6 +18,7 @@ TEST_CASE("deployment flags: vLLM names, the value grammar, absent flags keep th
                                               {"kv-cache-dtype", "fp8"},
                                               {"kv-cache-memory", "10GiB,12GiB"},
                                               {"enable-expert-parallel", ""},
+                                              {"language-model-only", ""},
                                               {"mamba-cache-mode", "none"}},
                                              base);
   CHECK(d.tensor_parallel_size == 4);
@@ -26,6 +27,8 @@ TEST_CASE("deployment flags: vLLM names, the value grammar, absent flags keep th
   CHECK(d.kv_cache_dtype == DType::fp8);
   CHECK(d.kv_cache_memory_bytes == std::vector<u64>{10ull << 30, 12ull << 30});
   CHECK(d.enable_expert_parallel);
+  CHECK(d.language_model_only);
+  CHECK_FALSE(base.language_model_only);
   CHECK(d.mamba_cache_mode == Deployment::MambaCache::none);
   CHECK(d.block_size == 32);               // from the base
   CHECK(d.gpu_memory_utilization == 0.8);  // from the base

@@ -170,9 +170,22 @@ TEST_CASE("huge numbers, NaN, infinities, negative values and wrong types", "[ha
   const std::string dep = "kind: deployment\nname: d\nmodel: llama-3.1-8b\ngpu: h100-sxm\n";
   for (const char* bad : {"gpu_memory_utilization: .nan", "gpu_memory_utilization: -0.5", "gpu_memory_utilization: 0",
                           "num_gpus: -8", "num_gpus: 1e12", "max_model_len: -1", "max_model_len: 1e30", "block_size: 0",
-                          "kv_cache_memory_bytes: -1", "kv_cache_memory_bytes: [1, x]", "max_num_seqs: .inf"}) {
+                          "kv_cache_memory_bytes: -1", "kv_cache_memory_bytes: [1, x]", "max_num_seqs: .inf",
+                          "language_model_only: 1", "language_model_only: yes please"}) {
     INFO(bad);
     CHECK_THROWS_AS(profiles::parse_deployment(dep + bad + "\n", "d.yaml"), ProfileError);
+  }
+  CHECK(profiles::parse_deployment(dep + "language_model_only: true\n", "d.yaml").deployment.language_model_only);
+  // A model profile's vision section: a kind kvcap does not model is an error at the key.
+  const std::string model = profiles::to_yaml(profiles::resolve_model("gemma-3-27b"));
+  CHECK(profiles::parse_model(model, "m.yaml").vision.kind == VisionSpec::Kind::siglip);
+  const auto at = model.find("kind: siglip");
+  REQUIRE(at != std::string::npos);
+  try {
+    (void)profiles::parse_model(model.substr(0, at) + "kind: clip" + model.substr(at + 12), "m.yaml");
+    FAIL("accepted");
+  } catch (const ProfileError& e) {
+    CHECK(e.diagnostics().at(0).key_path == "vision.kind");
   }
 }
 

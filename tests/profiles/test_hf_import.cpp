@@ -340,3 +340,61 @@ TEST_CASE("first_k_dense_replace must leave layers with experts", "[hf]") {
   CHECK_THROWS_WITH(imp(cfg + "999}"),
                     Catch::Contains("first_k_dense_replace (moe.first_dense_layers): 999 dense layers first, of 27"));
 }
+
+TEST_CASE("multimodal checkpoints: the vision encoder vLLM loads is counted and held on the first stage",
+          "[hf][vision]") {
+  const std::string dir = std::string(KVCAP_FIXTURES) + "/hf/";
+  // The Hub's safetensors counts of the published checkpoints, vision towers included: google/gemma-3-27b-it
+  // 27,432,406,640 (keras-hub's gemma3 presets state the same), meta-llama/Llama-4-Scout-17B-16E 108,641,793,536.
+  const auto g3 = profiles::load_model_file(dir + "gemma-3-27b-it.json");
+  REQUIRE(g3.vision.kind == VisionSpec::Kind::siglip);
+  CHECK_FALSE(g3.vision.use_head);  // vision_use_head: false
+  CHECK(param_counts(g3).total == 27'432'406'640);
+  CHECK(param_counts(g3).vision == 423'060'336);
+  CHECK(param_counts(g3).active == param_counts(g3).total - param_counts(g3).vision);  // a text token skips the tower
+  const auto scout = profiles::load_model_file(dir + "Llama-4-Scout-17B-16E.json");
+  REQUIRE(scout.vision.kind == VisionSpec::Kind::llama4);
+  CHECK(param_counts(scout).total == 108'641'793'536);
+  CHECK(param_counts(scout).vision == 871'932'416);
+
+  // Weights per rank: the tower's bf16 bytes on stage 0, its linear layers split over TP, none with
+  // --language-model-only, and none on a later pipeline stage.
+  const auto gpu = profiles::resolve_gpu("h100-sxm");
+  const auto bytes = [&](const ModelSpec& m, i64 tp, i64 pp, bool text_only, i64 stage) {
+    Deployment d;
+    d.tensor_parallel_size = tp;
+    d.pipeline_parallel_size = pp;
+    d.language_model_only = text_only;
+    return weights_bytes_per_rank(m, resolve(m, gpu, d), stage);
+  };
+  CHECK(bytes(g3, 1, 1, false, 0) - bytes(g3, 1, 1, true, 0) == 2u * 423'060'336u);
+  u64 tower_tp2 = 0;
+  for (const auto& w : vision_tensors(g3)) tower_tp2 += 2u * static_cast<u64>(elements_per_rank(g3, w, 2));
+  CHECK(bytes(g3, 2, 1, false, 0) - bytes(g3, 2, 1, true, 0) == tower_tp2);
+  CHECK(tower_tp2 < 2u * 423'060'336u);
+  CHECK(tower_tp2 > 423'060'336u);  // replicated embeddings and projector: more than half on each rank
+  CHECK(bytes(g3, 1, 2, false, 1) == bytes(g3, 1, 2, true, 1));
+  CHECK(bytes(g3, 1, 2, false, 0) > bytes(g3, 1, 2, true, 0));
+  // A quantised checkpoint keeps the tower in the model dtype.
+  Deployment fp8;
+  fp8.quantization = DType::fp8;
+  const auto with_fp8 = weights_bytes_per_rank(g3, resolve(g3, gpu, fp8), 0);
+  fp8.language_model_only = true;
+  CHECK(with_fp8 - weights_bytes_per_rank(g3, resolve(g3, gpu, fp8), 0) == 2u * 423'060'336u);
+
+  // A partial vision_config is an error at the missing key, not a tower from guessed defaults.
+  CHECK_THROWS_WITH(imp(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text"},
+    "vision_config":{"hidden_size":1152,"image_size":896,"intermediate_size":4304,"patch_size":14}})"),
+                    Catch::Contains("vision_config.num_hidden_layers"));
+  // SigLIP's attention-pooling head is counted when vision_use_head is absent or true (SiglipVisionTransformer).
+  const std::string tower = R"("vision_config":{"hidden_size":1152,"image_size":896,"intermediate_size":4304,
+    "num_hidden_layers":27,"patch_size":14)";
+  const auto with_head = imp(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text"},)" + tower + "}}");
+  const auto no_head = imp(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text"},)" + tower +
+                           R"(,"vision_use_head":false}})");
+  const i64 h = 1152, f = 4304;
+  CHECK(param_counts(with_head).vision - param_counts(no_head).vision ==
+        4 * h * h + 4 * h + 3 * h + h * f + f + f * h + h);
+  // A text-only config has no tower.
+  CHECK(param_counts(profiles::load_model_file(dir + "Llama-3.1-8B.json")).vision == 0);
+}

@@ -30,6 +30,9 @@ struct Deployment {
   /// every GPU of the deployment (tensor x data parallel, per pipeline stage) instead of being TP-sharded in each
   /// replica; the data-parallel replicas (num_gpus / (TP x PP)) keep their own requests and KV cache.
   bool enable_expert_parallel = false;
+  /// --language-model-only (vLLM MultiModalConfig.language_model_only): a multimodal checkpoint is served as text
+  /// only and its vision encoder is neither built nor loaded, so its weights take no GPU memory.
+  bool language_model_only = false;
   DType mamba_ssm_cache_dtype = DType::auto_;  ///< --mamba-ssm-cache-dtype: recurrent state of linear-attention layers
   /// --mamba-cache-mode: how linear-attention states are cached. none: one state block per request and
   /// group; align (prefix caching on, vLLM's default since it caches hybrid models): two, the running

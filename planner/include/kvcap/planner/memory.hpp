@@ -29,6 +29,8 @@ struct StagePlan {
   i64 num_layers = 0;
   u64 requested_bytes = 0;        ///< total_device_memory x gpu_memory_utilization
   u64 weights_bytes = 0;          ///< weights held by one rank of this stage
+  u64 vision_weights_bytes =
+      0;  ///< of which the vision encoder's (stage 0 of a multimodal model; 0 with --language-model-only)
   u64 activation_peak_bytes = 0;  ///< peak of a forward pass over max_num_batched_tokens
   u64 non_torch_bytes = 0;        ///< CUDA context, NCCL and allocator memory outside PyTorch
   i64 available_kv_bytes = 0;     ///< requested - weights - activation peak - non-torch (negative: does not fit)
@@ -83,6 +85,9 @@ u64 estimate_activation_peak_bytes(const ModelSpec& m, const ResolvedDeployment&
 u64 default_non_torch_bytes(const ModelSpec& m, const ResolvedDeployment& d);
 /// Weight bytes held by one rank of pipeline stage `stage`.
 u64 weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 stage);
+/// The part of weights_bytes_per_rank that is the vision encoder (params.hpp vision_tensors): stage 0 only, 0 with
+/// --language-model-only or for a text-only model.
+u64 vision_weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 stage);
 
 /// The whole memory plan. Throws SpecError for impossible deployments.
 MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d,

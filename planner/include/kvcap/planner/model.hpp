@@ -85,6 +85,27 @@ struct MoeSpec {
   bool enabled() const { return num_experts > 0; }
 };
 
+/// The vision encoder of a multimodal checkpoint, which vLLM builds and loads beside the language model (its
+/// weights take GPU memory; `--language-model-only` leaves it out). Only its weights are modelled: its activations
+/// in vLLM's start-up profiling and the encoder cache are not. Shapes from config.json's vision_config:
+///   siglip  Gemma 3 (vllm/model_executor/models/siglip.py SiglipVisionModel, gemma3_mm.py Gemma3MultiModalProjector)
+///   llama4  Llama 4 (vllm/model_executor/models/mllama4.py Llama4VisionModel, Llama4MultiModalProjector)
+struct VisionSpec {
+  enum class Kind : std::uint8_t { none, siglip, llama4 };
+  Kind kind = Kind::none;
+  i64 hidden_size = 0;           ///< vision_config.hidden_size
+  i64 num_layers = 0;            ///< vision_config.num_hidden_layers
+  i64 intermediate_size = 0;     ///< vision_config.intermediate_size
+  i64 patch_size = 0;            ///< vision_config.patch_size
+  i64 image_size = 0;            ///< vision_config.image_size
+  i64 num_channels = 3;          ///< vision_config.num_channels
+  bool use_head = false;         ///< siglip: vision_use_head (the attention-pooling head)
+  i64 projector_input_dim = 0;   ///< llama4: projector_input_dim (pixel-shuffle MLP width)
+  i64 projector_output_dim = 0;  ///< llama4: projector_output_dim
+  i64 output_dim = 0;            ///< llama4: vision_output_dim (input of the projector to the text width)
+  bool enabled() const { return kind != Kind::none; }
+};
+
 struct ModelSpec {
   std::string name;          ///< built-in name, e.g. "llama-3.1-8b"
   std::string display_name;  ///< e.g. "Meta Llama 3.1 8B"
@@ -125,6 +146,7 @@ struct ModelSpec {
   MlaSpec mla;
   LinearAttentionSpec linear;  ///< of the `linear` layers of layer_pattern
   MoeSpec moe;
+  VisionSpec vision;          ///< vision_config of a multimodal checkpoint (none: a text-only model)
   bool mlp_gated = true;      ///< SwiGLU/GeGLU: gate, up, down (3 matrices)
   bool mlp_bias = false;
   i64 norms_per_layer = 2;    ///< RMSNorm weight vectors per layer (Gemma 2/3: 4)

@@ -34,10 +34,17 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer);
 std::vector<WeightTensor> embedding_tensors(const ModelSpec& m);
 std::vector<WeightTensor> head_tensors(const ModelSpec& m, bool separate_copy_of_tied);
 
+/// The vision encoder and its projector into the text width (empty for a text-only model). vLLM builds them on
+/// the first pipeline stage; their linear layers are tensor-parallel (mm_encoder_tp_mode "weights", vLLM's
+/// default), their embeddings, norms and Gemma 3's projector replicated. Kept in the model dtype: quantised
+/// checkpoints leave the vision tower unquantised (their ignore lists).
+std::vector<WeightTensor> vision_tensors(const ModelSpec& m);
+
 struct ParamCounts {
-  i64 total = 0;   ///< every parameter once (tied embeddings once)
-  i64 active = 0;  ///< parameters a token passes through: routed experts x top-k / num_experts
+  i64 total = 0;   ///< every parameter once (tied embeddings once), the vision encoder included
+  i64 active = 0;  ///< parameters a text token passes through: routed experts x top-k / num_experts, no vision encoder
   i64 embedding = 0;
+  i64 vision = 0;  ///< the vision encoder and its projector (part of total)
 };
 ParamCounts param_counts(const ModelSpec& m);
 
