@@ -1,6 +1,7 @@
 // kvcap sweep: the speed model over a grid (models x GPUs x TP x contexts x batches) as CSV or JSON, for plotting.
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "common.hpp"
 #include "kvcap/planner/sweep.hpp"
@@ -68,6 +69,7 @@ Grid grid_from(const po::variables_map& vm) {
 /// Every deployment of the grid through sweep_grid, streamed to `out`: {series written, deployments skipped}.
 std::pair<std::size_t, std::size_t> run_grid(const Grid& grid, const SpeedOptions& speed, SweepWriter& out) {
   std::size_t skipped = 0, series = 0;
+  std::set<std::string> warned;  // a warning the grid repeats (W203 is the same for every deployment) is printed once
   for (const auto& m : grid.models)
     for (const auto& g : grid.gpus)
       for (i64 tp : grid.tps) {
@@ -80,8 +82,9 @@ std::pair<std::size_t, std::size_t> run_grid(const Grid& grid, const SpeedOption
           // shared prefix no request can carry (E106) or the cache cannot hold (E107) are impossible inputs, not
           // points; warnings (W203: contexts not longer than the prefix) go to stderr.
           for (const auto& f : check_memory_plan(g, plan)) {
-            if (f.code == "KVCAP-E103" || f.code == "KVCAP-E106" || f.code == "KVCAP-E107") throw FindingError(f);
-            if (f.level == Finding::Level::warning) print_findings("sweep", {f}, m.name + " on " + g.name);
+            if (f.impossible_input) throw FindingError(f);
+            if (f.level == Finding::Level::warning && warned.insert(f.code + f.message).second)
+              print_findings("sweep", {f}, m.name + " on " + g.name);
           }
           c = make_speed_context(m, g, plan, speed, grid.calibration);
         } catch (const SpecError& e) {

@@ -46,9 +46,11 @@ void DashboardModel::recompute() {
     r.key = key;
     r.colour_index = index++;
     const auto* entry = library_.find_model(key);
-    // A path shows as its file name until the profile loads and names itself.
-    r.label = escape::terminal_text(
-        entry ? entry->label : key.substr(key.find_last_of('/') == std::string::npos ? 0 : key.find_last_of('/') + 1));
+    // A path shows as its file name until the profile loads and names itself (a library entry's label is escaped
+    // where the library makes it; the fallback here).
+    r.label = entry ? entry->label
+                    : escape::terminal_text(
+                          key.substr(key.find_last_of('/') == std::string::npos ? 0 : key.find_last_of('/') + 1));
     try {
       r.model = library_.model(key);
       // Names reach legends and exported SVG: control characters shown, never passed through.

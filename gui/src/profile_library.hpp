@@ -19,7 +19,8 @@ namespace kvcap::gui {
 
 struct ProfileEntry {
   std::string key;    ///< built-in name, or the file's absolute path
-  std::string label;  ///< what lists and legends show: the profile's name (file name when it does not load)
+  std::string label;  ///< what lists and legends show: the profile's name (file name when it does not load), control
+                      ///< characters escaped
   bool builtin = false;
   std::string error;             ///< the loader's message, "file:line:col: error: key: message" (empty when it loads)
   std::exception_ptr exception;  ///< the loader's exception, rethrown to callers that need the spec

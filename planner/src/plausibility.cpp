@@ -16,6 +16,13 @@ Finding error(const std::string& code, std::string msg, int exit = kExitWouldNot
 Finding warning(const std::string& code, std::string msg) {
   return {code, Finding::Level::warning, std::move(msg), kExitOk};
 }
+/// An error about the plan itself: what it leaves meaningful, and whether the input is impossible.
+Finding plan_error(const std::string& code, std::string msg, Finding::Leaves leaves, bool impossible) {
+  Finding f = error(code, std::move(msg));
+  f.leaves = leaves;
+  f.impossible_input = impossible;
+  return f;
+}
 
 std::string stage_name(const MemoryPlan& p, const StagePlan& st) {
   return p.stages.size() > 1 ? "pipeline stage " + std::to_string(st.stage) + ": " : "";
@@ -50,9 +57,11 @@ void check_stages(const GpuSpec& g, const MemoryPlan& p, std::vector<Finding>& r
   for (const auto& st : p.stages) {
     // vLLM v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "No available memory for the cache blocks".
     if (st.available_kv_bytes <= 0) {
-      r.push_back(error("KVCAP-E101", stage_name(p, st) + "vLLM would not start: no memory left for the KV cache (" +
-                                          "weights, activation peak and non-torch memory exceed the " +
-                                          gib_text(static_cast<double>(st.requested_bytes)) + " requested)"));
+      r.push_back(plan_error("KVCAP-E101",
+                             stage_name(p, st) + "vLLM would not start: no memory left for the KV cache (" +
+                                 "weights, activation peak and non-torch memory exceed the " +
+                                 gib_text(static_cast<double>(st.requested_bytes)) + " requested)",
+                             Finding::Leaves::only_fits, false));
       continue;
     }
     // --kv-cache-memory is used as given by vLLM (it skips the profiling run), so it must fit in the device
@@ -60,12 +69,13 @@ void check_stages(const GpuSpec& g, const MemoryPlan& p, std::vector<Finding>& r
     const double held = static_cast<double>(st.available_kv_bytes) + static_cast<double>(st.weights_bytes) +
                         static_cast<double>(st.activation_peak_bytes) + static_cast<double>(st.non_torch_bytes);
     if (st.kv_memory_given && held > static_cast<double>(g.memory_bytes))
-      r.push_back(error("KVCAP-E103", stage_name(p, st) +
-                                          "KV cache memory (--kv-cache-memory, kv_cache_memory_bytes) " +
-                                          gib_text(static_cast<double>(st.available_kv_bytes)) +
-                                          " plus weights, activation peak and non-torch memory (" + gib_text(held) +
-                                          " in all) exceeds the " + gib_text(static_cast<double>(g.memory_bytes)) +
-                                          " of one " + g.display_name));
+      r.push_back(plan_error("KVCAP-E103",
+                             stage_name(p, st) + "KV cache memory (--kv-cache-memory, kv_cache_memory_bytes) " +
+                                 gib_text(static_cast<double>(st.available_kv_bytes)) +
+                                 " plus weights, activation peak and non-torch memory (" + gib_text(held) +
+                                 " in all) exceeds the " + gib_text(static_cast<double>(g.memory_bytes)) + " of one " +
+                                 g.display_name,
+                             Finding::Leaves::nothing, true));
   }
 }
 
@@ -76,13 +86,17 @@ void check_shared_prefix(const MemoryPlan& p, std::vector<Finding>& r) {
   // (vLLM rejects the prompt); larger than the KV cache, it cannot be held even once.
   // A prefix of max_model_len tokens leaves no room for a single output token (prompt + output <= max_model_len).
   if (d.d.shared_prefix_tokens > 0 && d.d.shared_prefix_tokens >= d.max_model_len)
-    r.push_back(error("KVCAP-E106", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
-                                        " tokens is not shorter than max_model_len " + std::to_string(d.max_model_len) +
-                                        ": no request can carry it and an output (vLLM rejects the prompt)"));
+    r.push_back(plan_error("KVCAP-E106",
+                           "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
+                               " tokens is not shorter than max_model_len " + std::to_string(d.max_model_len) +
+                               ": no request can carry it and an output (vLLM rejects the prompt)",
+                           Finding::Leaves::nothing, true));
   else if (!has_errors(r) && static_cast<u64>(d.d.shared_prefix_tokens) > p.kv_capacity_tokens)
-    r.push_back(error("KVCAP-E107", "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
-                                        " tokens does not fit in the KV cache (" +
-                                        std::to_string(p.kv_capacity_tokens) + " tokens per replica)"));
+    r.push_back(plan_error("KVCAP-E107",
+                           "the shared prefix of " + std::to_string(d.d.shared_prefix_tokens) +
+                               " tokens does not fit in the KV cache (" + std::to_string(p.kv_capacity_tokens) +
+                               " tokens per replica)",
+                           Finding::Leaves::only_fits, true));
   // Curve points shorter than the prefix: there a request is a part of the prefix (every whole block of it is
   // shared, only the last is its own), a figure of the cache's arithmetic rather than of any workload.
   if (has_errors(r)) return;

@@ -178,12 +178,10 @@ Measurement measure_speed(const PromiseQuery& q, const ModelSpec& m, const GpuSp
 Measurement measure(const PromiseQuery& q, const ModelSpec& m, const GpuSpec& g, const Deployment& d,
                     const SpeedOptions& o) {
   const MemoryPlan plan = plan_memory(m, g, d, {});
-  // The plausibility policy (plausibility.hpp): KV memory beyond the device (E103) or a shared prefix no request
-  // can carry (E106) makes every figure of this deployment meaningless; no KV memory at all (E101) or a prefix the
-  // cache cannot hold once (E107) every figure but `fits`. The promise cannot be evaluated.
+  // The plausibility policy (plausibility.hpp, Finding::leaves): a finding that leaves no figure of this deployment
+  // meaningful, or only `fits`, means the promise cannot be evaluated.
   for (const auto& f : check_memory_plan(g, plan))
-    if (f.code == "KVCAP-E103" || f.code == "KVCAP-E106" ||
-        ((f.code == "KVCAP-E101" || f.code == "KVCAP-E107") && q.metric != Metric::fits))
+    if (f.leaves == Finding::Leaves::nothing || (f.leaves == Finding::Leaves::only_fits && q.metric != Metric::fits))
       throw SpecError("deployment", f.code + ": " + f.message);
   switch (q.metric) {
     case Metric::concurrency_at:

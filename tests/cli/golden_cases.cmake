@@ -157,6 +157,7 @@ kvcap_golden(err_plan_bad_dcp 3 plan --model llama-3.1-8b --gpu h100-sxm --tenso
 kvcap_golden(simulate_very_low_rate 0 simulate --model llama-3.1-8b --gpu h100-sxm --rate 0.001 --prompt-tokens 1K --output-tokens 100 --num-requests 3 --no-wall-time)
 # Red-team findings: sweep applies E106 (exit 3); a JUnit path with a profile's extension is refused (exit 2).
 kvcap_golden(err_sweep_prefix_beyond_max_model_len 3 sweep --models mistral-7b-v0.1 --gpus h100-sxm --shared-prefix-tokens 64K --contexts 32K --batches 1)
+kvcap_golden(sweep_prefix_warning_once 0 sweep --models llama-3.1-8b,qwen3-8b --gpus h100-sxm,h200 --contexts 1K,8K --batches 1 --shared-prefix-tokens 2048)
 kvcap_golden(err_check_junit_profile_extension 2 check %SOURCE%/profiles/examples/requirements.yaml --junit %SOURCE%/profiles/examples/deployment-llama-3.1-70b-4xh100.yaml)
 kvcap_golden(compare_deploy_data_parallel 0 compare --deploy llama-3.1-70b@4xh100-sxm --data-parallel-size 4 --contexts 8K --format csv)
 # Careless input (issue 13): a GPU count that is not whole replicas, the same deployment, batch size or price twice.

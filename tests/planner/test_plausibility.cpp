@@ -12,6 +12,9 @@ namespace {
 bool has(const std::vector<Finding>& f, const std::string& code) {
   return std::any_of(f.begin(), f.end(), [&](const Finding& x) { return x.code == code; });
 }
+const Finding& get(const std::vector<Finding>& f, const std::string& code) {
+  return *std::find_if(f.begin(), f.end(), [&](const Finding& x) { return x.code == code; });
+}
 }  // namespace
 
 TEST_CASE("plausibility: a deployment that fits has no findings", "[planner][plausibility]") {
@@ -27,8 +30,11 @@ TEST_CASE("plausibility: vLLM would not start", "[planner][plausibility]") {
   const auto g = profiles::resolve_gpu("h100-sxm");
   const auto big = plan_memory(profiles::resolve_model("llama-3.1-70b"), g, Deployment{}, {4096});
   auto f = check_memory_plan(g, big);
-  CHECK(has(f, "KVCAP-E101"));
+  REQUIRE(has(f, "KVCAP-E101"));
   CHECK(exit_code(f) == kExitWouldNotStart);
+  // Not fitting is an answer (sweep prints fits = false), and `fits` stays meaningful.
+  CHECK(get(f, "KVCAP-E101").leaves == Finding::Leaves::only_fits);
+  CHECK_FALSE(get(f, "KVCAP-E101").impossible_input);
 
   Deployment d;
   d.max_model_len = 1'000'000;  // beyond what one H100 holds for 8B in bf16
@@ -44,7 +50,9 @@ TEST_CASE("plausibility: KV memory beyond the device", "[planner][plausibility]"
   Deployment d;
   d.kv_cache_memory_bytes = {500ull << 30};
   auto f = check_memory_plan(g, plan_memory(m, g, d, {4096}));
-  CHECK(has(f, "KVCAP-E103"));
+  REQUIRE(has(f, "KVCAP-E103"));
+  CHECK(get(f, "KVCAP-E103").leaves == Finding::Leaves::nothing);
+  CHECK(get(f, "KVCAP-E103").impossible_input);
   d.kv_cache_memory_bytes = {40ull << 30};  // fits beside 15 GiB of weights
   CHECK(check_memory_plan(g, plan_memory(m, g, d, {4096})).empty());
 }
@@ -144,10 +152,16 @@ TEST_CASE("plausibility: a shared prefix no request can carry", "[planner][plaus
   const auto g = profiles::resolve_gpu("h100-sxm");
   Deployment d;
   d.shared_prefix_tokens = 1 << 20;  // 1M > max_model_len 128K
-  CHECK(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E106"));
+  const auto e106 = check_memory_plan(g, plan_memory(m, g, d, {4096}));
+  REQUIRE(has(e106, "KVCAP-E106"));
+  CHECK(get(e106, "KVCAP-E106").leaves == Finding::Leaves::nothing);
+  CHECK(get(e106, "KVCAP-E106").impossible_input);
   d.shared_prefix_tokens = 100'000;        // within max_model_len, but more than 64K of KV
   d.kv_cache_memory_bytes = {8ull << 30};  // 8 GiB / 128 KiB per token = 65,536 tokens
-  CHECK(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E107"));
+  const auto e107 = check_memory_plan(g, plan_memory(m, g, d, {4096}));
+  REQUIRE(has(e107, "KVCAP-E107"));
+  CHECK(get(e107, "KVCAP-E107").leaves == Finding::Leaves::only_fits);
+  CHECK(get(e107, "KVCAP-E107").impossible_input);
   d.shared_prefix_tokens = 1024;
   CHECK_FALSE(has(check_memory_plan(g, plan_memory(m, g, d, {4096})), "KVCAP-E107"));
 }
