@@ -157,6 +157,12 @@ nlohmann::ordered_json what_if_json(const MemoryPlan& p) {
                        {"value", s.describe()},
                        {"layers_with_kv_cache", p.kv_layers.size()},
                        {"source", layer_sharing_source(s)}});
+  if (kv_group_size_settable(p.dep.kv_dtype))
+    what_if.push_back({{"option", "kv_cache_dtype"},
+                       {"value", std::string(name(p.dep.kv_dtype))},
+                       {"group_size", kv_quant_group(p.dep)},
+                       {"kv_bytes_per_token_per_rank", p.kv_bytes_per_token_per_rank},
+                       {"source", kKiviSource}});
   return what_if;
 }
 nlohmann::ordered_json deployment_json(const ResolvedDeployment& d) {

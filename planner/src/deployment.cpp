@@ -146,7 +146,8 @@ void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeploy
   for (i64 l = 0; l < m.num_layers && !any; ++l)
     any = layer_attention(m, l) != LayerAttention::linear && kv_dtype_skipped(m, d, l);
   const i64 tp = d.tensor_parallel_size;
-  const u64 primary = attention_page_bytes(m, r.kv_dtype, tp, 1), skipped = attention_page_bytes(m, r.dtype, tp, 1);
+  const u64 primary = attention_page_bytes(m, r.kv_dtype, tp, 1, static_cast<unsigned>(d.kv_quant_group_size)),
+            skipped = attention_page_bytes(m, r.dtype, tp, 1);
   if (!any || skipped <= primary) return;  // nothing skipped, or the skipped page already fits
   const i64 requested = r.block_size;
   const u64 align = std::max<u64>(m.attention == AttentionType::mla ? 64 : 16, static_cast<u64>(requested));
@@ -160,6 +161,36 @@ void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeploy
   }
   r.skip_block_size = requested;
   r.skip_page_bytes = mul(static_cast<u64>(r.block_size), primary, "skip_page_size_padded");
+}
+/// The what-if options (no vLLM option) checked against the model and the resolved KV format.
+void check_what_if_options(const ModelSpec& m, const Deployment& d, const ResolvedDeployment& r) {
+  if (const auto& s = d.kv_layer_sharing; s.on()) {
+    if (s.kind == Deployment::LayerSharing::Kind::cla && (s.factor < 2 || s.factor > m.num_layers))
+      throw SpecError("kv_layer_sharing", "cla:N shares one cache among N adjacent layers: expected 2 <= N <= " +
+                                              str(m.num_layers) + " (got " + str(s.factor) + ")");
+    if (s.kind == Deployment::LayerSharing::Kind::minicache && (s.from_layer < 0 || s.from_layer >= m.num_layers - 1))
+      throw SpecError("kv_layer_sharing", "minicache:from=L merges layer pairs from layer L on: expected 0 <= L < " +
+                                              str(m.num_layers - 1) + " (got " + str(s.from_layer) + ")");
+    for (i64 l = 0; l < m.num_layers; ++l)
+      if (layer_attention(m, l) != LayerAttention::full)
+        throw SpecError("kv_layer_sharing",
+                        "the layer-sharing what-if needs a model whose layers all use full "
+                        "attention; layer " +
+                            str(l) + " does not");
+    if (m.kv_shared_layers > 0)
+      throw SpecError("kv_layer_sharing",
+                      "this model already shares KV caches across its last " + str(m.kv_shared_layers) + " layers");
+  }
+  if (d.kv_quant_group_size != 0) {
+    if (!kv_group_size_settable(r.kv_dtype))
+      throw SpecError("kv_quant_group_size",
+                      "sets the group of the KIVI KV formats: give --kv-cache-dtype int4 or int2 (got " +
+                          std::string(name(r.kv_dtype)) + ")");
+    const i64 gs = d.kv_quant_group_size;
+    if (gs < 8 || gs > 1024 || (gs & (gs - 1)) != 0)
+      throw SpecError("kv_quant_group_size",
+                      "expected a power of two from 8 to 1024 (KIVI: 32, 64, 128), got " + str(gs));
+  }
 }
 }  // namespace
 
@@ -206,23 +237,6 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     throw SpecError("num_gpus", "must be a multiple of tensor_parallel_size x pipeline_parallel_size = " +
                                     str(per_replica) + " (got " + str(d.num_gpus) + ")");
   r.replicas = d.num_gpus / per_replica;
-  if (const auto& s = d.kv_layer_sharing; s.on()) {
-    if (s.kind == Deployment::LayerSharing::Kind::cla && (s.factor < 2 || s.factor > m.num_layers))
-      throw SpecError("kv_layer_sharing", "cla:N shares one cache among N adjacent layers: expected 2 <= N <= " +
-                                              str(m.num_layers) + " (got " + str(s.factor) + ")");
-    if (s.kind == Deployment::LayerSharing::Kind::minicache && (s.from_layer < 0 || s.from_layer >= m.num_layers - 1))
-      throw SpecError("kv_layer_sharing", "minicache:from=L merges layer pairs from layer L on: expected 0 <= L < " +
-                                              str(m.num_layers - 1) + " (got " + str(s.from_layer) + ")");
-    for (i64 l = 0; l < m.num_layers; ++l)
-      if (layer_attention(m, l) != LayerAttention::full)
-        throw SpecError("kv_layer_sharing",
-                        "the layer-sharing what-if needs a model whose layers all use full "
-                        "attention; layer " +
-                            str(l) + " does not");
-    if (m.kv_shared_layers > 0)
-      throw SpecError("kv_layer_sharing",
-                      "this model already shares KV caches across its last " + str(m.kv_shared_layers) + " layers");
-  }
   if (!(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
     throw SpecError("gpu_memory_utilization",
                     "must be in (0, 1] (got " + std::to_string(d.gpu_memory_utilization) + ")");
@@ -257,6 +271,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (!info(r.kv_dtype).kv_ok)
     throw SpecError("kv_cache_dtype", std::string(name(r.kv_dtype)) + " is not a KV-cache format; expected one of " +
                                           dtype_names([](const DTypeInfo& i) { return i.kv_ok; }));
+  check_what_if_options(m, d, r);
 
   r.max_model_len = d.max_model_len.value_or(m.default_max_model_len > 0 ? m.default_max_model_len : m.max_position_embeddings);
   if (r.max_model_len < 1) throw SpecError("max_model_len", "must be >= 1 (got " + str(r.max_model_len) + ")");
@@ -310,7 +325,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     // attention block grows to the smallest multiple of the kernel alignment (16 tokens; 64 for MLA)
     // whose page holds one linear layer's state; the state page is then padded to the attention page.
     r.linear_state_bytes = linear_state_bytes_per_rank(m, tp, r.dtype, d.mamba_ssm_cache_dtype);
-    const u64 attn_1_token = attention_page_bytes(m, r.kv_dtype, tp, 1);
+    const u64 attn_1_token = attention_page_bytes(m, r.kv_dtype, tp, 1, static_cast<unsigned>(d.kv_quant_group_size));
     const u64 align = m.attention == AttentionType::mla ? 64 : 16;
     const u64 need = align * ceil_div(r.linear_state_bytes, align * attn_1_token);
     if (static_cast<u64>(r.block_size) < need) {

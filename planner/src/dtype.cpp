@@ -116,10 +116,14 @@ u64 kv_head_scale_bytes(DType d) {
   return info(d).kv_head_scale_bits / 8;
 }
 
-u64 kv_bytes(DType d, u64 elements) {
+bool kv_group_size_settable(DType d) {
+  return d == DType::int4 || d == DType::int2;
+}
+
+u64 kv_bytes(DType d, u64 elements, unsigned group) {
   const auto& i = info(d);
-  const u64 bits =
-      add(payload_bits(d, elements), group_bits(elements, i.kv_group, i.kv_group_bits), "KV bits");
+  const unsigned g = group > 0 && kv_group_size_settable(d) ? group : i.kv_group;
+  const u64 bits = add(payload_bits(d, elements), group_bits(elements, g, i.kv_group_bits), "KV bits");
   return ceil_div(bits, 8);
 }
 

@@ -38,7 +38,7 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
   // AttentionSpec.page_size_bytes = block_size x (K + V) per token per rank; MLAAttentionSpec keeps one
   // latent + rope key, replicated on every TP rank; DeepSeek-V3.2 with an fp8 KV cache uses
   // fp8_ds_mla: 656 bytes per token (vllm/v1/attention/backends/mla/flashmla_sparse.py).
-  u64 attn_page = attention_page_bytes(m, d.kv_dtype, tp, bs);
+  u64 attn_page = attention_page_bytes(m, d.kv_dtype, tp, bs, static_cast<unsigned>(d.d.kv_quant_group_size));
   if (m.attention == AttentionType::mla && m.index_head_dim > 0 && info(d.kv_dtype).payload_bits == 8) attn_page = mul(u(bs), 656);
   // DeepseekV32IndexerCache: MLAAttentionSpec(num_kv_heads=1, head_size=index_head_dim + index_head_dim // 128 x 4, uint8).
   const u64 index_page = m.index_head_dim > 0 ? mul(u(bs), u(m.index_head_dim + m.index_head_dim / 128 * 4)) : 0;

@@ -31,10 +31,10 @@ i64 kv_elements_per_token_per_layer(const ModelSpec& m, i64 tp) {
   return 2 * kv_heads_per_rank(m, tp) * m.head_dim;
 }
 
-u64 attention_page_bytes(const ModelSpec& m, DType kv, i64 tp, i64 block_size) {
+u64 attention_page_bytes(const ModelSpec& m, DType kv, i64 tp, i64 block_size, unsigned kv_group) {
   const u64 bs = static_cast<u64>(block_size);
-  const u64 data =
-      kv_bytes(kv, mul(bs, static_cast<u64>(kv_elements_per_token_per_layer(m, tp)), "KV elements per block"));
+  const u64 data = kv_bytes(
+      kv, mul(bs, static_cast<u64>(kv_elements_per_token_per_layer(m, tp)), "KV elements per block"), kv_group);
   const u64 scales = mul(mul(2 * bs, static_cast<u64>(kv_heads_per_rank(m, tp)), "KV scales"), kv_head_scale_bytes(kv),
                          "KV scale bytes");
   return add(data, scales, "KV page bytes");

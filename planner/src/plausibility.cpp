@@ -35,6 +35,10 @@ std::string layer_sharing_source(const Deployment::LayerSharing& s) {
              : "MiniCache: Liu et al., \"MiniCache: KV Cache Compression in Depth Dimension\", NeurIPS 2024";
 }
 
+i64 kv_quant_group(const ResolvedDeployment& d) {
+  return d.d.kv_quant_group_size > 0 ? d.d.kv_quant_group_size : static_cast<i64>(info(d.kv_dtype).kv_group);
+}
+
 std::string to_string(const Finding& f) {
   return std::string(f.level == Finding::Level::error ? "error " : "warning ") + f.code + ": " + f.message;
 }
@@ -126,6 +130,11 @@ std::vector<Finding> check_what_ifs(const MemoryPlan& p) {
                                           layer_sharing_source(s) +
                                           "); not a vLLM option, and kvcap does not model its effect on quality"));
   }
+  if (kv_group_size_settable(d.kv_dtype))
+    r.push_back(warning("KVCAP-W207", "what-if --kv-cache-dtype " + std::string(name(d.kv_dtype)) + ": groups of " +
+                                          std::to_string(kv_quant_group(d)) +
+                                          " values with an fp16 scale and an fp16 zero point (" + kKiviSource +
+                                          "); not a vLLM KV format, and kvcap does not model its effect on quality"));
   return r;
 }
 

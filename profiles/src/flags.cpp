@@ -108,6 +108,8 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
         text("shared-prefix-tokens") == "0" ? 0 : parse_tokens(text("shared-prefix-tokens"), "--shared-prefix-tokens");
   if (given("enable-expert-parallel")) d.enable_expert_parallel = true;
   if (given("language-model-only")) d.language_model_only = true;
+  if (given("kv-quant-group-size"))
+    d.kv_quant_group_size = parse_int(text("kv-quant-group-size"), "--kv-quant-group-size", 1, 1'000'000);
   const bool off = given("disable-hybrid-kv-cache-manager"), on = given("hybrid-chunked-local");
   if (off && on)
     throw InputError("--disable-hybrid-kv-cache-manager and --hybrid-chunked-local contradict each other; give one");

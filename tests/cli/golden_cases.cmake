@@ -112,6 +112,7 @@ kvcap_golden(plan_qwen3_next 0 plan --model qwen3-next-80b-a3b --gpu h200 --tens
 kvcap_golden(plan_deepseek_ep8 0 plan --model deepseek-v3 --gpu h200 --num-gpus 8 --enable-expert-parallel --max-model-len 128K --contexts 32K,128K)
 kvcap_golden(plan_gemma3_vision 0 plan --model gemma-3-27b --gpu h100-sxm --tensor-parallel-size 2 --contexts 8K,128K)
 kvcap_golden(plan_gemma3_language_model_only 0 plan --model gemma-3-27b --gpu h100-sxm --tensor-parallel-size 2 --language-model-only --contexts 8K,128K)
+kvcap_golden(plan_kivi_int2_group128_json 0 plan --model llama-3.1-8b --gpu h200 --kv-cache-dtype int2 --kv-quant-group-size 128 --contexts 128K --format json)
 # Commands that had no golden before the front ends became thin shells (issue 12): the scorecard over the published
 # measurements (its MAPEs are those docs/accuracy.md records), the built-in list, a workload file in the text grammar.
 kvcap_golden(accuracy_scorecard 0 accuracy --fixtures %FIXTURES%)

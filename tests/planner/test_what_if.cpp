@@ -1,5 +1,6 @@
-// What-ifs of issue 20 that change the model rather than the deployment (no vLLM option): KV layer sharing (CLA,
-// MiniCache). The bytes per token, the capacity and the decode KV read follow; W207 marks every plan that uses one.
+// What-ifs of issue 20 that change the model rather than the deployment (no vLLM option): KIVI int4/int2 KV and its
+// group size, KV layer sharing (CLA, MiniCache). The bytes per token, the capacity and the decode KV read follow; W207
+// marks every plan that uses one.
 #include <catch2/catch.hpp>
 
 #include "kvcap/planner/memory.hpp"
@@ -88,4 +89,46 @@ TEST_CASE("KV layer sharing: what cannot be shared is refused at kv_layer_sharin
   CHECK(field([] { plan_with("llama-3.1-8b", cla(33)); }) == "kv_layer_sharing");        // more than the layers
   CHECK(field([] { plan_with("llama-3.1-8b", minicache(31)); }) == "kv_layer_sharing");  // no pair left
   CHECK(field([] { plan_with("gpt-oss-20b", cla(2)); }) == "kv_layer_sharing");          // sliding-window layers
+}
+
+TEST_CASE("KIVI int4/int2 KV: the scale and zero point of each group, for group sizes 32, 64 and 128",
+          "[what_if][kivi]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");  // 8 KV heads x 128: 2,048 K and V values per token and layer
+  const auto gpu = profiles::resolve_gpu("h200");
+  const auto per_token_per_layer = [&](DType kv, i64 group) {
+    Deployment d;
+    d.kv_cache_dtype = kv;
+    d.kv_quant_group_size = group;
+    return plan_memory(m, gpu, d, {}).kv_bytes_per_token_per_rank / 32;
+  };
+  // Payload bits / 8 plus 4 bytes (fp16 scale + fp16 zero point) per group of G values.
+  CHECK(per_token_per_layer(DType::int4, 0) == 1024 + 2048 / 32 * 4);  // 1,280: the default group is 32
+  CHECK(per_token_per_layer(DType::int4, 32) == 1280);
+  CHECK(per_token_per_layer(DType::int4, 64) == 1024 + 2048 / 64 * 4);    // 1,152
+  CHECK(per_token_per_layer(DType::int4, 128) == 1024 + 2048 / 128 * 4);  // 1,088
+  CHECK(per_token_per_layer(DType::int2, 32) == 512 + 2048 / 32 * 4);     // 768
+  CHECK(per_token_per_layer(DType::int2, 64) == 512 + 2048 / 64 * 4);     // 640
+  CHECK(per_token_per_layer(DType::int2, 128) == 512 + 2048 / 128 * 4);   // 576
+  // Overhead over the payload: 25%, 12.5%, 6.25% for int4; 50%, 25%, 12.5% for int2.
+  CHECK(static_cast<double>(per_token_per_layer(DType::int2, 64)) / 512.0 == Approx(1.25));
+  // Capacity follows the bytes: int4 at group 128 holds 1,280 / 1,088 times the tokens of group 32 (block-rounded).
+  Deployment g32, g128;
+  g32.kv_cache_dtype = g128.kv_cache_dtype = DType::int4;
+  g128.kv_quant_group_size = 128;
+  const auto p32 = plan_memory(m, gpu, g32, {}), p128 = plan_memory(m, gpu, g128, {});
+  CHECK(static_cast<double>(p128.kv_capacity_tokens) / static_cast<double>(p32.kv_capacity_tokens) ==
+        Approx(1280.0 / 1088.0).epsilon(0.001));
+  // Every such plan is a what-if: W207 names KIVI and the group.
+  const auto f = check_what_ifs(p128);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].code == "KVCAP-W207");
+  CHECK_THAT(f[0].message, Catch::Contains("groups of 128") && Catch::Contains("KIVI"));
+  CHECK(check_what_ifs(plan_memory(m, gpu, Deployment{}, {})).empty());
+  // The group applies to the KIVI formats only, and must be a power of two.
+  Deployment bad;
+  bad.kv_quant_group_size = 64;
+  CHECK_THROWS_WITH(plan_memory(m, gpu, bad, {}), Catch::Contains("int4 or int2"));
+  bad.kv_cache_dtype = DType::int4;
+  bad.kv_quant_group_size = 48;
+  CHECK_THROWS_WITH(plan_memory(m, gpu, bad, {}), Catch::Contains("power of two"));
 }

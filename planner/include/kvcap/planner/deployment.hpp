@@ -30,6 +30,10 @@ struct Deployment {
   /// every GPU of the deployment (tensor x data parallel, per pipeline stage) instead of being TP-sharded in each
   /// replica; the data-parallel replicas (num_gpus / (TP x PP)) keep their own requests and KV cache.
   bool enable_expert_parallel = false;
+  /// What-if --kv-quant-group-size (no vLLM option; with --kv-cache-dtype int4 or int2, KIVI's grouped formats): the
+  /// elements sharing one fp16 scale and one fp16 zero point (Liu et al., "KIVI", arXiv:2402.02750, groups of 32 by
+  /// default, 64 and 128 in its ablation); 0: 32.
+  i64 kv_quant_group_size = 0;
   /// --language-model-only (vLLM MultiModalConfig.language_model_only): a multimodal checkpoint is served as text
   /// only and its vision encoder is neither built nor loaded, so its weights take no GPU memory.
   bool language_model_only = false;

@@ -54,8 +54,12 @@ std::string dtype_names(bool (*accept)(const DTypeInfo&));
 
 /// Bytes to store `elements` values as weights: payload plus group metadata, rounded up to a byte.
 u64 weight_bytes(DType d, u64 elements);
-/// Bytes to store `elements` KV values of one token of one layer (groups run along the head).
-u64 kv_bytes(DType d, u64 elements);
+/// Bytes to store `elements` KV values of one token of one layer (groups run along the head). `group` > 0 sets the
+/// group size of the KIVI formats (int4, int2: one fp16 scale and one fp16 zero point per group; the what-if
+/// --kv-quant-group-size); 0 keeps the table's 32.
+u64 kv_bytes(DType d, u64 elements, unsigned group = 0);
+/// Whether `d` is a KIVI-style grouped KV format whose group size --kv-quant-group-size sets (int4, int2).
+bool kv_group_size_settable(DType d);
 /// Scale bytes a per-token-head KV format adds per token and KV head, for K and V each (0 for the others).
 u64 kv_head_scale_bytes(DType d);
 /// Payload-only bytes (the textbook 0.5 B for int4), as fraction numerator over 8: bits.

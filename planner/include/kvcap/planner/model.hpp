@@ -176,7 +176,8 @@ i64 kv_heads_per_rank(const ModelSpec& m, i64 tensor_parallel_size);
 /// Bytes of one attention layer's page of `block_size` tokens on one rank in KV format `kv`
 /// (vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes): the K and V elements in `kv`, plus for the
 /// *_per_token_head formats an fp32 scale per token and KV head for K and V (2 x block x kv_heads x 4).
-u64 attention_page_bytes(const ModelSpec& m, DType kv, i64 tensor_parallel_size, i64 block_size);
+/// `kv_group`: the KIVI group size of int4/int2 KV (0: the format's 32; dtype.hpp kv_bytes).
+u64 attention_page_bytes(const ModelSpec& m, DType kv, i64 tensor_parallel_size, i64 block_size, unsigned kv_group = 0);
 
 /// Whether the attention projections are MLA's low-rank ones (DeepSeek MLA, or MiniCPM3's per-head cache).
 bool mla_projections(const ModelSpec& m);
