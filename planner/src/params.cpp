@@ -133,15 +133,15 @@ std::vector<WeightTensor> vision_tensors(const ModelSpec& m) {
   const auto& v = m.vision;
   if (!v.enabled()) return t;
   const i64 h = v.hidden_size, f = v.intermediate_size,
-            patches = (v.image_size / v.patch_size) * (v.image_size / v.patch_size);
+            patches = mul(v.image_size / v.patch_size, v.image_size / v.patch_size);
   const i64 patch_in = mul(v.num_channels, mul(v.patch_size, v.patch_size));
   // One encoder layer: attention as QKVParallelLinear + RowParallelLinear with biases (every head is a KV head, so
   // q, k and v split alike), the MLP fc1 ColumnParallelLinear / fc2 RowParallelLinear with biases (a row-parallel
   // bias is whole on every rank), two LayerNorms (weight and bias).
   const auto encoder_layer = [&](std::vector<WeightTensor>& out) {
-    push(out, "vision.qkv_proj", mul(3 * h, h) + 3 * h, Shard::columns, false);
+    push(out, "vision.qkv_proj", add(mul(3 * h, h), 3 * h), Shard::columns, false);
     push(out, "vision.o_proj", mul(h, h), Shard::columns, false);
-    push(out, "vision.mlp.fc1", mul(h, f) + f, Shard::columns, false);
+    push(out, "vision.mlp.fc1", add(mul(h, f), f), Shard::columns, false);
     push(out, "vision.mlp.fc2", mul(f, h), Shard::columns, false);
     push(out, "vision.row_biases_norms", 2 * h + 4 * h, Shard::replicated, false);
   };
@@ -152,23 +152,23 @@ std::vector<WeightTensor> vision_tensors(const ModelSpec& m) {
     // siglip.py SiglipVisionEmbeddings: patch_embedding Conv2d with bias (replicated), position_embedding a
     // VocabParallelEmbedding of (image / patch)^2 rows; post_layernorm; the attention-pooling head when
     // vision_use_head (SiglipMultiheadAttentionPoolingHead: probe, nn.MultiheadAttention, LayerNorm, MLP).
-    push(t, "vision.patch_embedding", mul(patch_in, h) + h, Shard::replicated, false);
+    push(t, "vision.patch_embedding", add(mul(patch_in, h), h), Shard::replicated, false);
     push(t, "vision.position_embedding", mul(patches, h), Shard::columns, false);
     push(t, "vision.post_layernorm", 2 * h, Shard::replicated, false);
     if (v.use_head) {
-      push(t, "vision.head.attention_norm_probe", mul(4 * h, h) + 4 * h + 2 * h + h, Shard::replicated, false);
-      push(t, "vision.head.mlp", mul(h, f) + f + mul(f, h) + h, Shard::columns, false);
+      push(t, "vision.head.attention_norm_probe", add(mul(4 * h, h), 7 * h), Shard::replicated, false);
+      push(t, "vision.head.mlp", add(add(mul(h, f), f), add(mul(f, h), h)), Shard::columns, false);
     }
     // gemma3_mm.py Gemma3MultiModalProjector: mm_input_projection_weight (vision x text width, an nn.Parameter:
     // replicated) and mm_soft_emb_norm (RMSNorm of the vision width).
-    push(t, "vision.mm_projector", mul(h, m.hidden_size) + h, Shard::replicated, false);
+    push(t, "vision.mm_projector", add(mul(h, m.hidden_size), h), Shard::replicated, false);
   } else {
     // mllama4.py Llama4VisionModel: Llama4UnfoldConvolution (ColumnParallelLinear, no bias), class_embedding and
     // positional_embedding_vlm (patches + 1 rows; parameters, replicated), layernorm_pre / layernorm_post;
     // Llama4VisionPixelShuffleMLP: fc1 intermediate_size -> projector_input_dim, fc2 -> projector_output_dim
     // (multi_modal_projector_bias false); Llama4MultiModalProjector linear_1: vision_output_dim -> text hidden.
     push(t, "vision.patch_embedding", mul(patch_in, h), Shard::columns, false);
-    push(t, "vision.class_position_embedding", h + mul(patches + 1, h), Shard::replicated, false);
+    push(t, "vision.class_position_embedding", add(h, mul(patches + 1, h)), Shard::replicated, false);
     push(t, "vision.layernorm_pre_post", 4 * h, Shard::replicated, false);
     push(t, "vision.adapter.fc1", mul(f, v.projector_input_dim), Shard::columns, false);
     push(t, "vision.adapter.fc2", mul(v.projector_input_dim, v.projector_output_dim), Shard::columns, false);

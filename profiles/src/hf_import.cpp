@@ -373,6 +373,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     c.throw_if_any();
   }
   if (t == "kimi_k2") t = "deepseek_v3";  // Kimi-K2 is a DeepseekV3ForCausalLM (vLLM registry)
+  const std::string top_family = t;       // gemma3 / llama4: a multimodal checkpoint (before text_config)
   m.family = *type;
   // Multimodal configs (Gemma 3, Llama 4) nest the language model under text_config, as vLLM's
   // get_hf_text_config reads it.
@@ -679,8 +680,9 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   if (m.moe.enabled() && !dense_layers_too) m.intermediate_size = 0;
 
   // The vision encoder vLLM builds beside the language model (weights only), from vision_config.
-  if (present(root, "vision_config") && root["vision_config"].IsMap() && (*type == "gemma3" || *type == "llama4"))
-    vision_encoder(c, root["vision_config"], *type, m);
+  if (present(root, "vision_config") && root["vision_config"].IsMap() &&
+      (top_family == "gemma3" || top_family == "llama4"))
+    vision_encoder(c, root["vision_config"], top_family, m);
 
   // Checkpoint weight format (vLLM reads quantization_config).
   if (present(root, "quantization_config")) {

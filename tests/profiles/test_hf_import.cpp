@@ -395,6 +395,11 @@ TEST_CASE("multimodal checkpoints: the vision encoder vLLM loads is counted and 
   const i64 h = 1152, f = 4304;
   CHECK(param_counts(with_head).vision - param_counts(no_head).vision ==
         4 * h * h + 4 * h + 3 * h + h * f + f + f * h + h);
+  // A checkpoint known by its architecture (model_type unknown) is multimodal all the same.
+  const auto by_arch = imp(R"({"model_type":"my_gemma","architectures":["Gemma3ForConditionalGeneration"],
+    "text_config":{"model_type":"gemma3_text"},)" +
+                           tower + R"(,"vision_use_head":false}})");
+  CHECK(param_counts(by_arch).vision == param_counts(no_head).vision);
   // A text-only config has no tower.
   CHECK(param_counts(profiles::load_model_file(dir + "Llama-3.1-8B.json")).vision == 0);
 }
