@@ -65,6 +65,8 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("language-model-only", po::bool_switch(), "serve a multimodal checkpoint (Gemma 3, Llama 4) as text only, as vLLM's flag: its vision encoder is not loaded")
     ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
     ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")
+    ("kv-eviction", po::value<std::string>(), "what-if, not a vLLM option: streaming:sink=S,window=W (StreamingLLM) or h2o:budget=F[,recent=R] "
+                                             "(H2O): full-attention layers keep only those tokens; quality is not modelled")
     ("kv-quant-group-size", po::value<std::string>(), "what-if, not a vLLM option: elements per fp16 scale + zero point of --kv-cache-dtype int4/int2 "
                                                      "(KIVI; default 32, e.g. 64 or 128)")
     ("kv-layer-sharing", po::value<std::string>(), "what-if, not a vLLM option: cla:N (N adjacent layers share one KV cache, CLA) or minicache:from=L "
@@ -290,8 +292,9 @@ int report_usage_error(const std::string& name, const std::string& text) {
 int report_spec_error(const std::string& name, const SpecError& e) {
   // Options the planner checks against the model and the deployment (what-ifs, the host tier): usage errors naming
   // the flag.
-  static const std::array<std::pair<std::string_view, std::string_view>, 3> kFlagFields = {
+  static const std::array<std::pair<std::string_view, std::string_view>, 4> kFlagFields = {
       {{"kv_layer_sharing", "--kv-layer-sharing"},
+       {"kv_eviction", "--kv-eviction"},
        {"kv_quant_group_size", "--kv-quant-group-size"},
        {"kv_offloading_size", "--kv-offloading-size"}}};
   for (const auto& [field, flag] : kFlagFields)

@@ -157,6 +157,8 @@ nlohmann::ordered_json what_if_json(const MemoryPlan& p) {
                        {"value", s.describe()},
                        {"layers_with_kv_cache", p.kv_layers.size()},
                        {"source", layer_sharing_source(s)}});
+  if (const auto& e = p.dep.d.kv_eviction; e.on())
+    what_if.push_back({{"option", "kv_eviction"}, {"value", e.describe()}, {"source", eviction_source(e)}});
   if (kv_group_size_settable(p.dep.kv_dtype))
     what_if.push_back({{"option", "kv_cache_dtype"},
                        {"value", std::string(name(p.dep.kv_dtype))},

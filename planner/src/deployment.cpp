@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -164,6 +165,18 @@ void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeploy
 }
 /// The what-if options (no vLLM option) checked against the model and the resolved KV format.
 void check_what_if_options(const ModelSpec& m, const Deployment& d, const ResolvedDeployment& r) {
+  if (const auto& e = d.kv_eviction; e.on()) {
+    for (i64 l = 0; l < m.num_layers; ++l)
+      if (layer_attention(m, l) != LayerAttention::full)
+        throw SpecError(
+            "kv_eviction",
+            "the eviction what-if needs a model whose layers all use full attention; layer " + str(l) + " does not");
+    if (e.kind == Deployment::Eviction::Kind::streaming && (e.sink_tokens < 0 || e.window_tokens < 1))
+      throw SpecError("kv_eviction", "streaming keeps sink >= 0 tokens and a window of >= 1 (got sink=" +
+                                         str(e.sink_tokens) + ", window=" + str(e.window_tokens) + ")");
+    if (e.kind == Deployment::Eviction::Kind::h2o && (!(e.budget > 0 && e.budget < 1) || e.recent_tokens < 0))
+      throw SpecError("kv_eviction", "h2o keeps a budget in (0, 1) of the context and recent >= 0 tokens");
+  }
   if (const auto& s = d.kv_layer_sharing; s.on()) {
     if (s.kind == Deployment::LayerSharing::Kind::cla && (s.factor < 2 || s.factor > m.num_layers))
       throw SpecError("kv_layer_sharing", "cla:N shares one cache among N adjacent layers: expected 2 <= N <= " +
@@ -206,6 +219,22 @@ std::string Deployment::LayerSharing::describe() const {
       return "cla:" + std::to_string(factor);
     case Kind::minicache:
       return "minicache:from=" + std::to_string(from_layer);
+    case Kind::none:
+      break;
+  }
+  return "none";
+}
+
+std::string Deployment::Eviction::describe() const {
+  switch (kind) {
+    case Kind::streaming:
+      return "streaming:sink=" + std::to_string(sink_tokens) + ",window=" + std::to_string(window_tokens);
+    case Kind::h2o: {
+      std::ostringstream o;
+      o << "h2o:budget=" << budget;
+      if (recent_tokens > 0) o << ",recent=" << recent_tokens;
+      return o.str();
+    }
     case Kind::none:
       break;
   }

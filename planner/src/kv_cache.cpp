@@ -122,10 +122,24 @@ u64 worker_num_blocks(const KvWorkerLayout& w, i64 available_bytes) {
   return u(available_bytes) / w.block_bytes;
 }
 
+i64 KvEviction::held(i64 context) const {
+  if (keep_tokens > 0) return std::min(context, keep_tokens);
+  if (keep_fraction > 0) {
+    const double budget = std::ceil(keep_fraction * static_cast<double>(context));
+    return std::min(context, std::max(keep_min_tokens, static_cast<i64>(budget)));
+  }
+  return context;
+}
+
 u64 spec_blocks_per_request(const KvLayerSpec& s, i64 max_model_len, i64 mnbt) {
   const u64 bs = u(s.block_size), len = u(max_model_len);
   switch (s.kind) {
-    case KvSpecKind::full: return ceil_div(len, bs);
+    case KvSpecKind::full: {
+      // What-if eviction: the kept tokens in whole blocks (evicted tokens compacted out, as a paged
+      // implementation must to free memory) plus the block the next token is written to.
+      const u64 held = u(s.evict.held(max_model_len));
+      return held < len ? ceil_div(held, bs) + 1 : ceil_div(len, bs);
+    }
     case KvSpecKind::sliding: {
       // min(sliding_window - 1 + max_num_batched_tokens, max_model_len) tokens, + 1 block "because the
       // sliding window may not start from the beginning of the block".

@@ -29,6 +29,13 @@ bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d) {
   return true;
 }
 
+KvEviction kv_eviction(const Deployment::Eviction& e) {
+  KvEviction k;
+  if (e.kind == Deployment::Eviction::Kind::streaming) k.keep_tokens = e.sink_tokens + e.window_tokens;
+  if (e.kind == Deployment::Eviction::Kind::h2o) k.keep_fraction = e.budget, k.keep_min_tokens = e.recent_tokens;
+  return k;
+}
+
 std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeployment& d, std::vector<i64>* decoder_layer) {
   const i64 tp = d.d.tensor_parallel_size, bs = d.block_size;
   // Decode context parallelism: a rank's block of bs tokens is one slice of a virtual block of bs x DCP tokens
@@ -57,7 +64,9 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
       s.page_size_bytes = d.skip_page_bytes;
     }
     switch (layer_attention(m, l)) {
-      case LayerAttention::full: break;
+      case LayerAttention::full:
+        s.evict = kv_eviction(d.d.kv_eviction);
+        break;
       case LayerAttention::sliding: s.kind = KvSpecKind::sliding, s.window_tokens = m.sliding_window; break;
       case LayerAttention::chunked: s.kind = KvSpecKind::chunked, s.window_tokens = m.attention_chunk_size; break;
       case LayerAttention::linear:
@@ -254,7 +263,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       }
       auto it = std::find_if(st.groups.begin(), st.groups.end(), [&](const KvLayerGroup& x) { return x.attention == kind; });
       if (it == st.groups.end()) {
-        st.groups.push_back({kind, 0, 0, spec.window_tokens, kind == LayerAttention::linear ? d.linear_state_bytes : 0});
+        st.groups.push_back(
+            {kind, 0, 0, spec.window_tokens, kind == LayerAttention::linear ? d.linear_state_bytes : 0, spec.evict});
         it = st.groups.end() - 1;
       }
       // A decoder layer counts once; its indexer cache (same decoder layer, next KV layer) adds bytes.
@@ -284,8 +294,10 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   p.num_blocks = bind.num_blocks;
   p.kv_bytes_per_token_per_rank = bind.kv_bytes_per_token;
   p.blocks_per_max_len_request = blocks_per_request(p.kv_groups, d.max_model_len, d.max_num_batched_tokens);
+  // Under the eviction what-if vLLM's current formula (concurrency x max_model_len) would count evicted tokens: the
+  // pool's tokens (num_blocks // groups x block) are what it holds.
   p.kv_capacity_tokens = logged_kv_cache_tokens(p.num_blocks, p.kv_groups, d.max_model_len, d.max_num_batched_tokens,
-                                                legacy_kv_size_log(d.d.vllm_version));
+                                                legacy_kv_size_log(d.d.vllm_version) || d.d.kv_eviction.on());
   p.cluster_kv_capacity_tokens = mul(p.kv_capacity_tokens, u(d.replicas), "cluster KV capacity tokens");
 
   for (i64 s : contexts) {

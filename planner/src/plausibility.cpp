@@ -35,6 +35,13 @@ std::string layer_sharing_source(const Deployment::LayerSharing& s) {
              : "MiniCache: Liu et al., \"MiniCache: KV Cache Compression in Depth Dimension\", NeurIPS 2024";
 }
 
+std::string eviction_source(const Deployment::Eviction& e) {
+  return e.kind == Deployment::Eviction::Kind::streaming
+             ? "StreamingLLM: Xiao et al., \"Efficient Streaming Language Models with Attention Sinks\", ICLR 2024"
+             : "H2O: Zhang et al., \"H2O: Heavy-Hitter Oracle for Efficient Generative Inference of Large Language "
+               "Models\", NeurIPS 2023";
+}
+
 i64 kv_quant_group(const ResolvedDeployment& d) {
   return d.d.kv_quant_group_size > 0 ? d.d.kv_quant_group_size : static_cast<i64>(info(d.kv_dtype).kv_group);
 }
@@ -130,6 +137,11 @@ std::vector<Finding> check_what_ifs(const MemoryPlan& p) {
                                           layer_sharing_source(s) +
                                           "); not a vLLM option, and kvcap does not model its effect on quality"));
   }
+  if (const auto& e = d.d.kv_eviction; e.on())
+    r.push_back(warning("KVCAP-W207", "what-if --kv-eviction " + e.describe() +
+                                          ": full-attention layers keep only those tokens of each request (" +
+                                          eviction_source(e) +
+                                          "); not a vLLM option, and kvcap does not model its effect on quality"));
   if (kv_group_size_settable(d.kv_dtype))
     r.push_back(warning("KVCAP-W207", "what-if --kv-cache-dtype " + std::string(name(d.kv_dtype)) + ": groups of " +
                                           std::to_string(kv_quant_group(d)) +

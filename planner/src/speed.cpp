@@ -232,9 +232,10 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
     const i64 w = g.attention != LayerAttention::full ? g.window_tokens : 0;  // chunked: at most one chunk
     for (const auto& q : seqs) {
       const i64 held = q.past + q.fresh;
-      const double read = dbl(w > 0 ? std::min(held, w) : held);
+      const double read = dbl(w > 0 ? std::min(held, w) : g.evict.held(held));
       b.kv_bytes += dbl(q.count) * read * dbl(g.bytes_per_token_per_layer) * dbl(g.num_layers);
-      const double pairs = attended(q.past + 1, held, w);
+      // Decode attends what is kept (a window, or the what-if eviction's tokens); a prefill chunk its window.
+      const double pairs = q.fresh == 1 ? read : attended(q.past + 1, held, w);
       double per_pair = 0, extra = 0;
       if (m.attention == AttentionType::gqa) {
         per_pair = 2.0 * (2.0 * dbl(m.head_dim));  // QK^T and PV, head_dim each
@@ -714,6 +715,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
       }
       const int k = grp.attention != LayerAttention::full && grp.window_tokens > 0 ? 1 : 0;
       if (k == 1) window_[1] = grp.window_tokens;
+      if (grp.attention == LayerAttention::full) evict_ = grp.evict;
       g.kv_bytes_per_token[k] += dbl(grp.bytes_per_token_per_layer) * dbl(grp.num_layers);
       g.attn_layers[k] += dbl(grp.num_layers);
       g.attention_layers += grp.num_layers;

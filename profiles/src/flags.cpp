@@ -47,6 +47,48 @@ Deployment::LayerSharing layer_sharing(const std::string& text) {
   throw InputError(what + ": expected " + expected + ", got '" + text + "'");
 }
 
+/// --kv-eviction: streaming:sink=S,window=W or h2o:budget=F[,recent=R] (what-ifs; the planner checks them against
+/// the model).
+Deployment::Eviction eviction(const std::string& text) {
+  const std::string what = "--kv-eviction";
+  const std::string expected =
+      "streaming:sink=S,window=W (StreamingLLM) or h2o:budget=F[,recent=R] (H2O, F in (0, 1)), "
+      "e.g. streaming:sink=4,window=4092 or h2o:budget=0.2";
+  const std::string refused = what + ": expected " + expected + ", got '" + text + "'";
+  Deployment::Eviction e;
+  std::string rest;
+  if (text.rfind("streaming:", 0) == 0) {
+    e.kind = Deployment::Eviction::Kind::streaming;
+    rest = text.substr(10);
+  } else if (text.rfind("h2o:", 0) == 0) {
+    e.kind = Deployment::Eviction::Kind::h2o;
+    rest = text.substr(4);
+  } else {
+    throw InputError(refused);
+  }
+  bool window = false, budget = false;
+  for (const auto& item : split_list(rest, ',', true)) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const bool streaming = e.kind == Deployment::Eviction::Kind::streaming;
+    if (streaming && key == "sink")
+      e.sink_tokens = item == "sink=0" ? 0 : parse_tokens(value, what + " sink");
+    else if (streaming && key == "window")
+      e.window_tokens = parse_tokens(value, what + " window"), window = true;
+    else if (!streaming && key == "budget")
+      e.budget = parse_real(value, what + " budget", "a fraction in (0, 1)", kPositive, 1), budget = true;
+    else if (!streaming && key == "recent")
+      e.recent_tokens = item == "recent=0" ? 0 : parse_tokens(value, what + " recent");
+    else
+      throw InputError(refused);
+  }
+  if (e.kind == Deployment::Eviction::Kind::streaming && !window)
+    throw InputError(what + ": streaming needs window=W, got '" + text + "'");
+  if (e.kind == Deployment::Eviction::Kind::h2o && !budget)
+    throw InputError(what + ": h2o needs budget=F, got '" + text + "'");
+  return e;
+}
+
 /// --mamba-cache-mode.
 Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
   if (mcm == "none") return Deployment::MambaCache::none;
@@ -117,6 +159,7 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   if (on) d.hybrid_kv_cache_manager = Deployment::Hybrid::on;
   if (given("mamba-cache-mode")) d.mamba_cache_mode = mamba_cache_mode(text("mamba-cache-mode"));
   if (given("kv-layer-sharing")) d.kv_layer_sharing = layer_sharing(text("kv-layer-sharing"));
+  if (given("kv-eviction")) d.kv_eviction = eviction(text("kv-eviction"));
   if (given("mamba-ssm-cache-dtype"))
     d.mamba_ssm_cache_dtype = parse_dtype_text(text("mamba-ssm-cache-dtype"), "--mamba-ssm-cache-dtype", activation);
   if (given("data-parallel-size")) {

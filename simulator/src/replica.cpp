@@ -33,6 +33,12 @@ i64 ReplicaConfig::side_blocks(i64 tokens, i64 step_tokens) const {
 
 ReplicaConfig replica_config(const MemoryPlan& plan) {
   ReplicaConfig c;
+  // The block manager keeps a block for every token of a full-attention request; an eviction what-if would need it
+  // to drop evicted tokens' blocks, which it does not: refused rather than simulated without the eviction.
+  if (plan.dep.d.kv_eviction.on())
+    throw SpecError("kv_eviction",
+                    "is not modelled by the simulator (its block manager keeps every token's block); "
+                    "plan, compare and sweep answer it");
   if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");
   // vLLM's hybrid KV cache manager: groups share one pool. The block table is the full-attention groups' (a table
   // entry = one block in each of them); sliding-window and chunked-local groups hold a bounded number of blocks

@@ -113,6 +113,11 @@ kvcap_golden(plan_deepseek_ep8 0 plan --model deepseek-v3 --gpu h200 --num-gpus 
 kvcap_golden(plan_gemma3_vision 0 plan --model gemma-3-27b --gpu h100-sxm --tensor-parallel-size 2 --contexts 8K,128K)
 kvcap_golden(plan_gemma3_language_model_only 0 plan --model gemma-3-27b --gpu h100-sxm --tensor-parallel-size 2 --language-model-only --contexts 8K,128K)
 kvcap_golden(plan_kivi_int2_group128_json 0 plan --model llama-3.1-8b --gpu h200 --kv-cache-dtype int2 --kv-quant-group-size 128 --contexts 128K --format json)
+kvcap_golden(plan_eviction_streaming 0 plan --model llama-3.1-8b --gpu h200 --kv-eviction streaming:sink=4,window=4092 --contexts 4K,128K)
+kvcap_golden(plan_eviction_h2o_json 0 plan --model llama-3.1-8b --gpu h200 --kv-eviction h2o:budget=0.2 --contexts 128K --format json)
+kvcap_golden(err_plan_eviction_syntax 2 plan --model llama-3.1-8b --gpu h200 --kv-eviction h2o:budget=2x)
+kvcap_golden(err_plan_eviction_sliding 2 plan --model gpt-oss-20b --gpu h200 --kv-eviction h2o:budget=0.2)
+kvcap_golden(err_simulate_eviction 2 simulate --model llama-3.1-8b --gpu h200 --kv-eviction h2o:budget=0.2 --rate 1 --prompt-tokens 1K --output-tokens 100 --num-requests 10)
 # Commands that had no golden before the front ends became thin shells (issue 12): the scorecard over the published
 # measurements (its MAPEs are those docs/accuracy.md records), the built-in list, a workload file in the text grammar.
 kvcap_golden(accuracy_scorecard 0 accuracy --fixtures %FIXTURES%)

@@ -132,3 +132,71 @@ TEST_CASE("KIVI int4/int2 KV: the scale and zero point of each group, for group 
   bad.kv_quant_group_size = 48;
   CHECK_THROWS_WITH(plan_memory(m, gpu, bad, {}), Catch::Contains("power of two"));
 }
+
+TEST_CASE("KV eviction: the tokens each policy keeps per request, the blocks, the capacity and the decode read",
+          "[what_if][eviction]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto gpu = profiles::resolve_gpu("h200");
+  Deployment streaming, h2o, base;
+  streaming.kv_eviction.kind = Deployment::Eviction::Kind::streaming;
+  streaming.kv_eviction.sink_tokens = 4;
+  streaming.kv_eviction.window_tokens = 4092;
+  h2o.kv_eviction.kind = Deployment::Eviction::Kind::h2o;
+  h2o.kv_eviction.budget = 0.2;
+  const auto ps = plan_memory(m, gpu, streaming, {1024, 4096, 8192, 131072});
+  const auto ph = plan_memory(m, gpu, h2o, {1024, 4096, 8192, 131072});
+  const auto pb = plan_memory(m, gpu, base, {1024, 4096, 8192, 131072});
+  // Tokens kept: StreamingLLM min(S, sink + window); H2O min(S, ceil(0.2 S)) (recent tokens within the budget).
+  const KvEviction ks = kv_eviction(streaming.kv_eviction), kh = kv_eviction(h2o.kv_eviction);
+  CHECK(ks.held(1024) == 1024);
+  CHECK(ks.held(4096) == 4096);
+  CHECK(ks.held(8192) == 4096);
+  CHECK(ks.held(131072) == 4096);
+  CHECK(kh.held(1024) == 205);  // ceil(204.8)
+  CHECK(kh.held(4096) == 820);  // ceil(819.2)
+  CHECK(kh.held(131072) == 26215);
+  Deployment::Eviction recent = h2o.kv_eviction;
+  recent.recent_tokens = 512;  // at least the 512 latest tokens
+  CHECK(kv_eviction(recent).held(1024) == 512);
+  CHECK(kv_eviction(recent).held(131072) == 26215);
+  // Blocks per request: the kept tokens in whole blocks plus the one being written; all of them when nothing is
+  // evicted. The block pool is the same as the baseline's (eviction changes no page).
+  REQUIRE(ps.kv_groups.size() == 1);
+  const auto& ss = ps.kv_groups[0].spec;
+  CHECK(spec_blocks_per_request(ss, 4096, 8192) == 256);
+  CHECK(spec_blocks_per_request(ss, 8192, 8192) == 257);
+  CHECK(spec_blocks_per_request(ss, 131072, 8192) == 257);
+  CHECK(spec_blocks_per_request(ph.kv_groups[0].spec, 131072, 8192) == 1640);  // ceil(26215 / 16) + 1
+  CHECK(ps.num_blocks == pb.num_blocks);
+  // The curve: at 128K StreamingLLM's requests hold 257 blocks instead of 8,192, H2O's 1,640.
+  const auto at = [](const MemoryPlan& p, i64 s) {
+    for (const auto& c : p.curve)
+      if (c.context_tokens == s) return c.max_concurrency;
+    return -1.0;
+  };
+  CHECK(at(ps, 131072) == Approx(at(pb, 131072) * 8192.0 / 257.0));
+  CHECK(at(ph, 131072) == Approx(at(pb, 131072) * 8192.0 / 1640.0));
+  CHECK(at(ps, 1024) == Approx(at(pb, 1024)));  // nothing evicted yet
+  // Decode reads the kept tokens only.
+  const auto tpot_kv = [&](const Deployment& d) {
+    return decode_step(make_speed_context(m, gpu, d), 8, 131072).stage.kv_bytes;
+  };
+  CHECK(tpot_kv(streaming) == Approx(tpot_kv(base) * 4096.0 / 131072.0));
+  CHECK(tpot_kv(h2o) == Approx(tpot_kv(base) * 26215.0 / 131072.0));
+  // The fast step model (sweep, the simulator's timer) agrees.
+  const auto ctx = make_speed_context(m, gpu, h2o);
+  const StepCostModel fast(ctx);
+  StepLoad load;
+  fast.add(load, 131071, 1, true);
+  CHECK(load.kv_read_tokens[0] == 26215);
+  // W207 names the policy and its paper.
+  const auto f = check_what_ifs(ps);
+  REQUIRE(f.size() == 1);
+  CHECK_THAT(f[0].message, Catch::Contains("streaming:sink=4,window=4092") && Catch::Contains("StreamingLLM"));
+  // Models with sliding-window or linear layers are refused, as are budgets outside (0, 1).
+  CHECK_THROWS_WITH(plan_memory(profiles::resolve_model("gpt-oss-20b"), gpu, h2o, {}),
+                    Catch::Contains("full attention"));
+  Deployment bad = h2o;
+  bad.kv_eviction.budget = 1.5;
+  CHECK_THROWS_WITH(plan_memory(m, gpu, bad, {}), Catch::Contains("(0, 1)"));
+}

@@ -66,3 +66,22 @@ TEST_CASE("deployment flags: vLLM's data- and decode-context-parallel sizes", "[
   CHECK(dcp.decode_context_parallel_size == 8);
   CHECK(deployment_from_flags({}).decode_context_parallel_size == 1);
 }
+
+TEST_CASE("deployment flags: --kv-eviction's grammar", "[flags]") {
+  const Deployment s = deployment_from_flags({{"kv-eviction", "streaming:sink=4,window=4092"}});
+  CHECK(s.kv_eviction.kind == Deployment::Eviction::Kind::streaming);
+  CHECK(s.kv_eviction.sink_tokens == 4);
+  CHECK(s.kv_eviction.window_tokens == 4092);
+  CHECK(s.kv_eviction.describe() == "streaming:sink=4,window=4092");
+  const Deployment h = deployment_from_flags({{"kv-eviction", "h2o:budget=0.2,recent=1K"}});
+  CHECK(h.kv_eviction.kind == Deployment::Eviction::Kind::h2o);
+  CHECK(h.kv_eviction.budget == 0.2);
+  CHECK(h.kv_eviction.recent_tokens == 1024);
+  CHECK(h.kv_eviction.describe() == "h2o:budget=0.2,recent=1024");
+  CHECK(deployment_from_flags({{"kv-eviction", "streaming:sink=0,window=2K"}}).kv_eviction.sink_tokens == 0);
+  for (const char* bad : {"h2o", "h2o:budget=x", "h2o:recent=5", "streaming:sink=4", "streaming:window=0",
+                          "streaming:budget=0.2,window=8", "lru:budget=0.2", "h2o:budget=0.2,window=8"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(deployment_from_flags({{"kv-eviction", bad}}), Catch::StartsWith("--kv-eviction"));
+  }
+}

@@ -75,6 +75,20 @@ struct Deployment {
     }
     std::string describe() const;  ///< "cla:2", "minicache:from=16", "none"
   } kv_layer_sharing;
+  /// What-if (no vLLM option; quality not modelled): full-attention layers keep only part of a request's context.
+  /// streaming: `sink_tokens` attention sinks plus the latest `window_tokens` (Xiao et al., "Efficient Streaming
+  /// Language Models with Attention Sinks", ICLR 2024); h2o: heavy hitters and recent tokens within `budget` x the
+  /// context, at least `recent_tokens` (Zhang et al., "H2O: Heavy-Hitter Oracle for Efficient Generative Inference of
+  /// Large Language Models", NeurIPS 2023).
+  struct Eviction {
+    enum class Kind : std::uint8_t { none, streaming, h2o } kind = Kind::none;
+    i64 sink_tokens = 4;
+    i64 window_tokens = 0;
+    double budget = 0;
+    i64 recent_tokens = 0;
+    bool on() const { return kind != Kind::none; }
+    std::string describe() const;  ///< "streaming:sink=4,window=4096", "h2o:budget=0.2", "none"
+  } kv_eviction;
 };
 
 /// Whether `version` ("current", "0.10", "0.19.1", ...) logs "GPU KV cache size" as

@@ -24,6 +24,19 @@ enum class KvSpecKind : std::uint8_t {
   mamba,    ///< MambaSpec (linear attention): one block holds a request's whole state; state_blocks per request
 };
 
+/// The what-if --kv-eviction (no vLLM option): the tokens of a request's context a full-attention layer keeps.
+/// streaming (StreamingLLM): attention-sink tokens plus a window of the latest, a fixed `keep_tokens`; h2o (H2O):
+/// heavy hitters plus recent tokens within a budget of `keep_fraction` of the context, at least `keep_min_tokens`.
+struct KvEviction {
+  i64 keep_tokens = 0;       ///< streaming: sink + window (0: not this policy)
+  double keep_fraction = 0;  ///< h2o: the budget as a fraction of the context (0: not this policy)
+  i64 keep_min_tokens = 0;   ///< h2o: the recent tokens kept whatever the budget
+  bool on() const { return keep_tokens > 0 || keep_fraction > 0; }
+  /// Tokens kept of a context of `context` tokens (all of them when the policy keeps more).
+  i64 held(i64 context) const;
+  bool operator==(const KvEviction&) const = default;
+};
+
 /// One KV layer's cache format (a vLLM KVCacheSpec).
 struct KvLayerSpec {
   KvSpecKind kind = KvSpecKind::full;
@@ -31,6 +44,7 @@ struct KvLayerSpec {
   u64 page_size_bytes = 0;    ///< one layer, one block, on one rank
   i64 window_tokens = 0;      ///< sliding_window or attention_chunk_size (0 for full)
   i64 state_blocks = 1;       ///< mamba: blocks per request (mamba_cache_mode none: 1, align: 2)
+  KvEviction evict{};         ///< full: the what-if --kv-eviction (off: every token)
   bool operator==(const KvLayerSpec&) const = default;
 };
 

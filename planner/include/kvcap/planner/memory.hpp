@@ -20,6 +20,7 @@ struct KvLayerGroup {
   u64 bytes_per_token_per_layer = 0;  ///< on one rank, in the resolved KV format (indexer keys included)
   i64 window_tokens = 0;              ///< sliding window or attention chunk (0: full)
   u64 state_bytes_per_layer = 0;      ///< linear layers: one request's state (conv + recurrent) per layer, unpadded
+  KvEviction evict;                   ///< full layers: the what-if --kv-eviction (tokens kept of a context)
 };
 
 /// One pipeline stage; its TP ranks are identical, so a stage stands for each of its ranks.
@@ -76,6 +77,8 @@ std::vector<i64> default_contexts();
 /// vLLM's KV layers of the model on this deployment: one spec per attention layer (and per indexer cache).
 /// `decoder_layer` receives the decoder layer of each KV layer (for pipeline stages).
 std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeployment& d, std::vector<i64>* decoder_layer = nullptr);
+/// The tokens a full-attention layer keeps under the what-if --kv-eviction (off: all).
+KvEviction kv_eviction(const Deployment::Eviction& e);
 /// Whether vLLM runs the hybrid KV cache manager for this model and deployment.
 bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d);
 

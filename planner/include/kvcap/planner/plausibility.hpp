@@ -45,6 +45,8 @@ std::string layer_sharing_source(const Deployment::LayerSharing& s);
 /// The paper behind the grouped int4/int2 KV formats (KIVI), a what-if: vLLM has no such KV format.
 inline constexpr const char* kKiviSource =
     "KIVI: Liu et al., \"KIVI: A Tuning-Free Asymmetric 2bit Quantization for KV Cache\", ICML 2024 (arXiv:2402.02750)";
+/// The paper behind a --kv-eviction what-if (StreamingLLM, H2O).
+std::string eviction_source(const Deployment::Eviction& e);
 /// The KIVI group size a resolved deployment uses (--kv-quant-group-size, else the format's 32).
 i64 kv_quant_group(const ResolvedDeployment& d);
 

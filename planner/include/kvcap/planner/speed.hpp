@@ -235,8 +235,11 @@ class StepCostModel {
     for (int w = 0; w < 2; ++w) {
       const i64 win = window_[w];
       if (w == 1 && win <= 0) break;
-      load.kv_read_tokens[w] += static_cast<double>(win > 0 && held > win ? win : held);
-      if (new_tokens == 1) load.decode_pairs[w] += static_cast<double>(win > 0 && held > win ? win : held);
+      // Full layers under the what-if --kv-eviction read only the tokens they keep.
+      const i64 read = win > 0 ? (held > win ? win : held) : (evict_.on() ? evict_.held(held) : held);
+      load.kv_read_tokens[w] += static_cast<double>(read);
+      if (new_tokens == 1)
+        load.decode_pairs[w] += static_cast<double>(read);
       else load.prefill_pairs[w] += attended_pairs(past_tokens + 1, held, win);
     }
     if (new_tokens != 1) load.prefill_past_tokens += static_cast<double>(past_tokens);
@@ -248,6 +251,7 @@ class StepCostModel {
   static double attended_pairs(i64 lo, i64 hi, i64 window);
 
  private:
+  KvEviction evict_;  ///< full-attention layers' what-if eviction (off: every token read)
   struct Stage {
     double weight_bytes_fixed = 0;     ///< non-routed weights read once per step
     double weight_bytes_routed = 0;    ///< all routed experts (x expected active fraction per step)
