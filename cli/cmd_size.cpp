@@ -1,5 +1,6 @@
 // kvcap size: the cheapest deployments that serve a workload within TTFT and TPOT targets. Flags -> request
 // (size_request.cpp) -> size_cluster (planner/sizing) -> a reporter (report/size.cpp). docs/sizing.md.
+#include <algorithm>
 #include <iostream>
 
 #include "common.hpp"
@@ -33,6 +34,21 @@ int cmd_size(const std::vector<std::string>& args) {
   if (!parsed) return 0;
   const auto& vm = *parsed;
   const SizeCommand c = size_command_from(vm);
+  // An error of the plausibility policy (E104: no deployment serves the workload) ends it before the search; a
+  // JSON consumer still gets a report, with no candidates and the finding.
+  const auto& findings = c.report.findings;
+  if (has_errors(findings)) {
+    if (c.format == Format::json) {
+      SizingResult none;
+      none.diagnosis = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+                         return f.level == Finding::Level::error;
+                       })->message;
+      report_sizing_json(std::cout, c.request, none, c.report);
+    }
+    print_findings("size", findings);
+    return exit_code(findings);
+  }
+  print_findings("size", findings);
   const SizingResult r = size_cluster(c.request);
   switch (c.format) {
     case Format::table:

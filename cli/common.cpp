@@ -301,9 +301,7 @@ int report_spec_error(const std::string& name, const SpecError& e) {
     if (e.field() == field) return report_usage_error(name, std::string(flag) + ": " + e.reason());
   // A parallel layout or KV format vLLM's own config checks refuse (heads not divisible by TP, DCP beyond the
   // KV-head replicas, nvfp4 KV without fp4 tensor cores): vLLM would not start, exit 3 as for E101/E102.
-  static const std::array<std::string_view, 4> kStartupFields = {"tensor_parallel_size", "pipeline_parallel_size",
-                                                                 "decode_context_parallel_size", "kv_cache_dtype"};
-  const bool startup = std::find(kStartupFields.begin(), kStartupFields.end(), e.field()) != kStartupFields.end();
+  const bool startup = e.vllm_refuses();
   std::cerr << "kvcap " << name << ": error: " << escape::terminal_lines(e.what())
             << (startup ? " (vLLM would not start)" : "") << "\n";
   return startup ? kExitWouldNotStart : kExitFailed;

@@ -220,10 +220,7 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   // The plausibility policy: a max_model_len shorter than the workload's requests (E104 / W205).
   if (const auto& len = c.request.space.base.max_model_len) {
     const auto& w = c.request.workload;
-    const auto f = check_request_lengths(w.prompt_tokens, w.output_tokens, w.max_context_tokens, *len);
-    for (const auto& x : f)
-      if (x.level == Finding::Level::error) throw FindingError(x);
-    print_findings("size", f);
+    c.report.findings = check_request_lengths(w.prompt_tokens, w.output_tokens, w.max_context_tokens, *len);
   }
   c.report.top = parse_int(vm["top"].as<std::string>(), "--top", 0);
   c.report.explain = vm.count("explain") > 0;

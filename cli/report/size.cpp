@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common.hpp"
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
 
@@ -109,6 +110,9 @@ void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingR
   j["feasible"] = r.feasible;
   if (r.feasible == 0) j["diagnosis"] = r.diagnosis;
   j["rates"] = s.calibration ? "calibrated" : "datasheet";
+  j["warnings"] = nlohmann::ordered_json::array();
+  for (const auto& f : o.findings) j["warnings"].push_back(f.code + ": " + f.message);
+  j["findings"] = findings_json(o.findings);
   auto& arr = j["candidates"] = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < shown; ++i) {
     auto c = candidate_json(r.candidates[i], open);

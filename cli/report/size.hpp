@@ -3,7 +3,9 @@
 // names, reasons) goes through cli/escape.
 #include <cstdint>
 #include <ostream>
+#include <vector>
 
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/sizing.hpp"
 
 namespace kvcap::cli {
@@ -12,6 +14,9 @@ struct SizingReportOptions {
   std::int64_t top = 10;           ///< table rows (0: every feasible candidate)
   bool explain = false;            ///< list the rejected candidates and why
   bool prices_overridden = false;  ///< --price was given
+  /// The plausibility policy's findings about the request (E104, W205), in JSON `warnings` and `findings` as
+  /// `plan` reports them; an error among them means no search was run (no candidates).
+  std::vector<Finding> findings{};
 };
 
 void report_sizing_table(std::ostream& out, const SizingRequest& q, const SizingResult& r,

@@ -28,6 +28,11 @@ void validate(const GpuSpec& g) {
 namespace {
 std::string str(i64 v) { return std::to_string(v); }
 
+/// A setting vLLM's own start-up checks reject (vllm/config/parallel.py, model.py, cache.py): would not start.
+[[noreturn]] void vllm_refuses(std::string field, const std::string& reason) {
+  throw SpecError(std::move(field), reason, SpecError::Kind::vllm_refuses);
+}
+
 // vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, OpenAI API server column (`vllm serve`):
 // GPUs with >= 70 GiB that are not A100s default to 8192 batched tokens and 1024 sequences,
 // others to 2048 and 256.
@@ -248,17 +253,16 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (tp < 1) throw SpecError("tensor_parallel_size", "must be >= 1 (got " + str(tp) + ")");
   if (pp < 1) throw SpecError("pipeline_parallel_size", "must be >= 1 (got " + str(pp) + ")");
   if (m.num_heads % tp != 0)
-    throw SpecError("tensor_parallel_size", "num_attention_heads (" + str(m.num_heads) +
-                                                ") must be divisible by tensor_parallel_size (" + str(tp) + ")");
+    vllm_refuses("tensor_parallel_size", "num_attention_heads (" + str(m.num_heads) +
+                                             ") must be divisible by tensor_parallel_size (" + str(tp) + ")");
   if (m.attention == AttentionType::gqa) {
     const i64 kv = m.num_kv_heads;
     if (tp <= kv ? kv % tp != 0 : tp % kv != 0)
-      throw SpecError("tensor_parallel_size",
-                      "must divide num_key_value_heads (" + str(kv) + ") or be a multiple of it (got " + str(tp) + ")");
+      vllm_refuses("tensor_parallel_size",
+                   "must divide num_key_value_heads (" + str(kv) + ") or be a multiple of it (got " + str(tp) + ")");
   }
   if (pp > m.num_layers)
-    throw SpecError("pipeline_parallel_size",
-                    "cannot exceed num_layers (" + str(m.num_layers) + "; got " + str(pp) + ")");
+    vllm_refuses("pipeline_parallel_size", "cannot exceed num_layers (" + str(m.num_layers) + "; got " + str(pp) + ")");
   const i64 per_replica = mul(tp, pp, "GPUs per replica");
   if (d.num_gpus == 0) d.num_gpus = per_replica;
   if (d.num_gpus < 0) throw SpecError("num_gpus", "must be >= 1 (got " + str(d.num_gpus) + ")");
@@ -291,12 +295,11 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   r.kv_dtype = d.kv_cache_dtype == DType::auto_ ? r.dtype : d.kv_cache_dtype;
   // vLLM's nvfp4 KV cache runs on Blackwell's fp4 attention kernels only (FlashInfer TRTLLM-gen, SM100).
   if (r.kv_dtype == DType::nvfp4 && !(g.fp4_dense_flops > 0))
-    throw SpecError("kv_cache_dtype",
-                    "nvfp4 KV needs a GPU with fp4 tensor cores (Blackwell); " + g.name + " has none");
+    vllm_refuses("kv_cache_dtype", "nvfp4 KV needs a GPU with fp4 tensor cores (Blackwell); " + g.name + " has none");
   if (info(r.kv_dtype).kv_head_scale_bits > 0 && m.attention == AttentionType::mla)
-    throw SpecError("kv_cache_dtype",
-                    std::string(name(r.kv_dtype)) +
-                        " keeps a scale per KV head; an MLA model caches one latent per token (use fp8)");
+    vllm_refuses("kv_cache_dtype",
+                 std::string(name(r.kv_dtype)) +
+                     " keeps a scale per KV head; an MLA model caches one latent per token (use fp8)");
   if (!info(r.kv_dtype).kv_ok)
     throw SpecError("kv_cache_dtype", std::string(name(r.kv_dtype)) + " is not a KV-cache format; expected one of " +
                                           dtype_names([](const DTypeInfo& i) { return i.kv_ok; }));
@@ -327,13 +330,13 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (dcp < 1) throw SpecError("decode_context_parallel_size", "must be >= 1 (got " + str(dcp) + ")");
   if (dcp > 1) {
     if (tp % dcp != 0)
-      throw SpecError("decode_context_parallel_size",
-                      "must divide tensor_parallel_size (" + str(dcp) + " does not divide " + str(tp) + ")");
+      vllm_refuses("decode_context_parallel_size",
+                   "must divide tensor_parallel_size (" + str(dcp) + " does not divide " + str(tp) + ")");
     const i64 replicas = m.attention == AttentionType::mla ? tp : std::max<i64>(1, tp / m.num_kv_heads);
     if (dcp > replicas)
-      throw SpecError("decode_context_parallel_size", "cannot exceed the ranks that hold the same KV heads: TP " +
-                                                          str(tp) + " / " + str(m.num_kv_heads) +
-                                                          " KV heads = " + str(replicas) + " (got " + str(dcp) + ")");
+      vllm_refuses("decode_context_parallel_size", "cannot exceed the ranks that hold the same KV heads: TP " +
+                                                       str(tp) + " / " + str(m.num_kv_heads) +
+                                                       " KV heads = " + str(replicas) + " (got " + str(dcp) + ")");
     if (has_linear_layers(m))
       throw SpecError("decode_context_parallel_size",
                       "is not modelled for models with linear-attention (Mamba) layers");
@@ -344,12 +347,13 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     const auto& a = m.linear;
     using K = LinearAttentionSpec::Kind;
     if (a.kind == K::gated_delta_net && (a.num_key_heads % tp != 0 || a.num_value_heads % tp != 0))
-      throw SpecError("tensor_parallel_size", "must divide linear_num_key_heads (" + str(a.num_key_heads) +
-                                                  ") and linear_num_value_heads (" + str(a.num_value_heads) + ")");
+      vllm_refuses("tensor_parallel_size", "must divide linear_num_key_heads (" + str(a.num_key_heads) +
+                                               ") and linear_num_value_heads (" + str(a.num_value_heads) + ")");
     if (a.kind == K::mamba2 && a.num_value_heads % tp != 0)
-      throw SpecError("tensor_parallel_size", "must divide mamba_n_heads (" + str(a.num_value_heads) + ")");
+      vllm_refuses("tensor_parallel_size", "must divide mamba_n_heads (" + str(a.num_value_heads) + ")");
     if (a.kind == K::mamba1 && a.intermediate_size % tp != 0)
-      throw SpecError("tensor_parallel_size", "must divide the Mamba intermediate size (" + str(a.intermediate_size) + ")");
+      vllm_refuses("tensor_parallel_size",
+                   "must divide the Mamba intermediate size (" + str(a.intermediate_size) + ")");
     // vllm/model_executor/models/config.py HybridAttentionMambaModelConfig (no prefix caching): the
     // attention block grows to the smallest multiple of the kernel alignment (16 tokens; 64 for MLA)
     // whose page holds one linear layer's state; the state page is then padded to the attention page.

@@ -44,14 +44,19 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 ProfileError::ProfileError(std::vector<Diagnostic> d) : std::runtime_error(join_all(d)), diags_(std::move(d)) {}
 
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  // Close enough: at most a third of the word wrong, or the candidate contains the word.
+  const std::size_t close = std::max<std::size_t>(2, word.size() / 3);
   std::string best;
   std::size_t best_d = SIZE_MAX;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length: a candidate that cannot be close is not measured
+    // (the same answer, and bounded work for a hostile 64 KB key: no 64K x |candidate| table per candidate).
+    const std::size_t length_gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (length_gap > close) continue;
     const std::size_t d = edit_distance(word, c);
     if (d < best_d) best_d = d, best = c;
   }
-  // Close enough: at most a third of the word wrong, or the candidate contains the word.
-  if (best_d <= std::max<std::size_t>(2, word.size() / 3)) return best;
+  if (best_d <= close) return best;
   for (const auto& c : candidates)
     if (word.size() >= 3 && (c.find(word) != std::string::npos || word.find(c) != std::string::npos)) return c;
   return "";

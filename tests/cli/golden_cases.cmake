@@ -171,3 +171,4 @@ kvcap_golden(err_num_gpus_not_whole_replicas 2 plan --model llama-3.1-8b --gpu h
 kvcap_golden(err_compare_deploy_twice 2 compare --deploy llama-3.1-8b@h100-sxm --deploy llama-3.1-8b@2xh200 --deploy llama-3.1-8b@h100-sxm)
 kvcap_golden(err_sweep_batch_twice 2 sweep --models llama-3.1-8b --gpus h100-sxm --batches 1,8,01)
 kvcap_golden(err_size_price_twice 2 size --model llama-3.1-8b --gpus h100-sxm --rate 1 --prompt-tokens 1K --output-tokens 100 --ttft-p 1s --tpot 50ms --price h100-sxm=2.2,h100-sxm=3)
+kvcap_golden(err_size_max_model_len_json 3 size --model llama-3.1-8b --prompt-tokens 100K --output-tokens 1K --rate 1 --ttft-p 2s --tpot 50ms --max-model-len 8K --format json)

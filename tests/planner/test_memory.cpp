@@ -1,9 +1,9 @@
 // The memory budget, blocks and concurrency: the estimate against real vLLM profiles, sliding windows,
 // replication, pipeline staging, prefix sharing, and arithmetic at cluster scale.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -124,6 +124,50 @@ TEST_CASE("tensor parallel beyond the KV heads replicates them", "[memory][tp]")
   Deployment d;
   d.tensor_parallel_size = 3;
   CHECK_THROWS_AS(resolve(builtin("llama-3.1-8b"), h100(), d), SpecError);
+}
+
+namespace {
+/// resolve's SpecError, or nullopt when it resolves.
+std::optional<SpecError> resolve_error(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
+  try {
+    resolve(m, g, d);
+  } catch (const SpecError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("a setting vLLM refuses at start-up is told from an invalid input", "[memory][errors]") {
+  // Kind::vllm_refuses (exit 3, would not start): what vLLM's own config checks reject.
+  const auto m = builtin("llama-3.1-8b");
+  Deployment d;
+  d.tensor_parallel_size = 3;  // 32 heads not divisible by 3 (vllm/config/parallel.py)
+  auto e = resolve_error(m, h100(), d);
+  REQUIRE(e);
+  CHECK(e->vllm_refuses());
+  d = Deployment{};
+  d.pipeline_parallel_size = 64;  // more stages than layers
+  e = resolve_error(m, h100(), d);
+  REQUIRE(e);
+  CHECK(e->vllm_refuses());
+  d = Deployment{};
+  d.kv_cache_dtype = DType::nvfp4;  // no fp4 tensor cores on an H100
+  e = resolve_error(m, h100(), d);
+  REQUIRE(e);
+  CHECK(e->vllm_refuses());
+  // Kind::invalid (exit 1): the input itself is wrong.
+  d = Deployment{};
+  d.block_size = 7;
+  e = resolve_error(m, h100(), d);
+  REQUIRE(e);
+  CHECK_FALSE(e->vllm_refuses());
+  CHECK(e->field() == "block_size");
+  d = Deployment{};
+  d.tensor_parallel_size = 0;
+  e = resolve_error(m, h100(), d);
+  REQUIRE(e);
+  CHECK_FALSE(e->vllm_refuses());
 }
 
 TEST_CASE("pipeline stages split layers as vLLM's get_pp_indices", "[memory][pp]") {

@@ -141,3 +141,16 @@ TEST_CASE("GPU profile errors", "[profiles][errors]") {
     CHECK(e.diagnostics().at(0).key_path == "host_link.bandwidth_bytes_per_s");
   }
 }
+
+TEST_CASE("did_you_mean suggests a near key, and spends no time on one that cannot be near", "[errors]") {
+  const std::vector<std::string> keys = {"num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"};
+  CHECK(kvcap::profiles::did_you_mean("num_hiden_layers", keys) == "num_hidden_layers");
+  CHECK(kvcap::profiles::did_you_mean("hed_dim", keys) == "head_dim");
+  CHECK(kvcap::profiles::did_you_mean("key_value", keys) == "num_key_value_heads");  // contained
+  CHECK(kvcap::profiles::did_you_mean("rope_theta", keys).empty());
+  // A hostile 1 MB key: no suggestion, and no 1M x |key| distance table per candidate (fuzz_model_yaml spent
+  // most of its time there).
+  const std::string huge(1 << 20, 'x');
+  CHECK(kvcap::profiles::did_you_mean(huge, keys).empty());
+  CHECK(kvcap::profiles::did_you_mean(huge + "head_dim", keys) == "head_dim");  // contains a key
+}
