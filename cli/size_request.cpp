@@ -201,6 +201,8 @@ po::options_description size_options() {
     ("format,f", po::value<std::string>()->default_value("table"), "table (people), json or csv (programs)")
     ("top", po::value<std::string>()->default_value("10"), "rows in the table (0: all that meet the targets)")
     ("explain", "also list every rejected candidate and why it failed")
+    ("emit", po::value<std::string>(), "also print the launch command of the recommended deployments with the flags "
+                                       "kvcap planned with: vllm (vllm serve) or sglang (sglang.launch_server)")
     ("help,h", "show this help");
   // clang-format on
   po::options_description desc;
@@ -225,6 +227,11 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   c.report.top = parse_int(vm["top"].as<std::string>(), "--top", 0);
   c.report.explain = vm.count("explain") > 0;
   c.report.prices_overridden = vm.count("price") > 0;
+  if (vm.count("emit")) {
+    const std::string e = vm["emit"].as<std::string>();
+    if (e != "vllm" && e != "sglang") throw UsageError("--emit: expected vllm or sglang, got '" + e + "'");
+    c.report.emit = parse_launch_engine(e);
+  }
   return c;
 }
 

@@ -221,4 +221,34 @@ std::string json_string(std::string_view s) {
   return r + "\"";
 }
 
+std::string shell_word(std::string_view s) {
+  static constexpr std::string_view kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,+@%";
+  if (!s.empty() && s.find_first_not_of(kPlain) == std::string_view::npos) return std::string(s);
+  // C0 controls, DEL, and the C1 controls as UTF-8 (0xC2 0x80-0x9F: U+009B is the 8-bit CSI).
+  bool control = false;
+  for (std::size_t i = 0; i < s.size() && !control; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+    control = c < 0x20 || c == 0x7f || (c == 0xc2 && next >= 0x80 && next <= 0x9f);
+  }
+  std::string r;
+  if (!control) {
+    r = "'";
+    for (const char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return r + "'";
+  }
+  r = "$'";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\') {  // every non-ASCII byte too: bash rejoins them
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      r += buf;
+    } else {
+      r += ch;
+    }
+  }
+  return r + "'";
+}
+
 }  // namespace kvcap::escape

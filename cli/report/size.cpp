@@ -1,6 +1,7 @@
 // Reporters of `kvcap size` (report/size.hpp): the ranked table for people, JSON and CSV for programs.
 #include "report/size.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -32,6 +33,12 @@ std::string pad_right(const std::string& s, std::size_t w) {
   return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
 }
 
+/// Finite doubles for JSON (nlohmann writes inf as null; say so explicitly).
+void sanitize(nlohmann::ordered_json& j) {
+  for (auto& [k, v] : j.items())
+    if (v.is_number_float() && !std::isfinite(v.get<double>())) v = nullptr;
+}
+
 nlohmann::ordered_json candidate_json(const SizingCandidate& c, bool open_loop) {
   nlohmann::ordered_json j;
   j["gpu"] = c.gpu;
@@ -60,22 +67,45 @@ nlohmann::ordered_json candidate_json(const SizingCandidate& c, bool open_loop) 
   j["tpot_s"] = c.tpot_s;
   j["e2e_s"] = c.e2e_s;
   j["output_tokens_per_s"] = c.output_tokens_per_s;
+  j["input_tokens_per_s"] = c.input_tokens_per_s;
+  j["tokens_per_s_per_gpu"] = c.tokens_per_s_per_gpu;
+  j["tokens_per_s_per_user"] = c.tokens_per_s_per_user;
   j["cost_per_hour_usd"] = c.cost_per_hour_usd;
   j["cost_per_million_output_tokens_usd"] = c.cost_per_million_output_tokens_usd;
+  j["cost_per_million_input_tokens_usd"] = c.cost_per_million_input_tokens_usd;
+  j["cost_per_million_tokens_usd"] = c.cost_per_million_tokens_usd;
   return j;
 }
 
-/// Finite doubles for JSON (nlohmann writes inf as null; say so explicitly).
-void sanitize(nlohmann::ordered_json& j) {
-  for (auto& [k, v] : j.items())
-    if (v.is_number_float() && !std::isfinite(v.get<double>())) v = nullptr;
+/// A feasible candidate as the JSON lists give it: its rank, its figures, and its launch command under --emit.
+nlohmann::ordered_json ranked_json(const SizingRequest& q, const SizingResult& r, std::size_t i,
+                                   const SizingReportOptions& o) {
+  const auto& c = r.candidates[i];
+  auto j = candidate_json(c, q.workload.open_loop());
+  sanitize(j);
+  if (c.status != CandidateStatus::ok) return j;
+  j["rank"] = i + 1;
+  if (o.emit && c.deployment) {
+    const auto cmd = launch_command(*o.emit, q.model, *c.deployment);
+    j["launch"] = {{"engine", *o.emit == LaunchEngine::vllm ? "vllm" : "sglang"},
+                   {"argv", cmd.argv},
+                   {"command", launch_line(cmd)},
+                   {"notes", cmd.notes}};
+  }
+  return j;
+}
+
+bool contains(const std::vector<std::size_t>& v, std::size_t i) {
+  return std::find(v.begin(), v.end(), i) != v.end();
 }
 
 const char* kCsvHeader =
     "rank,gpu,tensor_parallel_size,pipeline_parallel_size,weight_dtype,kv_cache_dtype,status,reason,gpus_per_replica,"
     "replicas,gpus,kv_capacity_tokens_per_replica,max_batch_memory,max_batch_targets,max_rate_per_replica_per_s,"
     "rate_per_replica_per_s,batch_per_replica,prefill_s,prefill_utilization,decode_step_s,decode_bound,ttft_s,tpot_s,"
-    "e2e_s,output_tokens_per_s,cost_per_hour_usd,cost_per_million_output_tokens_usd\n";
+    "e2e_s,output_tokens_per_s,cost_per_hour_usd,cost_per_million_output_tokens_usd,input_tokens_per_s,"
+    "tokens_per_s_per_gpu,tokens_per_s_per_user,cost_per_million_input_tokens_usd,cost_per_million_tokens_usd,pareto,"
+    "best_for_gpu_type";
 
 std::string csv_num(double v) {
   if (!std::isfinite(v)) return "";
@@ -86,6 +116,12 @@ std::string csv_num(double v) {
 }
 
 }  // namespace
+
+std::string launch_line(const LaunchCommand& c) {
+  std::string r;
+  for (const auto& w : c.argv) r.append(r.empty() ? "" : " ").append(escape::shell_word(w));
+  return r;
+}
 
 void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingResult& r,
                         const SizingReportOptions& o) {
@@ -113,13 +149,12 @@ void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingR
   j["warnings"] = nlohmann::ordered_json::array();
   for (const auto& f : o.findings) j["warnings"].push_back(f.code + ": " + f.message);
   j["findings"] = findings_json(o.findings);
+  auto& best = j["best_per_gpu_type"] = nlohmann::ordered_json::array();
+  for (const std::size_t i : r.best_per_gpu) best.push_back(ranked_json(q, r, i, o));
+  auto& pareto = j["pareto"] = nlohmann::ordered_json::array();
+  for (const std::size_t i : r.pareto) pareto.push_back(ranked_json(q, r, i, o));
   auto& arr = j["candidates"] = nlohmann::ordered_json::array();
-  for (std::size_t i = 0; i < shown; ++i) {
-    auto c = candidate_json(r.candidates[i], open);
-    sanitize(c);
-    if (r.candidates[i].status == CandidateStatus::ok) c["rank"] = i + 1;
-    arr.push_back(c);
-  }
+  for (std::size_t i = 0; i < shown; ++i) arr.push_back(ranked_json(q, r, i, o));
   out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
@@ -127,7 +162,7 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
   const auto& w = q.workload;
   const bool open = w.open_loop();
   const std::size_t shown = o.explain ? r.candidates.size() : r.feasible;
-  out << kCsvHeader;
+  out << kCsvHeader << (o.emit ? ",launch_command\n" : "\n");
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& c = r.candidates[i];
     const bool ok = c.status == CandidateStatus::ok;
@@ -142,7 +177,16 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
         << c.batch << "," << csv_num(c.prefill_s) << "," << csv_num(c.prefill_utilization) << ","
         << csv_num(c.decode_step_s) << "," << to_string(c.decode_bound) << "," << csv_num(c.ttft_s) << ","
         << csv_num(c.tpot_s) << "," << csv_num(c.e2e_s) << "," << csv_num(c.output_tokens_per_s) << ","
-        << csv_num(c.cost_per_hour_usd) << "," << csv_num(c.cost_per_million_output_tokens_usd) << "\n";
+        << csv_num(c.cost_per_hour_usd) << "," << csv_num(c.cost_per_million_output_tokens_usd) << ","
+        << csv_num(c.input_tokens_per_s) << "," << csv_num(c.tokens_per_s_per_gpu) << ","
+        << csv_num(c.tokens_per_s_per_user) << "," << csv_num(c.cost_per_million_input_tokens_usd) << ","
+        << csv_num(c.cost_per_million_tokens_usd) << "," << (ok && contains(r.pareto, i) ? "true" : "false") << ","
+        << (ok && contains(r.best_per_gpu, i) ? "true" : "false");
+    if (o.emit)
+      out << ","
+          << (ok && c.deployment ? escape::csv_field(launch_line(launch_command(*o.emit, q.model, *c.deployment)))
+                                 : "");
+    out << "\n";
   }
 }
 
@@ -191,37 +235,75 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
   out << "\n";
 }
 
-/// The ranked rows of the candidates that meet the targets.
+/// The column heads of a candidate row (table_row).
+void table_head(std::ostream& out, const SizingRequest& q) {
+  const std::string ttft_head = "TTFT " + pct_name(q.targets.ttft_percentile);
+  out << "    #  GPU        TP  PP  weights  KV        GPUs  replicas  batch  " << pad_left(ttft_head, 10)
+      << "      TPOT  " << (q.workload.open_loop() ? "max req/s" : "max users")
+      << "  tok/s/GPU  tok/s/user    $/hour  $/M in  $/M out  $/M all\n";
+}
+
+/// One feasible candidate, `rank` its place in the ranking (1 = cheapest).
+void table_row(std::ostream& out, std::size_t rank, const SizingCandidate& c, bool open) {
+  const double cap = open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas)
+                          : static_cast<double>(c.max_batch_targets * c.replicas);
+  const auto money = [&](double v, int digits, std::size_t w) {
+    return pad_left(c.priced ? fixed(v, digits) : "n/a", w);
+  };
+  out << pad_left(std::to_string(rank), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
+      << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
+      << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
+      << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
+      << pad_left(grouped(static_cast<std::uint64_t>(c.replicas)), 10) << pad_left(std::to_string(c.batch), 7)
+      << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
+      << pad_left(open ? fixed(cap, cap < 10 ? 2 : 1) : grouped(static_cast<std::uint64_t>(cap)), 11)
+      << pad_left(fixed(c.tokens_per_s_per_gpu, 0), 11)
+      << pad_left(std::isfinite(c.tokens_per_s_per_user) ? fixed(c.tokens_per_s_per_user, 1) : "-", 12)
+      << money(c.cost_per_hour_usd, 2, 10) << money(c.cost_per_million_input_tokens_usd, 3, 8)
+      << money(c.cost_per_million_output_tokens_usd, 3, 9) << money(c.cost_per_million_tokens_usd, 3, 9) << "\n";
+}
+
+/// The ranked rows of the candidates that meet the targets, then the best per GPU type and the frontier.
 void table_rows(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o) {
   const bool open = q.workload.open_loop();
-  const std::string ttft_head = "TTFT " + pct_name(q.targets.ttft_percentile);
-  out << "\n    #  GPU        TP  PP  weights  KV        GPUs  replicas  batch  " << pad_left(ttft_head, 10)
-      << "      TPOT  " << (open ? "max req/s" : "max users") << "    $/hour  $/M out tok\n";
+  out << "\n";
+  table_head(out, q);
   const std::size_t n = o.top == 0 ? r.feasible : std::min<std::size_t>(r.feasible, static_cast<std::size_t>(o.top));
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& c = r.candidates[i];
-    const double cap = open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas)
-                            : static_cast<double>(c.max_batch_targets * c.replicas);
-    out << pad_left(std::to_string(i + 1), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
-        << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
-        << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
-        << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
-        << pad_left(grouped(static_cast<std::uint64_t>(c.replicas)), 10) << pad_left(std::to_string(c.batch), 7)
-        << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
-        << pad_left(open ? fixed(cap, cap < 10 ? 2 : 1) : grouped(static_cast<std::uint64_t>(cap)), 11)
-        << pad_left(c.priced ? fixed(c.cost_per_hour_usd, 2) : "n/a", 10)
-        << pad_left(c.priced ? fixed(c.cost_per_million_output_tokens_usd, 3) : "n/a", 13) << "\n";
-  }
+  for (std::size_t i = 0; i < n; ++i) table_row(out, i + 1, r.candidates[i], open);
   if (n < r.feasible) out << "    ... " << r.feasible - n << " more (--top 0 shows all)\n";
+  out << "\nBest per GPU type (the cheapest deployment of each; # is its rank):\n";
+  for (const std::size_t i : r.best_per_gpu) table_row(out, i + 1, r.candidates[i], open);
+  out << "\nPareto frontier: " << r.pareto.size() << " of " << r.feasible
+      << " deployments that no other matches or beats on tokens/s per GPU, tokens/s per user (1 / TPOT) and $ per "
+         "million output tokens at once, at this load:\n";
+  for (const std::size_t i : r.pareto) table_row(out, i + 1, r.candidates[i], open);
+}
+
+/// --emit: the launch commands of the cheapest deployment and of the best per GPU type.
+void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult& r, LaunchEngine e) {
+  out << "\nLaunch (" << (e == LaunchEngine::vllm ? "vLLM" : "SGLang")
+      << "; the flags kvcap planned with, vLLM's GPU-dependent defaults made explicit):\n";
+  std::vector<std::size_t> picks = {0};
+  for (const std::size_t i : r.best_per_gpu)
+    if (!contains(picks, i)) picks.push_back(i);
+  for (const std::size_t i : picks) {
+    const auto& c = r.candidates[i];
+    if (!c.deployment) continue;
+    const auto cmd = launch_command(e, q.model, *c.deployment);
+    out << "  # " << i + 1 << ": " << escape::terminal_text(c.gpu) << ", " << c.gpus << (c.gpus == 1 ? " GPU" : " GPUs")
+        << "\n  " << launch_line(cmd) << "\n";
+    for (const auto& note : cmd.notes) out << "  # " << escape::terminal_text(note) << "\n";
+  }
 }
 
 /// The cheapest candidate in words.
 void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
   out << "\nCheapest: " << b.replicas << " x " << escape::terminal_text(b.gpu) << " TP" << b.tp
       << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << " (" << name(b.weight_dtype) << " weights, "
-      << name(b.kv_dtype) << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus)) << " GPUs, $"
-      << fixed(b.cost_per_hour_usd, 2) << "/hour, $" << fixed(b.cost_per_million_output_tokens_usd, 3)
-      << " per million output tokens at " << fixed(b.output_tokens_per_s, 0) << " output tok/s.\n"
+      << name(b.kv_dtype) << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus))
+      << (b.gpus == 1 ? " GPU, $" : " GPUs, $") << fixed(b.cost_per_hour_usd, 2) << "/hour, $"
+      << fixed(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
+      << fixed(b.output_tokens_per_s, 0) << " output tok/s.\n"
       << "  per replica: " << (open ? fixed(b.rate_per_replica_per_s, 2) + " req/s, " : "") << b.batch
       << " requests decoding (at most " << b.max_batch_memory << ": KV cache, max_num_seqs), prefill "
       << dur(b.prefill_s) << " alone, " << fixed(b.prefill_utilization * 100, 0)
@@ -239,6 +321,7 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
   if (r.feasible > 0) {
     table_rows(out, q, r, o);
     table_cheapest(out, r.candidates.front(), q.workload.open_loop());
+    if (o.emit) table_launch(out, q, r, *o.emit);
   }
   if (!o.explain || r.feasible >= r.candidates.size()) return;
   out << "\nRejected:\n";

@@ -2,9 +2,12 @@
 // Reporters of `kvcap size`: one sizing result as a table for people, JSON or CSV. Foreign text (GPU and model
 // names, reasons) goes through cli/escape.
 #include <cstdint>
+#include <optional>
 #include <ostream>
+#include <string>
 #include <vector>
 
+#include "kvcap/planner/launch.hpp"
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/sizing.hpp"
 
@@ -17,7 +20,13 @@ struct SizingReportOptions {
   /// The plausibility policy's findings about the request (E104, W205), in JSON `warnings` and `findings` as
   /// `plan` reports them; an error among them means no search was run (no candidates).
   std::vector<Finding> findings{};
+  /// --emit: the launch command of the recommended deployments (the cheapest and the best per GPU type; in JSON
+  /// and CSV every feasible candidate's).
+  std::optional<LaunchEngine> emit{};
 };
+
+/// The launch command as one line for a POSIX shell (every word quoted as it must be).
+std::string launch_line(const LaunchCommand& c);
 
 void report_sizing_table(std::ostream& out, const SizingRequest& q, const SizingResult& r,
                          const SizingReportOptions& o);

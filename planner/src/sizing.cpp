@@ -516,10 +516,17 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
     return r;
   }
   r.status = CandidateStatus::ok;
-  r.output_tokens_per_s =
-      w.open_loop() ? w.arrival_rate_per_s * w.output_tokens : dbl(w.concurrent_users) / op.e2e_s * w.output_tokens;
+  const double requests_per_s = w.open_loop() ? w.arrival_rate_per_s : dbl(w.concurrent_users) / op.e2e_s;
+  r.output_tokens_per_s = requests_per_s * w.output_tokens;
+  r.input_tokens_per_s = requests_per_s * w.prompt_tokens;
+  r.tokens_per_s_per_gpu = r.output_tokens_per_s / dbl(r.gpus);
+  r.tokens_per_s_per_user = 1 / r.tpot_s;
   r.cost_per_hour_usd = dbl(r.gpus) * k.gpu->price_per_gpu_hour_usd;
   r.cost_per_million_output_tokens_usd = r.cost_per_hour_usd / (r.output_tokens_per_s * 3600.0 / 1e6);
+  r.cost_per_million_input_tokens_usd = r.cost_per_hour_usd / (r.input_tokens_per_s * 3600.0 / 1e6);
+  r.cost_per_million_tokens_usd = r.cost_per_hour_usd / ((r.input_tokens_per_s + r.output_tokens_per_s) * 3600.0 / 1e6);
+  r.deployment = rm->context().plan.dep.d;
+  r.deployment->num_gpus = r.gpus;
   return r;
 }
 
@@ -607,7 +614,43 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
   res.feasible = static_cast<std::size_t>(std::count_if(res.candidates.begin(), res.candidates.end(),
                                                         [](const auto& x) { return x.status == CandidateStatus::ok; }));
   if (res.feasible == 0) res.diagnosis = diagnose(res.candidates, t);
+  // The cheapest per GPU type: the first of its type in the ranked list (so in rank order).
+  for (std::size_t i = 0; i < res.feasible; ++i) {
+    const auto same_gpu = [&](std::size_t j) { return res.candidates[j].gpu == res.candidates[i].gpu; };
+    if (std::none_of(res.best_per_gpu.begin(), res.best_per_gpu.end(), same_gpu)) res.best_per_gpu.push_back(i);
+  }
+  // The purchase frontier: tokens/s/GPU and tokens/s/user (aiconfigurator's axes) and the price of a token; across
+  // GPU types tokens/s/GPU alone would drop the cheapest deployment when a dearer GPU matches its throughput.
+  std::vector<std::vector<double>> points;
+  for (std::size_t i = 0; i < res.feasible; ++i) {
+    const auto& c = res.candidates[i];
+    points.push_back(
+        {c.tokens_per_s_per_gpu, c.tokens_per_s_per_user, c.priced ? -c.cost_per_million_output_tokens_usd : -kInf});
+  }
+  res.pareto = pareto_frontier(points);
+  std::stable_sort(res.pareto.begin(), res.pareto.end(), [&](std::size_t a, std::size_t b) {
+    return res.candidates[a].tokens_per_s_per_gpu > res.candidates[b].tokens_per_s_per_gpu;
+  });
   return res;
+}
+
+std::vector<std::size_t> pareto_frontier(const std::vector<std::vector<double>>& points) {
+  // a dominates b: >= on every coordinate and > on one. Identical points: the first stays (the later is "dominated").
+  auto dominates = [&](std::size_t a, std::size_t b) {
+    bool better = false;
+    for (std::size_t k = 0; k < points[a].size(); ++k) {
+      if (points[a][k] < points[b][k]) return false;
+      better = better || points[a][k] > points[b][k];
+    }
+    return better || a < b;
+  };
+  std::vector<std::size_t> r;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    bool kept = true;
+    for (std::size_t j = 0; j < points.size() && kept; ++j) kept = j == i || !dominates(j, i);
+    if (kept) r.push_back(i);
+  }
+  return r;
 }
 
 }  // namespace kvcap

@@ -172,3 +172,7 @@ kvcap_golden(err_compare_deploy_twice 2 compare --deploy llama-3.1-8b@h100-sxm -
 kvcap_golden(err_sweep_batch_twice 2 sweep --models llama-3.1-8b --gpus h100-sxm --batches 1,8,01)
 kvcap_golden(err_size_price_twice 2 size --model llama-3.1-8b --gpus h100-sxm --rate 1 --prompt-tokens 1K --output-tokens 100 --ttft-p 1s --tpot 50ms --price h100-sxm=2.2,h100-sxm=3)
 kvcap_golden(err_size_max_model_len_json 3 size --model llama-3.1-8b --prompt-tokens 100K --output-tokens 1K --rate 1 --ttft-p 2s --tpot 50ms --max-model-len 8K --format json)
+# The purchase answer (issue 17): best per GPU type, the Pareto frontier, launch commands that plan the same deployment.
+kvcap_golden(size_emit_vllm 0 size --model qwen3-32b --prompt-tokens 1K --output-tokens 512 --concurrent-users 300 --ttft-p 1.5s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,h200,b200,l40s --top 5 --emit vllm)
+kvcap_golden(size_emit_sglang_csv 0 size --model qwen3-32b --prompt-tokens 1K --output-tokens 512 --concurrent-users 300 --ttft-p 1.5s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,h200 --max-pp 1 --top 3 --emit sglang --format csv)
+kvcap_golden(err_size_emit 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --emit trtllm)

@@ -59,3 +59,18 @@ TEST_CASE("json_string: RFC 8259 escapes", "[cli][escape]") {
   CHECK(json_string("x\ny\x01") == "\"x\\ny\\u0001\"");
   CHECK(json_string("\xff") == "\"\\ufffd\"");
 }
+
+TEST_CASE("shell_word: one word for a POSIX shell, control characters escaped", "[cli][escape]") {
+  CHECK(shell_word("meta-llama/Llama-3.1-8B") == "meta-llama/Llama-3.1-8B");
+  CHECK(shell_word("--max-model-len") == "--max-model-len");
+  CHECK(shell_word("") == "''");
+  CHECK(shell_word("a b") == "'a b'");
+  CHECK(shell_word("$(rm -rf ~)") == "'$(rm -rf ~)'");
+  CHECK(shell_word("it's") == "'it'\\''s'");
+  CHECK(shell_word("a;b|c&d`e`") == "'a;b|c&d`e`'");
+  CHECK(shell_word("x\ny") == "$'x\\x0ay'");
+  CHECK(shell_word("\x1b[31m'") == "$'\\x1b[31m\\x27'");
+  CHECK(shell_word("<\xc2\x9b"
+                   "31m") == "$'<\\xc2\\x9b31m'");      // C1 CSI as UTF-8
+  CHECK(shell_word("caf\xc3\xa9") == "'caf\xc3\xa9'");  // other UTF-8 kept, quoted
+}

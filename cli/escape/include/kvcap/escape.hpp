@@ -11,6 +11,9 @@
 //                   workflow command when at the start of a line) shown as "\::"
 //   terminal_lines  several lines: as terminal_text for each line, line breaks kept
 //   json_string     a JSON string literal (RFC 8259 section 7), for streaming writers that do not use nlohmann
+//   shell_word      one word of a POSIX shell command line: as is when it holds only characters no shell
+//                   interprets, else in single quotes ('it'\''s'); with a control character, bash's $'...' with
+//                   \xHH escapes, so a pasted launch command never runs what a profile smuggled into it
 #include <string>
 #include <string_view>
 
@@ -24,5 +27,6 @@ std::string gh_property(std::string_view s);
 std::string terminal_text(std::string_view s);
 std::string terminal_lines(std::string_view s);
 std::string json_string(std::string_view s);
+std::string shell_word(std::string_view s);
 
 }  // namespace kvcap::escape

@@ -97,16 +97,36 @@ struct SizingCandidate {
   Bound decode_bound = Bound::memory;
 
   double output_tokens_per_s = 0;                 ///< the whole cluster, at the workload
+  double input_tokens_per_s = 0;                  ///< prompt tokens per second, the whole cluster, at the workload
+  /// Output tokens/s / GPUs and 1 / TPOT: the two axes of NVIDIA aiconfigurator's frontier ("tokens/s/gpu",
+  /// "tokens/s/user"), at the workload's operating point.
+  double tokens_per_s_per_gpu = 0;
+  double tokens_per_s_per_user = 0;
   double cost_per_hour_usd = 0;                   ///< gpus x price per GPU-hour
   double cost_per_million_output_tokens_usd = 0;  ///< cost per hour / (output tokens per hour / 10^6)
+  double cost_per_million_input_tokens_usd = 0;   ///< cost per hour / (input tokens per hour / 10^6)
+  double cost_per_million_tokens_usd = 0;  ///< blended: cost per hour / ((input + output) tokens per hour / 10^6)
   bool priced = true;                             ///< false when the GPU profile has no price (cost 0, ranked last)
+  /// The deployment as it is launched (every vLLM default made explicit: max_model_len, max_num_seqs,
+  /// max_num_batched_tokens; num_gpus = gpus); set when the candidate fits. `--emit vllm` prints it.
+  std::optional<Deployment> deployment{};
 };
 
 struct SizingResult {
   std::vector<SizingCandidate> candidates;  ///< feasible first (cheapest first), then the rejected
   std::size_t feasible = 0;                 ///< how many lead the list with status ok
   std::string diagnosis;                    ///< when none is feasible: what stands closest and why it fails
+  /// Per GPU type that has a feasible candidate, the index of its cheapest, in rank order (cheapest type first).
+  std::vector<std::size_t> best_per_gpu{};
+  /// The feasible candidates no other matches or beats on tokens/s/GPU, tokens/s/user and cost per million output
+  /// tokens at once (pareto_frontier; an unpriced GPU's cost counts as infinite), by tokens/s/GPU descending.
+  std::vector<std::size_t> pareto{};
 };
+
+/// The indices of the points no other point dominates, maximising every coordinate (a dominates b when it is >= on
+/// each and > on one); of identical points, the first. In index order. O(n^2 x dimensions): n is a search's
+/// candidates (hundreds).
+std::vector<std::size_t> pareto_frontier(const std::vector<std::vector<double>>& points);
 
 /// Throws SpecError naming the field when a value is impossible (lengths < 1, neither or both of rate
 /// and users, targets <= 0 or not finite, percentile outside (0, 1), empty GPU list, bounds < 1).

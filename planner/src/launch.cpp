@@ -1,0 +1,132 @@
+#include "kvcap/planner/launch.hpp"
+
+#include <cstdio>
+
+#include "kvcap/planner/error.hpp"
+
+namespace kvcap {
+
+namespace {
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+/// What both engines are told the same way, in their own flag names.
+struct Names {
+  const char* tp;
+  const char* pp;
+  const char* dp;
+  const char* max_model_len;
+  const char* memory;
+  const char* max_seqs;
+  const char* batched_tokens;
+  const char* block;
+};
+constexpr Names kVllm = {
+    "--tensor-parallel-size",   "--pipeline-parallel-size", "--data-parallel-size",     "--max-model-len",
+    "--gpu-memory-utilization", "--max-num-seqs",           "--max-num-batched-tokens", "--block-size"};
+// SGLang's --mem-fraction-static is the fraction for weights + KV pool (server_args.py); the nearest to vLLM's
+// budget, not the same rule (a note says so).
+constexpr Names kSglang = {"--tp-size",
+                           "--pp-size",
+                           "--dp-size",
+                           "--context-length",
+                           "--mem-fraction-static",
+                           "--max-running-requests",
+                           "--chunked-prefill-size",
+                           "--page-size"};
+
+void add(LaunchCommand& c, const char* flag, const std::string& value) {
+  c.argv.emplace_back(flag);
+  c.argv.push_back(value);
+}
+}  // namespace
+
+LaunchEngine parse_launch_engine(const std::string& text) {
+  if (text == "vllm") return LaunchEngine::vllm;
+  if (text == "sglang") return LaunchEngine::sglang;
+  throw SpecError("emit", "expected vllm or sglang, got '" + text + "'");
+}
+
+std::string hf_repo_id(const ModelSpec& m) {
+  static const std::string kHub = "https://huggingface.co/";
+  if (m.source.rfind(kHub, 0) == 0) {
+    const std::string rest = m.source.substr(kHub.size());
+    const auto org = rest.find('/');
+    if (org != std::string::npos && org > 0) {
+      const auto end = rest.find('/', org + 1);
+      const std::string id = rest.substr(0, end);
+      if (id.size() > org + 1) return id;
+    }
+  }
+  return m.name;
+}
+
+LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deployment& d) {
+  const bool vllm = e == LaunchEngine::vllm;
+  const Names& n = vllm ? kVllm : kSglang;
+  LaunchCommand c;
+  c.argv = vllm ? std::vector<std::string>{"vllm", "serve", hf_repo_id(m)}
+                : std::vector<std::string>{"python3", "-m", "sglang.launch_server", "--model-path", hf_repo_id(m)};
+  const i64 tp = d.tensor_parallel_size, pp = d.pipeline_parallel_size;
+  const i64 replicas = d.num_gpus > 0 ? d.num_gpus / (tp * pp) : 1;
+  if (tp > 1) add(c, n.tp, std::to_string(tp));
+  if (pp > 1) add(c, n.pp, std::to_string(pp));
+  if (replicas > 1) {
+    add(c, n.dp, std::to_string(replicas));
+    if (replicas * tp * pp > 8)
+      c.notes.push_back(std::to_string(replicas) + " replicas of " + std::to_string(tp * pp) +
+                        " GPUs span nodes: start one server per node (" + n.dp +
+                        " with its per-node and address flags), or one server per replica behind a router");
+  }
+  if (d.max_model_len) add(c, n.max_model_len, std::to_string(*d.max_model_len));
+  add(c, n.memory, number(d.gpu_memory_utilization));
+  if (d.max_num_seqs) add(c, n.max_seqs, std::to_string(*d.max_num_seqs));
+  if (d.max_num_batched_tokens) add(c, n.batched_tokens, std::to_string(*d.max_num_batched_tokens));
+  if (d.block_size != 16 || !vllm) add(c, n.block, std::to_string(d.block_size));  // SGLang's default page is 1 token
+  if (d.dtype != DType::auto_)  // the engines' spelling (torch's): bfloat16, float16, float32
+    add(c, "--dtype", d.dtype == DType::bf16 ? "bfloat16" : d.dtype == DType::fp16 ? "float16" : "float32");
+  // Weights: the checkpoint's format is read from the checkpoint; fp8 is the one format both engines quantise a
+  // 16-bit checkpoint to online.
+  const DType checkpoint = m.quantization == DType::auto_ ? m.dtype : m.quantization;
+  if (d.quantization != DType::auto_ && d.quantization != checkpoint) {
+    if (d.quantization == DType::fp8)
+      add(c, "--quantization", "fp8");
+    else
+      c.notes.push_back(std::string(name(d.quantization)) + " weights need a checkpoint quantised to " +
+                        std::string(name(d.quantization)) +
+                        " (no engine quantises to it online): serve that checkpoint");
+  }
+  // KV: the model dtype is the default (auto).
+  const DType act = d.dtype == DType::auto_ ? (m.dtype == DType::fp32 ? DType::bf16 : m.dtype) : d.dtype;
+  if (d.kv_cache_dtype != DType::auto_ && d.kv_cache_dtype != act) {
+    if (vllm)
+      add(c, "--kv-cache-dtype", std::string(name(d.kv_cache_dtype)));
+    else if (d.kv_cache_dtype == DType::fp8)
+      add(c, "--kv-cache-dtype", "fp8_e4m3");
+    else
+      c.notes.push_back("SGLang has no " + std::string(name(d.kv_cache_dtype)) + " KV cache (fp8_e4m3, fp8_e5m2)");
+  }
+  if (d.decode_context_parallel_size > 1) {
+    if (vllm)
+      add(c, "--decode-context-parallel-size", std::to_string(d.decode_context_parallel_size));
+    else
+      c.notes.push_back("decode context parallelism is vLLM's (--decode-context-parallel-size)");
+  }
+  if (d.enable_expert_parallel) c.argv.emplace_back(vllm ? "--enable-expert-parallel" : "--enable-ep-moe");
+  if (d.language_model_only) {
+    if (vllm)
+      c.argv.emplace_back("--language-model-only");
+    else
+      c.notes.push_back("the vision encoder was left out of the plan (--language-model-only); SGLang loads it");
+  }
+  if (!vllm)
+    c.notes.push_back(
+        "kvcap's KV capacity is vLLM's budget (gpu_memory_utilization); SGLang sizes its pool from "
+        "--mem-fraction-static: compare max_total_num_tokens in its log");
+  return c;
+}
+
+}  // namespace kvcap
