@@ -57,7 +57,7 @@ std::string hf_repo_id(const ModelSpec& m) {
     const auto org = rest.find('/');
     if (org != std::string::npos && org > 0) {
       const auto end = rest.find('/', org + 1);
-      const std::string id = rest.substr(0, end);
+      std::string id = rest.substr(0, end);
       if (id.size() > org + 1) return id;
     }
   }
