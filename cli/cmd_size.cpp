@@ -1,9 +1,11 @@
 // kvcap size: the cheapest deployments that serve a workload within TTFT and TPOT targets. Flags -> request
 // (size_request.cpp) -> size_cluster (planner/sizing) -> a reporter (report/size.cpp). docs/sizing.md.
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include "common.hpp"
+#include "kvcap/planner/text.hpp"
 #include "size_request.hpp"
 
 namespace kvcap::cli {
@@ -25,6 +27,32 @@ const CommandHelp kHelp = {
     "             --ttft-p 1s --ttft-percentile 99 --tpot 40ms --price h100-sxm=2.2 --explain\n"
     "  kvcap size --model deepseek-v3 --prompt-tokens 4K --output-tokens 1K --rate 2 --ttft-p 5s --tpot 80ms \\\n"
     "             --gpus h200,b200,mi300x --format csv"};
+
+/// --verify / --trace: the best candidates simulated, with a progress line on a terminal.
+void verify(const SizeCommand& c, const SizingResult& r, SizingReportOptions& report) {
+  sim::VerifyOptions o = *c.verify;
+  // The best-ranked, then each GPU type's best, in rank order.
+  for (std::size_t i = 0; i < std::min(c.verify_top, r.feasible); ++i) o.candidates.push_back(i);
+  for (const std::size_t i : r.best_per_gpu)
+    if (std::find(o.candidates.begin(), o.candidates.end(), i) == o.candidates.end()) o.candidates.push_back(i);
+  std::sort(o.candidates.begin(), o.candidates.end());
+  const auto start = std::chrono::steady_clock::now();
+  if (c.progress)
+    o.progress = [start](std::size_t done, std::size_t total) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double eta = done < total ? s / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+      std::cerr << "\rkvcap size: simulated " << done << "/" << total << " candidates, " << fixed(s, 1) << " s, about "
+                << fixed(eta, 0) << " s left   " << std::flush;
+    };
+  report.verified = sim::verify_sizing(c.request, r, o);
+  if (c.progress) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
+  const std::string per_run = o.trace
+                                  ? grouped(static_cast<std::uint64_t>(o.trace->size())) + " trace requests replayed"
+                              : o.limits.num_requests ? grouped(*o.limits.num_requests) + " requests"
+                                                      : "the workload's phases";
+  report.verified_how = per_run + " per run, least-outstanding-requests routing, seed " + std::to_string(o.seed) +
+                        ", " + std::to_string(o.threads) + (o.threads == 1 ? " thread" : " threads");
+}
 
 }  // namespace
 
@@ -50,15 +78,17 @@ int cmd_size(const std::vector<std::string>& args) {
   }
   print_findings("size", findings);
   const SizingResult r = size_cluster(c.request);
+  SizingReportOptions report = c.report;
+  if (c.verify && r.feasible > 0) verify(c, r, report);
   switch (c.format) {
     case Format::table:
-      report_sizing_table(std::cout, c.request, r, c.report);
+      report_sizing_table(std::cout, c.request, r, report);
       break;
     case Format::json:
-      report_sizing_json(std::cout, c.request, r, c.report);
+      report_sizing_json(std::cout, c.request, r, report);
       break;
     case Format::csv:
-      report_sizing_csv(std::cout, c.request, r, c.report);
+      report_sizing_csv(std::cout, c.request, r, report);
       break;
   }
   if (r.feasible == 0) {

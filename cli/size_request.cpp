@@ -1,12 +1,18 @@
 // `kvcap size`'s flags -> SizingRequest (size_request.hpp). docs/sizing.md.
 #include "size_request.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
+#include <thread>
 
 #include "kvcap/profiles/profiles.hpp"
+#include "kvcap/simulator/trace.hpp"
 
 namespace kvcap::cli {
 
@@ -161,6 +167,87 @@ SizingSpace space_of(const po::variables_map& vm) {
   return s;
 }
 
+/// --trace: the trace's requests (replayed by --verify, which --trace implies) and the sizer's workload from them.
+std::optional<WorkloadSpec> trace_into(const po::variables_map& vm, SizeCommand& c) {
+  for (const char* other :
+       {"workload", "prompt-tokens", "output-tokens", "rate", "concurrent-users", "max-concurrency"})
+    if (vm.count(other))
+      throw UsageError(std::string("--trace: the trace gives the lengths and the arrivals; --") + other +
+                       " does not apply");
+  auto t = sim::read_trace_csv(vm["trace"].as<std::string>());
+  if (vm.count("num-requests")) {
+    const auto n = static_cast<std::size_t>(parse_int(vm["num-requests"].as<std::string>(), "--num-requests", 2));
+    if (t.requests.size() > n) t.requests.resize(n);
+  }
+  try {
+    c.request.workload = sim::sizing_workload_of_trace(t.requests);
+  } catch (const SpecError& e) {
+    throw UsageError("--trace " + vm["trace"].as<std::string>() + ": " + e.reason());
+  }
+  c.verify.emplace();
+  c.verify->trace = std::move(t.requests);
+  return std::nullopt;
+}
+
+/// What a drawn workload simulates: the file's, or fixed lengths at the rate (Poisson) or with the users (closed
+/// loop); the rate or users of the flags override the file's, as they do for the analytic search.
+WorkloadSpec simulated_workload(const std::optional<WorkloadSpec>& spec, const SizingWorkload& w) {
+  WorkloadSpec s;
+  if (spec) {
+    s = *spec;
+  } else {
+    s.name = "flags";
+    s.prompt.tokens = static_cast<i64>(std::llround(w.prompt_tokens));
+    s.output.tokens = static_cast<i64>(std::llround(w.output_tokens));
+  }
+  if (w.open_loop() &&
+      (!spec || s.arrival.kind == ArrivalProcess::Kind::closed || s.arrival.rate_per_s != w.arrival_rate_per_s)) {
+    s.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, w.arrival_rate_per_s);
+  } else if (!w.open_loop()) {
+    s.arrival = ArrivalProcess{};
+    s.arrival.kind = ArrivalProcess::Kind::closed;
+    s.arrival.concurrency = w.concurrent_users;
+    s.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+  }
+  return s;
+}
+
+/// --verify N, --num-requests, --seed, --threads, --no-progress.
+void verify_into(const po::variables_map& vm, const std::optional<WorkloadSpec>& spec, SizeCommand& c) {
+  if (!vm.count("verify") && !c.verify) {
+    for (const char* flag : {"num-requests", "threads"})
+      if (vm.count(flag)) throw UsageError(std::string("--") + flag + " applies to --verify or --trace");
+    return;
+  }
+  if (!c.verify) c.verify.emplace();
+  auto& o = *c.verify;
+  c.verify_top =
+      vm.count("verify") ? static_cast<std::size_t>(parse_int(vm["verify"].as<std::string>(), "--verify", 1, 100)) : 5;
+  o.seed = static_cast<std::uint64_t>(parse_int(vm["seed"].as<std::string>(), "--seed", 0));
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  o.threads = vm.count("threads")
+                  ? static_cast<unsigned>(parse_int(vm["threads"].as<std::string>(), "--threads", 1, 1024))
+                  : hw;
+  if (o.threads > hw) {
+    std::cerr << "kvcap size: note: --threads " << o.threads << " is more than this machine's " << hw
+              << " hardware threads; using " << hw << "\n";
+    o.threads = hw;
+  }
+  c.progress = !vm.count("no-progress") && isatty(STDERR_FILENO) != 0;
+  if (o.trace) return;  // --num-requests cut the trace already
+  const auto& w = c.request.workload;
+  o.workload = simulated_workload(spec, w);
+  if (vm.count("num-requests")) {
+    o.limits.num_requests =
+        static_cast<std::uint64_t>(parse_int(vm["num-requests"].as<std::string>(), "--num-requests", 1, 10'000'000));
+  } else if (!o.workload.arrival.phases.empty()) {
+    // Rate phases end the arrivals by themselves.
+  } else {
+    const double n = w.open_loop() ? 120 * w.arrival_rate_per_s : 10.0 * static_cast<double>(w.concurrent_users);
+    o.limits.num_requests = static_cast<std::uint64_t>(std::clamp(n, 2000.0, 50000.0));
+  }
+}
+
 }  // namespace
 
 po::options_description size_options() {
@@ -195,6 +282,19 @@ po::options_description size_options() {
     ("max-gpus", po::value<std::string>()->default_value("100000"), "reject candidates needing more GPUs in total")
     ("price", po::value<std::string>(), "price per GPU-hour in USD overriding the profiles', e.g. h100-sxm=2.5,h200=3.1");
   // clang-format on
+  po::options_description verify("Verified by simulation (docs/sizing.md)");
+  // clang-format off
+  verify.add_options()
+    ("verify", po::value<std::string>()->implicit_value("5"), "simulate the N best candidates (default 5) and the best of each GPU type on the "
+                                                             "workload, and find for each the smallest replica count whose simulated TTFT "
+                                                             "percentile and mean TPOT meet the targets")
+    ("trace", po::value<std::string>(), "CSV trace (kvcap simulate's columns): size for its mean lengths and arrival rate, and verify by replaying it")
+    ("num-requests", po::value<std::string>(), "requests per simulation (default: the whole trace; drawn: 120 s of arrivals, "
+                                              "2,000 to 50,000; closed loop: 10 per user, 2,000 to 50,000)")
+    ("seed", po::value<std::string>()->default_value("1"), "random seed of the drawn workload")
+    ("threads", po::value<std::string>(), "candidates simulated at once (default: the machine's hardware threads)")
+    ("no-progress", "no progress line on stderr");
+  // clang-format on
   po::options_description out("Output");
   // clang-format off
   out.add_options()
@@ -206,7 +306,7 @@ po::options_description size_options() {
     ("help,h", "show this help");
   // clang-format on
   po::options_description desc;
-  desc.add(work).add(targets).add(search).add(size_deployment_options()).add(speed_options()).add(out);
+  desc.add(work).add(targets).add(search).add(size_deployment_options()).add(speed_options()).add(verify).add(out);
   return desc;
 }
 
@@ -215,7 +315,7 @@ SizeCommand size_command_from(const po::variables_map& vm) {
     throw UsageError("--model is required (a built-in name such as llama-3.1-70b, a YAML profile, or a config.json)");
   SizeCommand c;
   c.format = parse_format(vm["format"].as<std::string>());
-  const auto spec = workload_into(vm, c.request.workload);
+  const auto spec = vm.count("trace") ? trace_into(vm, c) : workload_into(vm, c.request.workload);
   c.request.targets = targets_of(vm, spec);
   c.request.model = profiles::resolve_model(vm["model"].as<std::string>());
   c.request.space = space_of(vm);
@@ -227,6 +327,7 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   c.report.top = parse_int(vm["top"].as<std::string>(), "--top", 0);
   c.report.explain = vm.count("explain") > 0;
   c.report.prices_overridden = vm.count("price") > 0;
+  verify_into(vm, spec, c);
   if (vm.count("emit")) {
     const std::string e = vm["emit"].as<std::string>();
     if (e != "vllm" && e != "sglang") throw UsageError("--emit: expected vllm or sglang, got '" + e + "'");

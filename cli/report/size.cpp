@@ -95,6 +95,40 @@ nlohmann::ordered_json ranked_json(const SizingRequest& q, const SizingResult& r
   return j;
 }
 
+/// GPUs and cost per hour of a candidate at the simulated replica count (0 replicas: none met the targets).
+std::pair<i64, double> verified_cost(const SizingCandidate& c, const sim::VerifiedCandidate& v) {
+  const i64 gpus = v.replicas * c.gpus_per_replica;
+  return {gpus, c.gpus > 0 ? c.cost_per_hour_usd / static_cast<double>(c.gpus) * static_cast<double>(gpus) : 0};
+}
+
+nlohmann::ordered_json verified_json(const SizingResult& r, const sim::VerifiedCandidate& v) {
+  const auto& c = r.candidates[v.index];
+  const auto [gpus, cost] = verified_cost(c, v);
+  nlohmann::ordered_json j;
+  j["rank"] = v.index + 1;
+  j["gpu"] = c.gpu;
+  j["tensor_parallel_size"] = c.tp;
+  j["pipeline_parallel_size"] = c.pp;
+  j["weight_dtype"] = std::string(name(c.weight_dtype));
+  j["kv_cache_dtype"] = std::string(name(c.kv_dtype));
+  j["analytic_replicas"] = v.analytic_replicas;
+  j["replicas"] = v.replicas;
+  j["meets_targets"] = v.replicas > 0;
+  j["gpus"] = gpus;
+  j["cost_per_hour_usd"] = cost;
+  j["ttft_s"] = v.ttft_s;
+  j["tpot_s"] = v.tpot_s;
+  j["analytic_ttft_s"] = c.ttft_s;
+  j["analytic_tpot_s"] = c.tpot_s;
+  j["ttft_s_at_analytic_replicas"] = v.ttft_at_analytic_s;
+  j["tpot_s_at_analytic_replicas"] = v.tpot_at_analytic_s;
+  j["requests_completed"] = v.completed;
+  j["requests_rejected"] = v.rejected;
+  j["simulations"] = v.simulations;
+  j["wall_s"] = v.wall_s;
+  return j;
+}
+
 bool contains(const std::vector<std::size_t>& v, std::size_t i) {
   return std::find(v.begin(), v.end(), i) != v.end();
 }
@@ -153,6 +187,11 @@ void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingR
   for (const std::size_t i : r.best_per_gpu) best.push_back(ranked_json(q, r, i, o));
   auto& pareto = j["pareto"] = nlohmann::ordered_json::array();
   for (const std::size_t i : r.pareto) pareto.push_back(ranked_json(q, r, i, o));
+  if (!o.verified.empty()) {
+    auto& ver = j["verified"] = nlohmann::ordered_json::array();
+    for (const auto& v : o.verified) ver.push_back(verified_json(r, v));
+    j["verified_how"] = o.verified_how;
+  }
   auto& arr = j["candidates"] = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < shown; ++i) arr.push_back(ranked_json(q, r, i, o));
   out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
@@ -279,6 +318,41 @@ void table_rows(std::ostream& out, const SizingRequest& q, const SizingResult& r
   for (const std::size_t i : r.pareto) table_row(out, i + 1, r.candidates[i], open);
 }
 
+/// --verify: the analytic and the simulated replica counts side by side.
+void table_verified(std::ostream& out, const SizingRequest& q, const SizingResult& r, const SizingReportOptions& o) {
+  const std::string p = pct_name(q.targets.ttft_percentile);
+  out << "\nVerified by simulation (" << escape::terminal_text(o.verified_how)
+      << "): the smallest replica count whose simulated TTFT " << p
+      << " and mean TPOT meet the targets, and at the model's count the model's figures beside the simulation's:\n"
+      << "    #  GPU        TP  PP  weights  KV       replicas: model  sim    GPUs    $/hour  "
+      << pad_left("TTFT " + p, 8) << ": model       sim    TPOT: model       sim  runs\n";
+  const sim::VerifiedCandidate* best = nullptr;
+  double best_cost = 0;
+  for (const auto& v : o.verified) {
+    const auto& c = r.candidates[v.index];
+    const auto [gpus, cost] = verified_cost(c, v);
+    out << pad_left(std::to_string(v.index + 1), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
+        << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
+        << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
+        << pad_left(std::to_string(v.analytic_replicas), 16)
+        << pad_left(v.replicas > 0 ? std::to_string(v.replicas) : ">" + std::to_string(v.max_replicas), 5)
+        << pad_left(v.replicas > 0 ? grouped(static_cast<std::uint64_t>(gpus)) : "-", 7)
+        << pad_left(v.replicas > 0 && c.priced ? fixed(cost, 2) : "n/a", 10) << pad_left(dur(c.ttft_s), 17)
+        << pad_left(dur(v.ttft_at_analytic_s), 10) << pad_left(dur(c.tpot_s), 13)
+        << pad_left(dur(v.tpot_at_analytic_s), 10) << pad_left(std::to_string(v.simulations), 6)
+        << (v.replicas != v.analytic_replicas ? "  replicas differ" : "") << "\n";
+    if (v.rejected > 0)
+      out << "         " << v.rejected << " requests longer than max_model_len were rejected (misses at any count)\n";
+    if (v.replicas > 0 && c.priced && (!best || cost < best_cost)) best = &v, best_cost = cost;
+  }
+  if (best) {
+    const auto& c = r.candidates[best->index];
+    out << "Cheapest after simulation: #" << best->index + 1 << ", " << best->replicas << " x "
+        << escape::terminal_text(c.gpu) << " TP" << c.tp << (c.pp > 1 ? " PP" + std::to_string(c.pp) : "") << " ("
+        << verified_cost(c, *best).first << " GPUs, $" << fixed(best_cost, 2) << "/hour).\n";
+  }
+}
+
 /// --emit: the launch commands of the cheapest deployment and of the best per GPU type.
 void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult& r, LaunchEngine e) {
   out << "\nLaunch (" << (e == LaunchEngine::vllm ? "vLLM" : "SGLang")
@@ -321,6 +395,7 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
   if (r.feasible > 0) {
     table_rows(out, q, r, o);
     table_cheapest(out, r.candidates.front(), q.workload.open_loop());
+    if (!o.verified.empty()) table_verified(out, q, r, o);
     if (o.emit) table_launch(out, q, r, *o.emit);
   }
   if (!o.explain || r.feasible >= r.candidates.size()) return;

@@ -10,6 +10,7 @@
 #include "kvcap/planner/launch.hpp"
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/sizing.hpp"
+#include "kvcap/simulator/verify.hpp"
 
 namespace kvcap::cli {
 
@@ -23,6 +24,9 @@ struct SizingReportOptions {
   /// --emit: the launch command of the recommended deployments (the cheapest and the best per GPU type; in JSON
   /// and CSV every feasible candidate's).
   std::optional<LaunchEngine> emit{};
+  /// --verify / --trace: the candidates simulated (empty: not asked), and how (e.g. "2,000 requests per run").
+  std::vector<sim::VerifiedCandidate> verified{};
+  std::string verified_how{};
 };
 
 /// The launch command as one line for a POSIX shell (every word quoted as it must be).

@@ -176,3 +176,6 @@ kvcap_golden(err_size_max_model_len_json 3 size --model llama-3.1-8b --prompt-to
 kvcap_golden(size_emit_vllm 0 size --model qwen3-32b --prompt-tokens 1K --output-tokens 512 --concurrent-users 300 --ttft-p 1.5s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,h200,b200,l40s --top 5 --emit vllm)
 kvcap_golden(size_emit_sglang_csv 0 size --model qwen3-32b --prompt-tokens 1K --output-tokens 512 --concurrent-users 300 --ttft-p 1.5s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,h200 --max-pp 1 --top 3 --emit sglang --format csv)
 kvcap_golden(err_size_emit 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --emit trtllm)
+kvcap_golden(size_verify 0 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 256 --rate 40 --ttft-p 500ms --tpot 30ms --gpus h100-sxm,l40s --max-tp 2 --max-pp 1 --kv-cache-dtype auto --top 3 --verify 2 --num-requests 1500 --threads 1)
+kvcap_golden(err_size_trace_and_rate 2 size --model llama-3.1-8b --trace %FIXTURES%/traces/AzureLLMInferenceTrace_conv.csv --rate 5 --ttft-p 1s --tpot 50ms)
+kvcap_golden(err_size_threads_without_verify 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --threads 2)

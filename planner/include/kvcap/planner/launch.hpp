@@ -14,7 +14,7 @@ enum class LaunchEngine { vllm, sglang };
 LaunchEngine parse_launch_engine(const std::string& text);  ///< "vllm" | "sglang"; SpecError("emit") otherwise
 
 struct LaunchCommand {
-  std::vector<std::string> argv;   ///< e.g. {"vllm", "serve", "meta-llama/Llama-3.1-8B", "--max-model-len", "8192", ...}
+  std::vector<std::string> argv;  ///< e.g. {"vllm", "serve", "meta-llama/Llama-3.1-8B", "--max-model-len", "8192", ...}
   std::vector<std::string> notes;  ///< what the command cannot carry (a pre-quantised checkpoint needed, ...)
 };
 

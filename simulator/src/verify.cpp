@@ -1,0 +1,204 @@
+#include "kvcap/simulator/verify.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/simulator/metrics.hpp"
+#include "kvcap/simulator/run.hpp"
+
+namespace kvcap::sim {
+
+namespace {
+
+/// TTFT of every completed request, for an arbitrary percentile (SimResult keeps p50/p90/p99 only).
+class TtftHistogram : public Observer {
+ public:
+  void on_request_done(const RequestRecord& r) override { h_.add(r.first_token_s - r.arrival_s); }
+  double quantile(double q) const { return h_.quantile(q); }
+
+ private:
+  LogHistogram h_;
+};
+
+struct Outcome {
+  double ttft_s = 0, tpot_s = 0;
+  std::uint64_t completed = 0, rejected = 0;
+  bool meets = false;
+};
+
+/// One candidate: its deployment at any replica count, simulated on the workload.
+class CandidateRun {
+ public:
+  CandidateRun(const SizingRequest& q, const SizingCandidate& c, const VerifyOptions& o) : q_(q), c_(c), o_(o) {
+    const auto g =
+        std::find_if(q.space.gpus.begin(), q.space.gpus.end(), [&](const GpuSpec& x) { return x.name == c.gpu; });
+    if (g == q.space.gpus.end()) throw SpecError("gpus", "the candidate's GPU " + c.gpu + " is not in the search");
+    gpu_ = &*g;
+  }
+
+  Outcome at(i64 replicas) {
+    ++simulations;
+    Deployment d = *c_.deployment;
+    d.num_gpus = replicas * c_.gpus_per_replica;
+    SimulationRequest r;
+    r.speed =
+        make_speed_context(q_.model, *gpu_, plan_memory(q_.model, *gpu_, d, {}), q_.space.speed, q_.space.calibration);
+    r.trace = o_.trace;
+    r.workload = o_.workload;
+    r.limits = o_.limits;
+    r.seed = o_.seed;
+    r.router = RouterPolicy::least_outstanding;  // what a load balancer in front of the replicas does
+    TtftHistogram ttft;
+    r.observer = &ttft;
+    const SimulationRun run = run_simulation(r);
+    Outcome out;
+    out.completed = run.result.requests_completed;
+    out.rejected = run.result.requests_rejected;
+    out.ttft_s = ttft.quantile(q_.targets.ttft_percentile);
+    out.tpot_s = run.result.tpot_s.mean;
+    const bool check_tpot = q_.workload.output_tokens > 1;
+    out.meets =
+        out.completed > 0 && out.ttft_s <= q_.targets.ttft_s && (!check_tpot || out.tpot_s <= q_.targets.tpot_s);
+    return out;
+  }
+
+  int simulations = 0;
+
+ private:
+  const SizingRequest& q_;
+  const SizingCandidate& c_;
+  const VerifyOptions& o_;
+  const GpuSpec* gpu_ = nullptr;
+};
+
+/// The smallest replica count meeting the targets: from the analytic count, doubling up until one meets (or the
+/// limit), then bisecting between the last miss and the first meet. Latency falls as replicas are added (a fixed
+/// load over more replicas), which the bisection relies on.
+VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::size_t index, const VerifyOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const SizingCandidate& c = r.candidates[index];
+  VerifiedCandidate v;
+  v.index = index;
+  v.analytic_replicas = c.replicas;
+  v.max_replicas = std::max<i64>(1, q.space.max_gpus / std::max<i64>(1, c.gpus_per_replica));
+  CandidateRun run(q, c, o);
+  i64 lo = 0, hi = 0;  // lo: a count known to miss (0: none); hi: the smallest known to meet (0: none)
+  Outcome best;
+  i64 n = std::clamp<i64>(c.replicas, 1, v.max_replicas);
+  Outcome at_n = run.at(n);
+  v.ttft_at_analytic_s = at_n.ttft_s;
+  v.tpot_at_analytic_s = at_n.tpot_s;
+  if (at_n.meets) {
+    hi = n, best = at_n;
+    // Downwards: the analytic count may be generous; bisect [0, n].
+  } else {
+    lo = n;
+    Outcome last = at_n;
+    while (hi == 0 && lo < v.max_replicas) {
+      const i64 next = std::min(v.max_replicas, lo * 2);
+      const Outcome o2 = run.at(next);
+      if (o2.meets)
+        hi = next, best = o2;
+      else
+        lo = next, last = o2;
+    }
+    if (hi == 0) best = last;
+  }
+  if (hi > 0) {
+    if (lo == 0 && hi > 1) {
+      // Is one replica enough? Then there is nothing to bisect.
+      const Outcome one = run.at(1);
+      if (one.meets)
+        hi = 1, best = one;
+      else
+        lo = 1;
+    }
+    while (lo > 0 && hi - lo > 1) {
+      const i64 mid = lo + (hi - lo) / 2;
+      const Outcome m = run.at(mid);
+      if (m.meets)
+        hi = mid, best = m;
+      else
+        lo = mid;
+    }
+  }
+  v.replicas = hi;
+  v.ttft_s = best.ttft_s;
+  v.tpot_s = best.tpot_s;
+  v.completed = best.completed;
+  v.rejected = best.rejected;
+  v.simulations = run.simulations;
+  v.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return v;
+}
+
+}  // namespace
+
+SizingWorkload sizing_workload_of_trace(const std::vector<RequestSpec>& t) {
+  if (t.size() < 2) throw SpecError("trace", "needs at least 2 requests to give an arrival rate");
+  const double span = t.back().arrival_s - t.front().arrival_s;
+  if (!(span > 0)) throw SpecError("trace", "every request arrives at the same time: no arrival rate (use simulate)");
+  const auto n = static_cast<double>(t.size());
+  double p = 0, p2 = 0, o = 0, g = 0, g2 = 0;
+  i64 longest = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const auto pt = static_cast<double>(t[i].prompt_tokens);
+    p += pt, p2 += pt * pt, o += static_cast<double>(t[i].output_tokens);
+    longest = std::max(longest, t[i].prompt_tokens + t[i].output_tokens);
+    if (i > 0) {
+      const double gap = t[i].arrival_s - t[i - 1].arrival_s;
+      g += gap, g2 += gap * gap;
+    }
+  }
+  SizingWorkload w;
+  w.prompt_tokens = p / n;
+  w.output_tokens = std::max(1.0, o / n);
+  w.max_context_tokens = longest;
+  w.arrival_rate_per_s = (n - 1) / span;
+  const double mean_gap = g / (n - 1);
+  w.arrival_scv = std::max(0.0, g2 / (n - 1) / (mean_gap * mean_gap) - 1);
+  w.prompt_scv = std::max(0.0, p2 / n / (w.prompt_tokens * w.prompt_tokens) - 1);
+  return w;
+}
+
+std::vector<VerifiedCandidate> verify_sizing(const SizingRequest& q, const SizingResult& r, const VerifyOptions& o) {
+  const std::size_t n = o.candidates.size();
+  for (const std::size_t i : o.candidates)
+    if (i >= r.feasible || !r.candidates[i].deployment)
+      throw SpecError("candidates", "candidate " + std::to_string(i) + " is not a feasible one with a deployment");
+  std::vector<VerifiedCandidate> out(n);
+  std::atomic<std::size_t> next{0}, done{0};
+  std::exception_ptr error;
+  std::mutex error_mutex, progress_mutex;
+  auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      try {
+        out[i] = settle(q, r, o.candidates[i], o);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = n;  // stop handing out work
+      }
+      if (o.progress) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        o.progress(++done, n);
+      }
+    }
+  };
+  const unsigned threads =
+      std::max(1u, std::min<unsigned>(o.threads, static_cast<unsigned>(std::max<std::size_t>(n, 1))));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+}  // namespace kvcap::sim

@@ -1,0 +1,130 @@
+// Sizing verified by simulation (issue 17): the replica search finds the smallest count meeting the targets in
+// simulation (that count meets, one fewer misses), the result does not depend on the thread count, and a trace gives
+// the sizer its means, rate and variability.
+#include <catch2/catch.hpp>
+
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/profiles/profiles.hpp"
+#include "kvcap/simulator/metrics.hpp"
+#include "kvcap/simulator/run.hpp"
+#include "kvcap/simulator/verify.hpp"
+
+using namespace kvcap;
+
+namespace {
+/// Llama 3.1 8B, 2K / 256 at 40 req/s on H100 and L40S, TP 1-2: several replicas, so the search has room.
+SizingRequest request() {
+  SizingRequest q;
+  q.model = profiles::resolve_model("llama-3.1-8b");
+  q.workload.prompt_tokens = 2048;
+  q.workload.output_tokens = 256;
+  q.workload.arrival_rate_per_s = 40;
+  q.targets.ttft_s = 0.5;
+  q.targets.ttft_percentile = 0.9;
+  q.targets.tpot_s = 0.03;
+  q.space.gpus = {profiles::resolve_gpu("h100-sxm"), profiles::resolve_gpu("l40s")};
+  q.space.max_tp = 2;
+  q.space.max_pp = 1;
+  q.space.kv_dtypes = {DType::bf16};
+  return q;
+}
+
+sim::VerifyOptions options(const SizingResult& r, unsigned threads) {
+  sim::VerifyOptions o;
+  for (std::size_t i = 0; i < std::min<std::size_t>(4, r.feasible); ++i) o.candidates.push_back(i);
+  o.workload.prompt.tokens = 2048;
+  o.workload.output.tokens = 256;
+  o.workload.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 40);
+  o.limits.num_requests = 1500;
+  o.seed = 7;
+  o.threads = threads;
+  return o;
+}
+
+/// The simulated TTFT p90 and mean TPOT of candidate `c` at `replicas`, as verify_sizing runs it.
+std::pair<double, double> simulate_at(const SizingRequest& q, const SizingCandidate& c, const sim::VerifyOptions& o,
+                                      i64 replicas) {
+  Deployment d = *c.deployment;
+  d.num_gpus = replicas * c.gpus_per_replica;
+  const auto gpu = profiles::resolve_gpu(c.gpu);
+  sim::SimulationRequest r;
+  r.speed = make_speed_context(q.model, gpu, plan_memory(q.model, gpu, d, {}), q.space.speed, q.space.calibration);
+  r.workload = o.workload;
+  r.limits = o.limits;
+  r.seed = o.seed;
+  r.router = sim::RouterPolicy::least_outstanding;
+  struct Ttft : sim::Observer {
+    sim::LogHistogram h;
+    void on_request_done(const sim::RequestRecord& x) override { h.add(x.first_token_s - x.arrival_s); }
+  } ttft;
+  r.observer = &ttft;
+  const auto run = sim::run_simulation(r);
+  return {ttft.h.quantile(q.targets.ttft_percentile), run.result.tpot_s.mean};
+}
+}  // namespace
+
+TEST_CASE("verified sizing finds the smallest replica count that meets the targets in simulation",
+          "[simulator][verify]") {
+  const auto q = request();
+  const auto r = size_cluster(q);
+  REQUIRE(r.feasible >= 2);
+  const auto o = options(r, 1);
+  const auto v = sim::verify_sizing(q, r, o);
+  REQUIRE(v.size() == o.candidates.size());
+  bool searched = false;
+  for (const auto& x : v) {
+    const auto& c = r.candidates[x.index];
+    INFO(c.gpu << " TP" << c.tp << ": model " << x.analytic_replicas << " replicas, simulation " << x.replicas);
+    CHECK(x.analytic_replicas == c.replicas);
+    REQUIRE(x.replicas > 0);
+    const auto [ttft, tpot] = simulate_at(q, c, o, x.replicas);
+    CHECK(ttft == Approx(x.ttft_s));
+    CHECK(tpot == Approx(x.tpot_s));
+    CHECK(ttft <= q.targets.ttft_s);
+    CHECK(tpot <= q.targets.tpot_s);
+    if (x.replicas > 1) {
+      const auto [ttft1, tpot1] = simulate_at(q, c, o, x.replicas - 1);
+      CHECK((ttft1 > q.targets.ttft_s || tpot1 > q.targets.tpot_s));
+      searched = true;
+    }
+    CHECK(x.simulations >= 1);
+  }
+  CHECK(searched);  // the case exercises the search below or above the model's count
+}
+
+TEST_CASE("verified sizing gives the same answer on any number of threads", "[simulator][verify]") {
+  const auto q = request();
+  const auto r = size_cluster(q);
+  const auto one = sim::verify_sizing(q, r, options(r, 1));
+  const auto two = sim::verify_sizing(q, r, options(r, 2));
+  REQUIRE(one.size() == two.size());
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    CHECK(one[i].index == two[i].index);
+    CHECK(one[i].replicas == two[i].replicas);
+    CHECK(one[i].ttft_s == two[i].ttft_s);
+    CHECK(one[i].tpot_s == two[i].tpot_s);
+    CHECK(one[i].simulations == two[i].simulations);
+  }
+  auto bad = options(r, 1);
+  bad.candidates = {r.feasible};  // not a feasible candidate
+  CHECK_THROWS_AS(sim::verify_sizing(q, r, bad), SpecError);
+}
+
+TEST_CASE("a trace gives the sizer its mean lengths, rate, variability and longest request", "[simulator][verify]") {
+  std::vector<sim::RequestSpec> t(4);
+  const double arrivals[] = {0, 1, 3, 6};  // gaps 1, 2, 3: mean 2, variance 2/3
+  const i64 prompts[] = {100, 300, 100, 300}, outputs[] = {10, 20, 30, 4000};
+  for (std::size_t i = 0; i < 4; ++i)
+    t[i].arrival_s = arrivals[i], t[i].prompt_tokens = prompts[i], t[i].output_tokens = outputs[i];
+  const auto w = sim::sizing_workload_of_trace(t);
+  CHECK(w.prompt_tokens == Approx(200));
+  CHECK(w.output_tokens == Approx(1015));
+  CHECK(w.max_context_tokens == 4300);
+  CHECK(w.arrival_rate_per_s == Approx(3.0 / 6));
+  CHECK(w.arrival_scv == Approx((2.0 / 3) / 4));
+  CHECK(w.prompt_scv == Approx(10000.0 / 40000));  // std 100 over mean 200, squared
+  CHECK_THROWS_AS(sim::sizing_workload_of_trace({t[0]}), SpecError);
+  auto same = t;
+  for (auto& x : same) x.arrival_s = 5;
+  CHECK_THROWS_AS(sim::sizing_workload_of_trace(same), SpecError);
+}
