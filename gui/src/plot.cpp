@@ -7,6 +7,7 @@
 #include "concurrency_chart.hpp"
 #include "dashboard_model.hpp"
 #include "export.hpp"
+#include "pareto_chart.hpp"
 #include "profile_library.hpp"
 
 namespace kvcap::gui {
@@ -33,6 +34,18 @@ void render_main_chart(const PlotRequest& request, const std::string& out_path, 
   ConcurrencyChart view;
   if (!request.title.empty()) view.set_title_override(QString::fromStdString(request.title));
   view.refresh(model);
+  save_chart(&view, path, QSize(width_px, height_px));
+}
+
+void render_pareto_chart(const SizingRequest& q, const SizingResult& r, const std::string& out_path, int width_px,
+                         int height_px, const std::string& title) {
+  const QString path = QString::fromStdString(out_path);
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  if (suffix != QLatin1String("png") && suffix != QLatin1String("svg"))
+    throw std::invalid_argument(out_path + ": expected a file name ending in .png or .svg");
+  EnsureApplication app;
+  ParetoChart view;
+  view.show_result(q, r, QString::fromStdString(title));
   save_chart(&view, path, QSize(width_px, height_px));
 }
 

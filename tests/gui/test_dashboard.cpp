@@ -28,6 +28,7 @@
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "pareto_chart.hpp"
 #include "profile_library.hpp"
 
 using namespace kvcap;
@@ -523,4 +524,26 @@ TEST_CASE("the dashboard applies the plausibility policy as kvcap plan does", "[
   // 70B in bf16 on one 80 GB H100: vLLM would not start; 8B fits and says nothing.
   CHECK_THAT(errors, Catch::Contains("llama-3.1-70b: error KVCAP-E101"));
   CHECK_THAT(errors, !Catch::Contains("llama-3.1-8b:"));
+}
+
+TEST_CASE("the Pareto chart shows every feasible deployment once, one series per GPU type", "[gui][pareto]") {
+  SizingRequest q;
+  q.model = profiles::resolve_model("llama-3.1-70b");
+  q.workload.prompt_tokens = 2048;
+  q.workload.output_tokens = 256;
+  q.workload.arrival_rate_per_s = 10;
+  q.targets.ttft_s = 2;
+  q.targets.tpot_s = 0.05;
+  q.space.gpus = {profiles::resolve_gpu("h100-sxm"), profiles::resolve_gpu("h200"), profiles::resolve_gpu("l40s")};
+  q.space.max_pp = 2;
+  const auto r = size_cluster(q);
+  REQUIRE(r.feasible > 0);
+  ParetoChart chart;
+  chart.show_result(q, r);
+  CHECK(chart.series_count() == r.best_per_gpu.size() + 2);  // the types, the frontier's line and its rings
+  const std::string& csv = chart.csv();
+  CHECK(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')) == r.feasible + 1);
+  std::size_t on_front = 0;
+  for (auto p = csv.find(",true\n"); p != std::string::npos; p = csv.find(",true\n", p + 1)) ++on_front;
+  CHECK(on_front == r.pareto.size());
 }

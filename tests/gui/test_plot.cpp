@@ -9,6 +9,7 @@
 #include "kvcap/gui/plot.hpp"
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/diagnostics.hpp"
+#include "kvcap/profiles/profiles.hpp"
 
 using namespace kvcap;
 using namespace kvcap::gui;
@@ -89,4 +90,28 @@ TEST_CASE("names with control characters reach the SVG legend and title as visib
     const auto u = static_cast<unsigned char>(c);
     return u < 0x20 && u != '\t' && u != '\n' && u != '\r';
   }));
+}
+
+TEST_CASE("render_pareto_chart draws every feasible deployment and marks the frontier", "[gui][plot][pareto]") {
+  SizingRequest q;
+  q.model = profiles::resolve_model("qwen3-32b");
+  q.workload.prompt_tokens = 1024;
+  q.workload.output_tokens = 512;
+  q.workload.concurrent_users = 300;
+  q.targets.ttft_s = 1.5;
+  q.targets.ttft_percentile = 0.99;
+  q.targets.tpot_s = 0.04;
+  q.space.gpus = {profiles::resolve_gpu("h100-sxm"), profiles::resolve_gpu("b200")};
+  const auto r = size_cluster(q);
+  REQUIRE(r.feasible > 0);
+  QTemporaryDir dir;
+  const std::string svg = dir.filePath("p.svg").toStdString();
+  render_pareto_chart(q, r, svg, 900, 560, "Frontier <b>x</b>");
+  std::ifstream in(svg);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK_THAT(ss.str(), Catch::Contains("viewBox=\"0 0 900 560\""));
+  CHECK_THAT(ss.str(), Catch::Contains("Pareto frontier"));
+  CHECK_THAT(ss.str(), !Catch::Contains("<b>x</b>"));  // the title is text, not markup
+  CHECK_THROWS_AS(render_pareto_chart(q, r, dir.filePath("p.jpg").toStdString(), 900, 560), std::invalid_argument);
 }

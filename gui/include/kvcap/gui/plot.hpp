@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/sizing.hpp"
 
 namespace kvcap::gui {
 
@@ -27,5 +28,11 @@ struct PlotRequest {
 /// Throws profiles::ProfileError (bad or unknown profile, located), SpecError (impossible deployment,
 /// naming the field), std::invalid_argument (bad extension or size) or std::runtime_error (write failed).
 void render_main_chart(const PlotRequest& request, const std::string& out_path, int width_px, int height_px);
+
+/// Renders `kvcap size`'s purchase chart (tokens/s per GPU against tokens/s per user for every deployment meeting the
+/// targets, one colour per GPU type, the Pareto frontier drawn through its points) to `out_path` (.png or .svg).
+/// `title`: empty for one naming the model, the targets and the load. Throws as render_main_chart.
+void render_pareto_chart(const SizingRequest& q, const SizingResult& r, const std::string& out_path, int width_px,
+                         int height_px, const std::string& title = {});
 
 }  // namespace kvcap::gui
