@@ -122,6 +122,7 @@ nlohmann::ordered_json verified_json(const SizingResult& r, const sim::VerifiedC
   j["analytic_tpot_s"] = c.tpot_s;
   j["ttft_s_at_analytic_replicas"] = v.ttft_at_analytic_s;
   j["tpot_s_at_analytic_replicas"] = v.tpot_at_analytic_s;
+  j["findings_at_analytic_replicas"] = findings_json(v.findings_at_analytic);
   j["requests_completed"] = v.completed;
   j["requests_rejected"] = v.rejected;
   j["simulations"] = v.simulations;
@@ -341,6 +342,9 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
         << pad_left(dur(v.ttft_at_analytic_s), 10) << pad_left(dur(c.tpot_s), 13)
         << pad_left(dur(v.tpot_at_analytic_s), 10) << pad_left(std::to_string(v.simulations), 6)
         << (v.replicas != v.analytic_replicas ? "  replicas differ" : "") << "\n";
+    for (const auto& f : v.findings_at_analytic)
+      out << "         at " << v.analytic_replicas << (v.analytic_replicas == 1 ? " replica: " : " replicas: ")
+          << escape::terminal_text(to_string(f)) << "\n";
     if (v.rejected > 0)
       out << "         " << v.rejected << " requests longer than max_model_len were rejected (misses at any count)\n";
     if (v.replicas > 0 && c.priced && (!best || cost < best_cost)) best = &v, best_cost = cost;

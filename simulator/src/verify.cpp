@@ -30,6 +30,7 @@ struct Outcome {
   double ttft_s = 0, tpot_s = 0;
   std::uint64_t completed = 0, rejected = 0;
   bool meets = false;
+  std::vector<Finding> findings;
 };
 
 /// One candidate: its deployment at any replica count, simulated on the workload.
@@ -62,6 +63,7 @@ class CandidateRun {
     out.rejected = run.result.requests_rejected;
     out.ttft_s = ttft.quantile(q_.targets.ttft_percentile);
     out.tpot_s = run.result.tpot_s.mean;
+    out.findings = run.findings;
     const bool check_tpot = q_.workload.output_tokens > 1;
     out.meets =
         out.completed > 0 && out.ttft_s <= q_.targets.ttft_s && (!check_tpot || out.tpot_s <= q_.targets.tpot_s);
@@ -94,6 +96,7 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
   Outcome at_n = run.at(n);
   v.ttft_at_analytic_s = at_n.ttft_s;
   v.tpot_at_analytic_s = at_n.tpot_s;
+  v.findings_at_analytic = at_n.findings;
   if (at_n.meets) {
     hi = n, best = at_n;
     // Downwards: the analytic count may be generous; bisect [0, n].

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/sizing.hpp"
 #include "kvcap/simulator/request.hpp"
 #include "kvcap/simulator/workload.hpp"
@@ -40,6 +41,8 @@ struct VerifiedCandidate {
   /// The same at the analytic replica count: the simulation beside the queueing model's figures.
   double ttft_at_analytic_s = 0;
   double tpot_at_analytic_s = 0;
+  /// The simulation's findings there (KVCAP-W202: the offered load exceeds what that many replicas serve).
+  std::vector<Finding> findings_at_analytic;
   std::uint64_t completed = 0;
   std::uint64_t rejected = 0;  ///< requests longer than max_model_len (vLLM rejects them): misses at any count
   int simulations = 0;
