@@ -27,6 +27,8 @@ DashboardWindow::DashboardWindow(QWidget* parent)
       decode_(new DecodeSpeedChart),
       kv_bytes_(new KvBytesChart),
       kv_util_(new KvUtilizationChart),
+      sizing_(new SizingPanel),
+      views_(new QTabWidget),
       status_(new QLabel),
       rates_(new QLabel) {
   setWindowTitle(QStringLiteral("kvcap \u2014 LLM serving capacity"));
@@ -57,9 +59,13 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
   rlay->addLayout(grid, 1);
 
+  views_->setObjectName(QStringLiteral("views"));
+  views_->addTab(right, QStringLiteral("Capacity"));
+  views_->addTab(sizing_, QStringLiteral("Sizing and cost"));
+
   auto* split = new QSplitter;
   split->addWidget(left);
-  split->addWidget(right);
+  split->addWidget(views_);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
   split->setChildrenCollapsible(false);
@@ -79,6 +85,14 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   connect(&model_, &DashboardModel::updated, this, &DashboardWindow::redraw);
   connect(concurrency_, &ConcurrencyChart::hidden_changed, this,
           [this] { decode_->set_hidden(concurrency_->hidden()); });
+  // The sizing view sizes the first selected model; a chosen deployment comes back into the controls.
+  connect(sizing_, &SizingPanel::deployment_chosen, this, [this](const std::string& gpu, const Deployment& d) {
+    DashboardSettings s = controls_->settings();
+    s.gpu = gpu;
+    s.deployment = d;
+    controls_->set_settings(s);
+    views_->setCurrentIndex(0);
+  });
   model_.set_settings(controls_->settings());
 }
 
@@ -139,6 +153,11 @@ void DashboardWindow::build_actions() {
 }
 
 void DashboardWindow::redraw() {
+  for (const auto& r : model_.results())
+    if (r.model) {
+      sizing_->set_model(*r.model);
+      break;
+    }
   concurrency_->refresh(model_);
   memory_->refresh(model_);
   decode_->refresh(model_);

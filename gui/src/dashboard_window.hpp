@@ -1,9 +1,11 @@
 #pragma once
 // The dashboard: controls on the left; on the right the problems panel (when there are any), the main
 // chart (concurrency vs context) with KV bytes per token beside it, and below them the memory
-// breakdown, decode speed and KV utilisation views. Every control change recomputes at once.
+// breakdown, decode speed and KV utilisation views. Every control change recomputes at once. A second tab holds the
+// sizing view, which sizes the first selected model and loads a chosen deployment back into the controls.
 #include <QLabel>
 #include <QMainWindow>
+#include <QTabWidget>
 
 #include "concurrency_chart.hpp"
 #include "controls_panel.hpp"
@@ -14,6 +16,7 @@
 #include "kv_utilization_chart.hpp"
 #include "memory_breakdown_chart.hpp"
 #include "profile_library.hpp"
+#include "sizing_panel.hpp"
 
 namespace kvcap::gui {
 
@@ -31,6 +34,9 @@ class DashboardWindow : public QMainWindow {
   DecodeSpeedChart* decode_chart() const { return decode_; }
   KvBytesChart* kv_bytes_chart() const { return kv_bytes_; }
   KvUtilizationChart* kv_utilization_chart() const { return kv_util_; }
+  /// The sizing view (its own tab): workload and targets in, the Pareto chart and best per GPU type out.
+  SizingPanel* sizing_panel() const { return sizing_; }
+  QTabWidget* views() const { return views_; }
   QString status_text() const { return status_->text(); }
 
   void add_profile_folder(const QString& dir);
@@ -62,6 +68,8 @@ class DashboardWindow : public QMainWindow {
   DecodeSpeedChart* decode_;
   KvBytesChart* kv_bytes_;
   KvUtilizationChart* kv_util_;
+  SizingPanel* sizing_;
+  QTabWidget* views_;
   QLabel* status_;
   QLabel* rates_;
 };

@@ -64,7 +64,8 @@ void ParetoChart::show_result(const SizingRequest& q, const SizingResult& r, con
   // One scatter per GPU type, in rank order of the type's best (the cheapest type first in the legend).
   std::vector<std::string> types;
   std::map<std::string, QScatterSeries*> by_type;
-  std::map<std::string, std::vector<QString>> tips;  // per type, in the order of its points
+  std::map<std::string, std::vector<QString>> tips;         // per type, in the order of its points
+  std::map<std::string, std::vector<std::size_t>> indices;  // the candidates behind those points
   double lo_x = INFINITY, hi_x = 0, hi_y = 0;
   std::vector<bool> on_front(r.feasible, false);
   for (const auto i : r.pareto) on_front[i] = true;
@@ -82,6 +83,7 @@ void ParetoChart::show_result(const SizingRequest& q, const SizingResult& r, con
     by_type[c.gpu]->append(c.tokens_per_s_per_gpu,
                            std::isfinite(c.tokens_per_s_per_user) ? c.tokens_per_s_per_user : 0);
     tips[c.gpu].push_back(deployment_text(c, i + 1));
+    indices[c.gpu].push_back(i);
     lo_x = std::min(lo_x, c.tokens_per_s_per_gpu);
     hi_x = std::max(hi_x, c.tokens_per_s_per_gpu);
     if (std::isfinite(c.tokens_per_s_per_user)) hi_y = std::max(hi_y, c.tokens_per_s_per_user);
@@ -94,6 +96,11 @@ void ParetoChart::show_result(const SizingRequest& q, const SizingResult& r, con
     by_type[t]->attachAxis(x_);
     by_type[t]->attachAxis(y_);
     QScatterSeries* series = by_type[t];
+    connect(series, &QScatterSeries::clicked, this, [this, series, which = indices[t]](const QPointF& p) {
+      const auto points = series->points();
+      for (qsizetype k = 0; k < points.size() && k < static_cast<qsizetype>(which.size()); ++k)
+        if (points[k] == p) return emit candidate_clicked(which[static_cast<std::size_t>(k)]);
+    });
     connect(series, &QScatterSeries::hovered, this, [this, series, texts = tips[t]](const QPointF& p, bool on) {
       if (!on) return QToolTip::hideText();
       const auto points = series->points();

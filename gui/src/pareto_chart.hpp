@@ -25,6 +25,10 @@ class ParetoChart : public QChartView {
   /// Series drawn (one per GPU type with a feasible deployment, then the frontier's line and points).
   std::size_t series_count() const;
 
+ signals:
+  /// A point was clicked: the candidate's index in the SizingResult shown (rank - 1).
+  void candidate_clicked(std::size_t index);
+
  private:
   QChart* chart_;
   QLogValueAxis* x_;

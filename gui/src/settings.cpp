@@ -3,6 +3,8 @@
 #include <charconv>
 #include <system_error>
 
+#include "kvcap/escape.hpp"
+
 namespace kvcap::gui {
 
 namespace {
@@ -75,25 +77,13 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
   return f;
 }
 
-std::string shell_quote(const std::string& a) {
-  bool plain = !a.empty();
-  for (char c : a)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          std::string_view("@%+=:,./_-").find(c) != std::string_view::npos))
-      plain = false;
-  if (plain) return a;
-  std::string q = "'";
-  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::vector<std::string> plan_command_lines(const DashboardSettings& s, const std::string& calibration_path) {
   std::vector<std::string> lines;
   const auto flags = deployment_flags(s.deployment);
   for (const auto& m : s.models) {
-    std::string line = "kvcap plan --model " + shell_quote(m) + " --gpu " + shell_quote(s.gpu);
-    for (const auto& f : flags) line += " " + shell_quote(f);
-    if (!calibration_path.empty()) line += " --calibration " + shell_quote(calibration_path);
+    std::string line = "kvcap plan --model " + escape::shell_word(m) + " --gpu " + escape::shell_word(s.gpu);
+    for (const auto& f : flags) line += " " + escape::shell_word(f);
+    if (!calibration_path.empty()) line += " --calibration " + escape::shell_word(calibration_path);
     lines.push_back(line);
   }
   return lines;

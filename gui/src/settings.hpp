@@ -21,10 +21,8 @@ DashboardSettings default_settings();
 /// The deployment flags of `kvcap plan` for `d` (names as cli/common.cpp deployment_options() has them),
 /// only where they differ from the defaults; parsing them back gives `d` again.
 std::vector<std::string> deployment_flags(const Deployment& d);
-/// One `kvcap plan --model ... --gpu ...` line per selected model, shell-quoted; `calibration_path`
-/// (when not empty) adds --calibration.
+/// One `kvcap plan --model ... --gpu ...` line per selected model, each word quoted by escape::shell_word;
+/// `calibration_path` (when not empty) adds --calibration.
 std::vector<std::string> plan_command_lines(const DashboardSettings& s, const std::string& calibration_path = "");
-/// Single-quotes `arg` for a POSIX shell when it holds anything but [A-Za-z0-9@%+=:,./_-].
-std::string shell_quote(const std::string& arg);
 
 }  // namespace kvcap::gui

@@ -547,3 +547,44 @@ TEST_CASE("the Pareto chart shows every feasible deployment once, one series per
   for (auto p = csv.find(",true\n"); p != std::string::npos; p = csv.find(",true\n", p + 1)) ++on_front;
   CHECK(on_front == r.pareto.size());
 }
+
+TEST_CASE("the sizing view sizes the first model and loads a chosen deployment into the capacity view",
+          "[gui][sizing]") {
+  DashboardWindow w;
+  auto* panel = w.sizing_panel();
+  w.views()->setCurrentWidget(panel);
+  child<QSpinBox>(w, "sizingPromptTokens")->setValue(2048);
+  child<QSpinBox>(w, "sizingOutputTokens")->setValue(256);
+  child<QDoubleSpinBox>(w, "sizingLoad")->setValue(20);
+  child<QDoubleSpinBox>(w, "sizingTpotMs")->setValue(40);
+  REQUIRE(panel->search());
+  // The same search as `kvcap size` over every built-in GPU for the first selected model (Llama 3.1 8B).
+  SizingRequest q;
+  q.model = profiles::resolve_model("llama-3.1-8b");
+  q.workload.prompt_tokens = 2048;
+  q.workload.output_tokens = 256;
+  q.workload.arrival_rate_per_s = 20;
+  q.targets.ttft_s = 2;
+  q.targets.ttft_percentile = 0.9;
+  q.targets.tpot_s = 0.04;
+  for (const auto& n : profiles::builtin_gpu_names()) q.space.gpus.push_back(profiles::resolve_gpu(n));
+  const auto r = size_cluster(q);
+  REQUIRE(panel->result().feasible == r.feasible);
+  REQUIRE(panel->best_table()->rowCount() == static_cast<int>(r.best_per_gpu.size()));
+  CHECK(panel->best_table()->item(0, 1)->text().toStdString() == r.candidates[r.best_per_gpu[0]].gpu);
+  CHECK(panel->chart()->series_count() == r.best_per_gpu.size() + 2);
+  // Clicking the second row loads that GPU type's best into the controls, and the capacity view shows its plan.
+  REQUIRE(r.best_per_gpu.size() >= 2);
+  const auto& c = r.candidates[r.best_per_gpu[1]];
+  panel->best_table()->cellClicked(1, 0);
+  CHECK(w.views()->currentIndex() == 0);
+  const auto s = w.controls()->settings();
+  CHECK(s.gpu == c.gpu);
+  CHECK(s.deployment.tensor_parallel_size == c.tp);
+  CHECK(s.deployment.pipeline_parallel_size == c.pp);
+  CHECK(s.deployment.num_gpus == c.gpus);
+  CHECK(s.deployment.kv_cache_dtype == c.kv_dtype);
+  const auto& first = w.model().results().front();
+  REQUIRE(first.plan);
+  CHECK(static_cast<i64>(first.plan->kv_capacity_tokens) == c.kv_capacity_tokens);
+}
