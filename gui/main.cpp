@@ -87,9 +87,13 @@ int main(int argc, char** argv) {
                                    "dir");
   const QCommandLineOption calibration("calibration", "calibration.yaml for the speed view", "file");
   const QCommandLineOption timeline("timeline", "simulator timeline CSV (kvcap simulate --timeline)", "file");
-  for (const auto* o :
-       {&screenshot, &size, &models, &gpu,   &num_gpus, &tp,     &pp,        &dcp,     &ep,          &max_len,
-        &quant,      &kv,   &util,   &block, &batched,  &prefix, &speed_ctx, &folders, &calibration, &timeline})
+  const QCommandLineOption view("view",
+                                "open on a view: capacity (the charts) or sizing (runs the sizing search for the "
+                                "first model with the form's defaults)",
+                                "name", "capacity");
+  for (const auto* o : {&screenshot, &size,   &models,    &gpu,     &num_gpus,    &tp,       &pp,
+                        &dcp,        &ep,     &max_len,   &quant,   &kv,          &util,     &block,
+                        &batched,    &prefix, &speed_ctx, &folders, &calibration, &timeline, &view})
     p.addOption(*o);
   p.process(app);
   if (!p.positionalArguments().isEmpty())
@@ -138,6 +142,12 @@ int main(int argc, char** argv) {
   w.controls()->set_settings(s);
   if (p.isSet(calibration)) w.load_calibration(p.value(calibration));  // a bad file shows in the panel
   if (p.isSet(timeline)) w.load_timeline(p.value(timeline));
+  if (p.value(view) == QLatin1String("sizing")) {
+    w.views()->setCurrentWidget(w.sizing_panel());
+    w.sizing_panel()->search();  // a failure is shown in the panel's status line
+  } else if (p.value(view) != QLatin1String("capacity")) {
+    usage_error(QStringLiteral("--view: expected capacity or sizing, got '%1'").arg(p.value(view)));
+  }
 
   if (p.isSet(screenshot)) {
     const QString out = p.value(screenshot);

@@ -157,7 +157,7 @@ kvcap_golden(err_plan_stray_argument 2 plan --model llama-3.1-8b --gpu h100-sxm 
 kvcap_golden(err_plan_hex_tokens 2 plan --model llama-3.1-8b --gpu h100-sxm --max-model-len 0x1000)
 kvcap_golden(err_sweep_duplicate_model 2 sweep --models llama-3.1-8b,llama-3.1-8b --gpus h100-sxm)
 kvcap_golden(err_plan_duplicate_context 2 plan --model llama-3.1-8b --gpu h100-sxm --contexts 1K,1024)
-kvcap_golden(err_validate_no_profiles 1 validate %SOURCE%/docs/img)
+kvcap_golden(err_validate_no_profiles 1 validate %DATA%/no-yaml)
 kvcap_golden(err_plan_bad_dcp 3 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 2 --decode-context-parallel-size 4)
 # A very low rate reads as itself (0.00202 req/s), not as 0.00.
 kvcap_golden(simulate_very_low_rate 0 simulate --model llama-3.1-8b --gpu h100-sxm --rate 0.001 --prompt-tokens 1K --output-tokens 100 --num-requests 3 --no-wall-time)
