@@ -121,6 +121,13 @@ void print_findings(const std::string& cmd, const std::vector<Finding>& findings
               << escape::terminal_text((context.empty() ? "" : context + ": ") + to_string(f)) << "\n";
 }
 
+void add_findings_json(nlohmann::ordered_json& report, const std::vector<Finding>& findings) {
+  auto& w = report["warnings"];
+  if (w.is_null()) w = nlohmann::ordered_json::array();
+  for (const auto& f : findings) w.push_back(f.code + ": " + f.message);
+  report["findings"] = findings_json(findings);
+}
+
 nlohmann::ordered_json findings_json(const std::vector<Finding>& findings) {
   auto j = nlohmann::ordered_json::array();
   for (const auto& f : findings)

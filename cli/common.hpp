@@ -74,6 +74,9 @@ SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m,
 void print_findings(const std::string& cmd, const std::vector<Finding>& findings, const std::string& context = "");
 /// [{"code", "level", "message"}] for JSON reports.
 nlohmann::ordered_json findings_json(const std::vector<Finding>& findings);
+/// A JSON report's findings as every report carries them: appended to `warnings` as "CODE: message" strings (the
+/// array is created when absent), and in full under `findings`.
+void add_findings_json(nlohmann::ordered_json& report, const std::vector<Finding>& findings);
 
 /// Parses `args` against `desc` (+ positional), turning Boost errors into UsageError.
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,

@@ -329,9 +329,11 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   c.report.prices_overridden = vm.count("price") > 0;
   verify_into(vm, spec, c);
   if (vm.count("emit")) {
-    const std::string e = vm["emit"].as<std::string>();
-    if (e != "vllm" && e != "sglang") throw UsageError("--emit: expected vllm or sglang, got '" + e + "'");
-    c.report.emit = parse_launch_engine(e);
+    try {
+      c.report.emit = parse_launch_engine(vm["emit"].as<std::string>());
+    } catch (const SpecError& e) {
+      throw UsageError("--emit: " + e.reason());
+    }
   }
   return c;
 }

@@ -236,8 +236,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                      {"kv_bytes_per_request", c.kv_bytes_per_request}});
   j["concurrency_curve"] = curve;
   j["warnings"] = p.warnings;
-  for (const auto& f : findings) j["warnings"].push_back(f.code + ": " + f.message);
-  j["findings"] = findings_json(findings);
+  add_findings_json(j, findings);
   return j;
 }
 

@@ -181,9 +181,7 @@ void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingR
   j["feasible"] = r.feasible;
   if (r.feasible == 0) j["diagnosis"] = r.diagnosis;
   j["rates"] = s.calibration ? "calibrated" : "datasheet";
-  j["warnings"] = nlohmann::ordered_json::array();
-  for (const auto& f : o.findings) j["warnings"].push_back(f.code + ": " + f.message);
-  j["findings"] = findings_json(o.findings);
+  add_findings_json(j, o.findings);
   auto& best = j["best_per_gpu_type"] = nlohmann::ordered_json::array();
   for (const std::size_t i : r.best_per_gpu) best.push_back(ranked_json(q, r, i, o));
   auto& pareto = j["pareto"] = nlohmann::ordered_json::array();
