@@ -89,9 +89,11 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
     // vLLM's hybrid KV cache manager: one block pool shared by the groups (docs/memory-model.md).
     std::string kinds;
     for (const auto& grp : p.kv_groups)
-      if (kinds.find(describe(grp.spec)) == std::string::npos) kinds += (kinds.empty() ? "" : ", ") + describe(grp.spec);
-    o << "KV cache groups: " << p.kv_groups.size() << " (" << kinds << "; " << p.stages[p.binding_stage].layout.group_size
-      << " layers per group) share one pool of " << grouped(p.num_blocks) << " blocks\n";
+      if (kinds.find(describe(grp.spec)) == std::string::npos)
+        kinds += (kinds.empty() ? "" : ", ") + describe(grp.spec);
+    o << "KV cache groups: " << p.kv_groups.size() << " (" << kinds << "; "
+      << p.stages[p.binding_stage].layout.group_size << " layers per group) share one pool of " << grouped(p.num_blocks)
+      << " blocks\n";
     o << "GPU KV cache size (as vLLM logs it): " << grouped(p.kv_capacity_tokens) << " tokens per replica";
   } else {
     o << "KV cache: " << grouped(p.num_blocks) << " blocks x " << p.kv_groups.front().spec.block_size << " = "
@@ -102,7 +104,8 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
     << " tokens per request: " << times(p.max_concurrency);
   if (d.replicas > 1) o << " per replica, " << times(p.cluster_max_concurrency) << " in the cluster";
   o << "\n";
-  if (d.d.shared_prefix_tokens > 0) o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
+  if (d.d.shared_prefix_tokens > 0)
+    o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
   for (const auto& w : p.warnings) o << "warning: " << escape::terminal_text(w) << "\n";
 }
 
@@ -139,11 +142,13 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
 
   for (std::size_t i = 0; i < p.stages.size(); ++i) stage_rows(o, g, p, i);
   kv_summary(o, p);
-  o << "\nConcurrency vs context length (per replica" << (d.replicas > 1 ? "; x" + std::to_string(d.replicas) + " for the cluster" : "") << ")\n";
+  o << "\nConcurrency vs context length (per replica"
+    << (d.replicas > 1 ? "; x" + std::to_string(d.replicas) + " for the cluster" : "") << ")\n";
   o << "  context   KV per request   max concurrent requests\n";
   for (const auto& c : p.curve) {
-    o << "  " << padl(human_tokens(c.context_tokens), 7) << "   " << padl(human_bytes(static_cast<double>(c.kv_bytes_per_request)), 14)
-      << "   " << padl(fixed(c.max_concurrency, 2), 12)
+    o << "  " << padl(human_tokens(c.context_tokens), 7) << "   "
+      << padl(human_bytes(static_cast<double>(c.kv_bytes_per_request)), 14) << "   "
+      << padl(fixed(c.max_concurrency, 2), 12)
       << (c.context_tokens > d.max_model_len ? "   (beyond max_model_len)" : "") << "\n";
   }
 }
@@ -203,12 +208,9 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
   j["deployment"] = deployment_json(d);
   j["what_if"] = what_if_json(p);
   j["kv_bytes_per_token_per_rank"] = p.kv_bytes_per_token_per_rank;
-  j["memory"] = {{"total_bytes", g.memory_bytes},
-                 {"requested_bytes", bind.requested_bytes},
-                 {"weights_bytes", bind.weights_bytes},
-                 {"activation_peak_bytes", bind.activation_peak_bytes},
-                 {"non_torch_bytes", bind.non_torch_bytes},
-                 {"available_kv_bytes", bind.available_kv_bytes},
+  j["memory"] = {{"total_bytes", g.memory_bytes},           {"requested_bytes", bind.requested_bytes},
+                 {"weights_bytes", bind.weights_bytes},     {"activation_peak_bytes", bind.activation_peak_bytes},
+                 {"non_torch_bytes", bind.non_torch_bytes}, {"available_kv_bytes", bind.available_kv_bytes},
                  {"kv_memory_given", bind.kv_memory_given}};
   J stages = J::array();
   for (const auto& st : p.stages)
@@ -250,7 +252,9 @@ void report_plan_csv(std::ostream& o, const MemoryPlan& p) {
 }
 
 namespace {
-std::string ms(double s) { return fixed(s * 1e3, s < 0.01 ? 2 : 1) + " ms"; }
+std::string ms(double s) {
+  return fixed(s * 1e3, s < 0.01 ? 2 : 1) + " ms";
+}
 
 nlohmann::ordered_json breakdown_json(const StepBreakdown& b) {
   return {{"tokens", b.tokens},
@@ -287,7 +291,8 @@ void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineP
   o << "  TTFT (prefill of one prompt)        " << ms(r.ttft_s) << "  [" << to_string(r.prefill.bound) << "-bound]\n";
   breakdown_rows(o, r.prefill.total);
   if (engine.speed.request_overhead_s > 0)
-    o << "    + the serving front end's cost per request " << ms(engine.speed.request_overhead_s) << " (engine profile)\n";
+    o << "    + the serving front end's cost per request " << ms(engine.speed.request_overhead_s)
+      << " (engine profile)\n";
   o << "  TPOT (mean over the output)         " << ms(r.mean_tpot_s) << "  [" << to_string(r.first_step.bound)
     << "-bound at the first step]\n";
   breakdown_rows(o, r.first_step.stage);
