@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <stdexcept>
 #include <string>
 
 namespace kvcap {
@@ -195,23 +196,11 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   const double imbalance =
       m.moe.enabled() ? expert_load_imbalance(d.expert_parallel_size, t * ep_tokens * dbl(m.moe.experts_per_token))
                       : 1.0;
-  auto account = [&](const WeightTensor& w, double flop_tokens) {
-    const u64 e = static_cast<u64>(elements_per_rank(m, w, tp, d.expert_parallel_size));
-    const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
-    if (w.routed_expert) {
-      b.weight_bytes += bytes * moe_frac;
-      b.gemm_flops += 2.0 * flop_tokens * ep_tokens * dbl(e) * top_k_frac * imbalance;
-    } else {
-      b.weight_bytes += bytes;
-      b.gemm_flops += 2.0 * flop_tokens * dbl(e);
-    }
-  };
-  for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
-    for (const auto& w : layer_tensors(m, l)) account(w, t);
-  // The embedding lookup gathers rows (negligible, not counted); the LM head reads its whole matrix
-  // (a tied head reads the shared embedding) but computes logits only for the requests that sample.
-  if (static_cast<i64>(s) == pp - 1)
-    for (const auto& w : head_tensors(m, true)) account(w, w.name == "lm_head" ? dbl(samples) : t);
+  if (s >= c.stage_weights.size()) throw std::logic_error("speed context without its stages' weights");
+  const StageWeights& sw = c.stage_weights[s];
+  b.weight_bytes = sw.bytes + sw.routed_bytes * moe_frac;
+  b.gemm_flops = 2.0 * t * sw.elements + 2.0 * t * ep_tokens * sw.routed_elements * top_k_frac * imbalance +
+                 2.0 * dbl(samples) * sw.head_elements;
 
   // KV: the tokens each request's attention reads, per layer group, in the bytes the memory model stores.
   i64 attn_layers = 0;
@@ -435,7 +424,27 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan
   if (ranks > 1 && !(g.interconnect_bandwidth_bytes_per_s > 0))
     throw SpecError("interconnect.bandwidth_bytes_per_s",
                     "must be > 0 to time tensor- or pipeline-parallel communication");
-  return SpeedContext{m, g, std::move(plan), o, std::move(c)};
+  SpeedContext ctx{m, g, std::move(plan), o, std::move(c), {}};
+  const auto& d = ctx.plan.dep;
+  const i64 tp = d.d.tensor_parallel_size, pp = d.d.pipeline_parallel_size;
+  for (std::size_t s = 0; s < ctx.plan.stages.size(); ++s) {
+    const auto& st = ctx.plan.stages[s];
+    StageWeights w;
+    auto account = [&](const WeightTensor& t, bool logits) {
+      const u64 e = static_cast<u64>(elements_per_rank(m, t, tp, d.expert_parallel_size));
+      const double bytes = dbl(weight_bytes(t.quantizable ? d.weight_dtype : d.dtype, e));
+      (t.routed_expert ? w.routed_bytes : w.bytes) += bytes;
+      (logits ? w.head_elements : t.routed_expert ? w.routed_elements : w.elements) += dbl(e);
+    };
+    for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
+      for (const auto& t : layer_tensors(m, l)) account(t, false);
+    // The embedding lookup gathers rows (negligible, not counted); the LM head reads its whole matrix
+    // (a tied head reads the shared embedding) but computes logits only for the requests that sample.
+    if (static_cast<i64>(s) == pp - 1)
+      for (const auto& t : head_tensors(m, true)) account(t, t.name == "lm_head");
+    ctx.stage_weights.push_back(w);
+  }
+  return ctx;
 }
 
 SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, const Deployment& d, SpeedOptions o,

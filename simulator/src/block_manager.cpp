@@ -44,6 +44,9 @@ void BlockManager::queue_push_back(std::uint32_t b) {
 void BlockManager::use_lru_queue() {
   if (lru_) return;
   lru_ = true;
+  // On the stack no block is shared, so the blocks in use are those not on it, each referenced once.
+  ref_.assign(num_blocks_, 1);
+  for (const std::uint32_t b : stack_) ref_[b] = 0;
   prev_.assign(num_blocks_, kNone);
   next_.assign(num_blocks_, kNone);
   head_ = tail_ = kNone;
@@ -66,17 +69,15 @@ void BlockManager::allocate(std::vector<std::uint32_t>& table, i64 n) {
   if (n < 0 || n > static_cast<i64>(num_free_))
     throw std::logic_error("BlockManager::allocate: " + std::to_string(n) + " blocks requested, " +
                            std::to_string(num_free_) + " free");
+  if (!lru_) {  // the top of the stack, the last pushed first; no reference counts kept (use_lru_queue)
+    const auto k = static_cast<std::size_t>(n);
+    table.insert(table.end(), stack_.rbegin(), stack_.rbegin() + static_cast<std::ptrdiff_t>(k));
+    stack_.resize(stack_.size() - k);
+    num_free_ -= static_cast<std::uint32_t>(n);
+    return;
+  }
   for (i64 i = 0; i < n; ++i) {
-    std::uint32_t b = 0;
-    if (!lru_) {
-      b = stack_.back();
-      stack_.pop_back();
-      --num_free_;
-      ref_[b] = 1;
-      table.push_back(b);
-      continue;
-    }
-    b = queue_pop_front();
+    const std::uint32_t b = queue_pop_front();
     if (prefix_caching_ && key_chain_[b] >= 0) {
       // Evict: the least recently freed cached block is reused (vLLM _maybe_evict_cached_block).
       uncache(b);
@@ -92,18 +93,19 @@ void BlockManager::free(std::vector<std::uint32_t>& table) { free_tail(table, st
 void BlockManager::free_tail(std::vector<std::uint32_t>& table, i64 n) {
   if (n < 0 || n > static_cast<i64>(table.size()))
     throw std::logic_error("BlockManager::free_tail: " + std::to_string(n) + " of " + std::to_string(table.size()) + " blocks");
+  if (!lru_) {  // onto the stack, the last block first (no block is shared before the first is cached)
+    if (num_free_ + static_cast<std::uint64_t>(n) > num_blocks_)
+      throw std::logic_error("BlockManager::free: more blocks freed than allocated");
+    stack_.insert(stack_.end(), table.rbegin(), table.rbegin() + n);
+    num_free_ += static_cast<std::uint32_t>(n);
+    table.resize(table.size() - static_cast<std::size_t>(n));
+    return;
+  }
   // Reverse order: a request's tail blocks are evicted before its head (prefix) blocks.
   for (auto it = table.rbegin(); it != table.rbegin() + n; ++it) {
     const std::uint32_t b = *it;
     if (ref_[b] == 0) throw std::logic_error("BlockManager::free: block " + std::to_string(b) + " freed twice");
-    if (--ref_[b] == 0) {
-      if (lru_) {
-        queue_push_back(b);
-      } else {
-        stack_.push_back(b);
-        ++num_free_;
-      }
-    }
+    if (--ref_[b] == 0) queue_push_back(b);
   }
   table.resize(table.size() - static_cast<std::size_t>(n));
 }
@@ -217,16 +219,16 @@ i64 BlockManager::find_host_prefix(const ContentKey& key, i64 from_block, i64 ma
 }
 
 bool BlockManager::check_invariants() const {
-  std::uint32_t unreferenced = 0;
-  for (std::uint32_t b = 0; b < num_blocks_; ++b) unreferenced += ref_[b] == 0 ? 1 : 0;
-  if (unreferenced != num_free_) return false;
   if (!lru_) {
     if (stack_.size() != num_free_) return false;
     std::vector<char> seen(num_blocks_, 0);
     for (const std::uint32_t b : stack_)
-      if (b >= num_blocks_ || ref_[b] != 0 || seen[b]++) return false;
+      if (b >= num_blocks_ || seen[b]++) return false;
     return true;
   }
+  std::uint32_t unreferenced = 0;
+  for (std::uint32_t b = 0; b < num_blocks_; ++b) unreferenced += ref_[b] == 0 ? 1 : 0;
+  if (unreferenced != num_free_) return false;
   std::uint32_t in_queue = 0;
   std::uint32_t prev = kNone;
   for (std::uint32_t b = head_; b != kNone; b = next_[b]) {

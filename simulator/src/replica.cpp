@@ -76,8 +76,14 @@ Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t
       timer_(t),
       kv_(c.num_blocks, c.block_size, c.allocator, c.max_model_len, c.prefix_caching),
       out_(out),
-      check_(check) {
+      check_(check),
+      // Aggregation needs a decode's load to be its held tokens (StepTimer::adds_decodes) and no blocks beside the
+      // table (a sliding window's blocks move every step).
+      aggregate_(c.aggregate_decodes && t.adds_decodes() && c.local_groups.empty() && c.state_blocks_per_request == 0) {
   if (c.host_blocks > 0) kv_.enable_host_tier(c.host_blocks);
+  // A decoding request needs a block at most block_size tokens later (paged; the contiguous allocator's reservation
+  // lasts longer, and such a request wakes early, which changes nothing but the cost).
+  if (aggregate_) wake_.resize(static_cast<std::size_t>(std::min<i64>(c.block_size, 1024)) + 1);
 }
 
 void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now) {
@@ -116,7 +122,14 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
   integrate(now);
   StepLoad load;
   i64 budget = cfg_.max_num_batched_tokens;
-  const bool preempted = schedule_running(now, budget, load, obs);
+  bool preempted = false;
+  if (active_valid_ && lazy_count_ > 0 && aggregated_step_fits(now, budget)) {
+    schedule_aggregated(now, budget, load);
+  } else {
+    materialize_all();
+    active_valid_ = false;
+    preempted = schedule_running(now, budget, load, obs);
+  }
   // 2. WAITING requests, only when nothing was preempted in this step (as vLLM), FCFS, while the token
   //    budget and max_num_seqs allow and their first chunk's blocks can be allocated. With multi-step
   //    scheduling only at the start of a burst of num_scheduler_steps steps (or when nothing runs).
@@ -214,6 +227,8 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   waiting_.pop_front();
   waiting_tokens_ -= r.num_tokens;
   running_.push_back(s);
+  if (active_valid_) active_.push_back(s);
+  r.order = ++admitted_;
   r.computed = hit_tokens;
   r.registered_prefix_blocks = gpu_hit_blocks;
   sum_slot_tokens_ += hit_tokens;
@@ -269,29 +284,170 @@ double Replica::start_step(double now, const StepLoad& load, Observer* obs) {
 void Replica::finish_step(double now) {
   integrate(now);
   busy_ = false;
-  std::size_t out = 0;
-  for (std::size_t k = 0; k < running_.size(); ++k) {
-    const std::uint32_t s = running_[k];
-    Request& r = slots_[s];
-    if (r.scheduled > 0) {
-      count_tokens(r, r.computed, r.computed + r.scheduled);
-      r.computed += r.scheduled;
-      r.scheduled = 0;
-      if (r.prefix_group >= 0 || r.conversation >= 0)
-        kv_.register_prefix(r.blocks, content_key(r), r.computed, r.registered_prefix_blocks);
-      if (r.computed == r.num_tokens) {
-        ++r.generated;
-        ++r.num_tokens;
-        if (r.first_token_s < 0) r.first_token_s = now;
-        if (r.generated >= r.output_tokens) {
-          complete(s, now);
-          continue;
-        }
+  if (!active_valid_) {
+    // A per-request step (no request is lazy): every running request, then active_ is all of them again.
+    std::size_t out = 0;
+    for (std::size_t k = 0; k < running_.size(); ++k)
+      if (!finish_request(running_[k], now)) running_[out++] = running_[k];
+    running_.resize(out);
+    active_ = running_;
+    active_valid_ = true;
+  } else {
+    done_.clear();
+    std::size_t out = 0;
+    for (std::size_t k = 0; k < active_.size(); ++k) {
+      if (finish_request(active_[k], now))
+        done_.push_back(active_[k]);
+      else
+        active_[out++] = active_[k];
+    }
+    active_.resize(out);
+    if (!done_.empty()) {  // both in running order: one merge pass drops the completed
+      std::size_t j = 0, keep = 0;
+      for (const std::uint32_t s : running_)
+        if (j < done_.size() && s == done_[j])
+          ++j;
+        else
+          running_[keep++] = s;
+      running_.resize(keep);
+    }
+    if (lazy_count_ > 0) {  // every lazy request computed its decode token and sampled the next
+      ++tick_;
+      lazy_held_ += lazy_count_;
+      stats_.decode_tokens += static_cast<std::uint64_t>(lazy_count_);
+      stats_.decode_tokens_aggregated += static_cast<std::uint64_t>(lazy_count_);
+    }
+    if (!wake_.empty()) {
+      auto& bucket = wake_[static_cast<std::size_t>(tick_) % wake_.size()];
+      for (const std::uint32_t s : bucket) {
+        materialize(s);
+        const auto at = std::upper_bound(active_.begin(), active_.end(), slots_[s].order,
+                                         [&](std::uint64_t o, std::uint32_t x) { return o < slots_[x].order; });
+        active_.insert(at, s);
+      }
+      bucket.clear();
+    }
+  }
+  if (aggregate_) aggregate_decodes(now);
+}
+
+/// The end of the step for running request `s` (Scheduler.update_from_output): its scheduled tokens computed, a token
+/// sampled when its KV caught up, completion. True when it completed (its blocks are freed, its slot is free).
+bool Replica::finish_request(std::uint32_t s, double now) {
+  Request& r = slots_[s];
+  if (r.scheduled > 0) {
+    count_tokens(r, r.computed, r.computed + r.scheduled);
+    r.computed += r.scheduled;
+    r.scheduled = 0;
+    if (r.prefix_group >= 0 || r.conversation >= 0)
+      kv_.register_prefix(r.blocks, content_key(r), r.computed, r.registered_prefix_blocks);
+    if (r.computed == r.num_tokens) {
+      ++r.generated;
+      ++r.num_tokens;
+      if (r.first_token_s < 0) r.first_token_s = now;
+      if (r.generated >= r.output_tokens) {
+        complete(s, now);
+        return true;
       }
     }
-    running_[out++] = s;
   }
-  running_.resize(out);
+  return false;
+}
+
+// ---- Decode steps in aggregate ------------------------------------------------------------------------------
+// In most steps most running requests only decode: one token computed into a block they already hold, one sampled,
+// nothing registered in the prefix cache, not the last token. Such a step changes the request by +1 in computed,
+// generated, num_tokens and the high-water mark and adds (held tokens) to the step's load, the same for each. A
+// request in that state becomes lazy: it leaves active_, the replica counts lazy requests and their held tokens, and
+// a tick (one aggregated step) advances them all at O(1). It wakes (materialize) at the tick it needs its own step:
+// a new block or its last token, at most block_size ticks later. A step is aggregated only when it would schedule
+// every running request in full without preempting (aggregated_step_fits); otherwise every lazy request is
+// materialized and the per-request loop runs, so budget cuts, preemption order and block ids stay vLLM's. The load's
+// sums are of integers (exact in doubles), active requests are visited in running order as before, so every result
+// is the per-request loop's bit for bit (tests/simulator/test_aggregate_decodes.cpp; ReplicaConfig::aggregate_decodes).
+
+/// Whether this step schedules every running request in full (the token budget holds them all) and allocates their
+/// blocks without preempting.
+bool Replica::aggregated_step_fits(double now, i64 budget) const {
+  i64 tokens = lazy_count_, blocks = 0;
+  for (const std::uint32_t s : active_) {
+    const Request& r = slots_[s];
+    if (r.ready_s > now) continue;
+    tokens += r.num_tokens - r.computed;
+    blocks += kv_.blocks_to_allocate(r.blocks.size(), r.num_tokens);
+  }
+  return tokens <= budget && blocks <= static_cast<i64>(kv_.num_free());
+}
+
+/// schedule_running() when aggregated_step_fits(): the active requests in running order, then the lazy ones' load.
+void Replica::schedule_aggregated(double now, i64& budget, StepLoad& load) {
+  for (const std::uint32_t s : active_) {
+    Request& r = slots_[s];
+    if (r.ready_s > now) continue;
+    const i64 n = r.num_tokens - r.computed;
+    const i64 need = kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
+    if (need > 0) {
+      kv_.allocate(r.blocks, need);
+      sum_table_blocks_ += need;
+    }
+    add_to_step(r, n, load);
+    budget -= n;
+  }
+  timer_.add_decodes(load, lazy_count_, lazy_held_);
+  sum_slot_tokens_ += lazy_count_;
+  budget -= lazy_count_;
+}
+
+/// Makes the active requests that only decode in the coming steps lazy until the tick they need their own step.
+void Replica::aggregate_decodes(double now) {
+  std::size_t out = 0;
+  for (const std::uint32_t s : active_) {
+    Request& r = slots_[s];
+    // Decoding (one token to compute, after the first output token, at the high-water mark) and nothing to register: no
+    // conversation, and a shared prefix (if any) registered already.
+    const bool decoding = r.num_tokens - r.computed == 1 && r.generated > 0 && r.computed == r.computed_high_water &&
+                          r.ready_s <= now && r.conversation < 0 &&
+                          (r.prefix_group < 0 || !kv_.prefix_caching() ||
+                           r.registered_prefix_blocks >= r.prefix_tokens / cfg_.block_size);
+    if (decoding) {
+      // Steps before it needs a block (blocks_to_allocate > 0 once computed + 1 exceeds them) or samples its last.
+      const i64 k = std::min({static_cast<i64>(r.blocks.size()) * cfg_.block_size - r.computed,
+                              r.output_tokens - r.generated - 1, static_cast<i64>(wake_.size()) - 1});
+      if (k >= 1) {
+        r.lazy = true;
+        r.lazy_tick = tick_;
+        wake_[static_cast<std::size_t>(tick_ + k) % wake_.size()].push_back(s);
+        ++lazy_count_;
+        lazy_held_ += r.computed + 1;
+        continue;
+      }
+    }
+    active_[out++] = s;
+  }
+  active_.resize(out);
+}
+
+/// Lazy request `s` gets the fields of the current tick and leaves the aggregate.
+void Replica::materialize(std::uint32_t s) {
+  Request& r = slots_[s];
+  const i64 m = tick_ - r.lazy_tick;
+  r.computed += m;
+  r.generated += m;
+  r.num_tokens += m;
+  r.computed_high_water += m;
+  r.lazy = false;
+  --lazy_count_;
+  lazy_held_ -= r.computed + 1;
+}
+
+/// Every lazy request materialized (before a per-request step).
+void Replica::materialize_all() {
+  if (lazy_count_ == 0) return;
+  for (const std::uint32_t s : running_)
+    if (slots_[s].lazy) materialize(s);
+  for (auto& bucket : wake_) bucket.clear();
+  if (lazy_count_ != 0 || lazy_held_ != 0)
+    throw std::logic_error("lazy decode accounting broken on replica " + std::to_string(index_));
 }
 
 TimelineSample Replica::sample(double now) const {

@@ -59,6 +59,13 @@ class Replica {
 
  private:
   bool schedule_running(double now, i64& budget, StepLoad& load, Observer* obs);
+  // Decode steps in aggregate (replica.cpp).
+  bool aggregated_step_fits(double now, i64 budget) const;
+  void schedule_aggregated(double now, i64& budget, StepLoad& load);
+  bool finish_request(std::uint32_t s, double now);  ///< true when it completed
+  void aggregate_decodes(double now);
+  void materialize(std::uint32_t s);
+  void materialize_all();
   void admit_waiting(double now, i64& budget, StepLoad& load);
   bool admit(std::uint32_t s, double now, i64& budget, StepLoad& load);
   double start_step(double now, const StepLoad& load, Observer* obs);
@@ -83,6 +90,18 @@ class Replica {
   std::vector<std::uint32_t> running_;
   std::deque<std::uint32_t> waiting_;
   std::vector<std::uint32_t> hits_;
+  // Decode steps in aggregate: `active_` is running_ less its lazy requests, in running order, while `active_valid_`
+  // (a per-request step clears it; finish_step rebuilds it). Lazy requests advance one token per tick; `wake_` is a
+  // ring of buckets, one per coming tick (a lazy request stays at most wake_.size() - 1 ticks).
+  bool aggregate_ = false;
+  bool active_valid_ = true;
+  std::vector<std::uint32_t> active_;
+  std::vector<std::uint32_t> done_;
+  i64 tick_ = 0;
+  i64 lazy_count_ = 0;
+  i64 lazy_held_ = 0;  ///< sum over lazy requests of the tokens they hold in the coming step (computed + 1)
+  std::uint64_t admitted_ = 0;
+  std::vector<std::vector<std::uint32_t>> wake_;  ///< [tick mod size]: the lazy requests that wake at that tick
   bool busy_ = false;
   i64 waiting_tokens_ = 0;
   i64 sum_table_blocks_ = 0;  ///< sum over running requests of their block-table sizes

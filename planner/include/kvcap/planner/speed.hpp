@@ -92,6 +92,14 @@ struct PrefillResult {
   RateSource source;
 };
 
+/// One pipeline stage's weights on one rank, summed over its layers' tensors (sharded as the memory model shards
+/// them): what every step of the stage reads, computed once per deployment rather than tensor by tensor per step.
+struct StageWeights {
+  double bytes = 0, elements = 0;                ///< tensors every token goes through
+  double routed_bytes = 0, routed_elements = 0;  ///< routed experts (a step reads the fraction its tokens activate)
+  double head_elements = 0;                      ///< the LM head (last stage): logits of the sampling requests only
+};
+
 /// Everything the speed model needs; make_speed_context() runs the memory model once.
 struct SpeedContext {
   ModelSpec model;
@@ -99,6 +107,7 @@ struct SpeedContext {
   MemoryPlan plan;
   SpeedOptions options;
   std::optional<Calibration> calibration;
+  std::vector<StageWeights> stage_weights;  ///< one per plan.stages entry (make_speed_context)
 };
 
 /// Validates the options (efficiencies in (0, 1], overheads >= 0) and the calibration; throws SpecError.
@@ -245,6 +254,20 @@ class StepCostModel {
     if (new_tokens != 1) load.prefill_past_tokens += static_cast<double>(past_tokens);
     else
       load.decode_tokens += 1;
+  }
+  /// Whether a decode sequence's reads are its held tokens in every layer (no sliding-window class, no what-if
+  /// eviction): then add_decodes() of many decode sequences equals add() of each.
+  bool decode_reads_held() const { return window_[0] <= 0 && window_[1] <= 0 && !evict_.on(); }
+  /// `count` decode sequences (one new token each, each sampling) holding `sum_held` tokens in all (past + new):
+  /// the same load as `count` calls of add() when decode_reads_held() (sums of integers, exact in a double below
+  /// 2^53, so the order of the additions cannot change a bit).
+  void add_decodes(StepLoad& load, i64 count, i64 sum_held) const {
+    load.sequences += count;
+    load.tokens += count;
+    load.samples += count;
+    load.decode_tokens += count;
+    load.kv_read_tokens[0] += static_cast<double>(sum_held);
+    load.decode_pairs[0] += static_cast<double>(sum_held);
   }
   StepCost cost(const StepLoad& load) const;
   /// sum over query positions lo..hi (1-based) of min(position, window) (window 0: no cap).

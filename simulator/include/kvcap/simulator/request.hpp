@@ -54,6 +54,11 @@ struct Request {
   double ready_s = 0;          ///< blocks loaded from the host tier arrive then: the request runs from that time on
   std::uint32_t preemptions = 0;
   bool truncated = false;      ///< output cut at max_model_len
+  /// Aggregated decode (replica.cpp, "Decode steps in aggregate"): computed, generated, num_tokens and the
+  /// high-water mark are those of tick `lazy_tick` of its replica; each tick since added one to each.
+  bool lazy = false;
+  i64 lazy_tick = 0;
+  std::uint64_t order = 0;            ///< admission sequence on its replica: running requests are in increasing order
   std::vector<std::uint32_t> blocks;  ///< block table (block ids of this replica's pool)
   std::vector<std::uint32_t> state_blocks;  ///< blocks outside the table (local-attention groups, states), held while admitted
 };

@@ -51,6 +51,10 @@ struct ReplicaConfig {
   /// block back to the GPU. A prefix-cache hit continued in the host tier loads those blocks before the request runs.
   std::uint64_t host_blocks = 0;
   double host_reload_s_per_block = 0;
+  /// Steps in which a request only appends one decode token (no new block, no prefix-cache registration, no
+  /// completion) count it in aggregate instead of visiting it (replica.cpp): the same results bit for bit, several
+  /// times faster. false: the per-request reference loop (tests and bench/bench_simulate compare the two).
+  bool aggregate_decodes = true;
 };
 /// The replica settings a memory plan implies (blocks, block size, budgets, max_model_len).
 ReplicaConfig replica_config(const MemoryPlan& plan);
@@ -124,6 +128,9 @@ struct ReplicaStats {
   std::uint64_t prefill_tokens = 0;    ///< tokens computed by steps with new_tokens > 1 or first-pass prompt tokens
   std::uint64_t decode_tokens = 0;     ///< tokens computed one at a time after the first output token
   std::uint64_t recomputed_tokens = 0; ///< tokens computed again after a preemption
+  /// Of decode_tokens, those counted in aggregate (ReplicaConfig::aggregate_decodes): what the simulator saved, not
+  /// a result (0 when the per-request loop runs; every other figure is the same either way).
+  std::uint64_t decode_tokens_aggregated = 0;
   std::uint64_t prefix_cache_hit_tokens = 0;
   std::uint64_t prefix_cache_query_tokens = 0;  ///< tokens of the requests admitted while prefix caching was on
   std::uint64_t host_hit_tokens = 0;            ///< of the prefix-cache hits, tokens loaded from the host tier

@@ -27,6 +27,19 @@ class StepTimer {
     load.samples += samples ? 1 : 0;
     load.kv_read_tokens[0] += static_cast<double>(past_tokens + new_tokens);
   }
+  /// Whether add_decodes() may stand for add() of each decode sequence (StepCostModel::decode_reads_held).
+  bool adds_decodes() const { return !model_ || model_->decode_reads_held(); }
+  /// `count` decode sequences holding `sum_held` tokens in all: as `count` calls of add(load, held - 1, 1, true).
+  void add_decodes(StepLoad& load, i64 count, i64 sum_held) const {
+    if (model_) {
+      model_->add_decodes(load, count, sum_held);
+      return;
+    }
+    load.sequences += count;
+    load.tokens += count;
+    load.samples += count;
+    load.kv_read_tokens[0] += static_cast<double>(sum_held);
+  }
   StepCost cost(const StepLoad& load) const;
   bool is_roofline() const { return model_ != nullptr; }
 
