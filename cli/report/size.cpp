@@ -125,6 +125,7 @@ nlohmann::ordered_json verified_json(const SizingResult& r, const sim::VerifiedC
   j["findings_at_analytic_replicas"] = findings_json(v.findings_at_analytic);
   j["requests_completed"] = v.completed;
   j["requests_rejected"] = v.rejected;
+  j["too_many_rejected"] = v.too_many_rejected;
   j["simulations"] = v.simulations;
   j["wall_s"] = v.wall_s;
   return j;
@@ -334,7 +335,10 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
         << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
         << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
         << pad_left(std::to_string(v.analytic_replicas), 16)
-        << pad_left(v.replicas > 0 ? std::to_string(v.replicas) : ">" + std::to_string(v.max_replicas), 5)
+        << pad_left(v.replicas > 0        ? std::to_string(v.replicas)
+                    : v.too_many_rejected ? "none"
+                                          : ">" + std::to_string(v.max_replicas),
+                    5)
         << pad_left(v.replicas > 0 ? grouped(static_cast<std::uint64_t>(gpus)) : "-", 7)
         << pad_left(v.replicas > 0 && c.priced ? fixed(cost, 2) : "n/a", 10) << pad_left(dur(c.ttft_s), 17)
         << pad_left(dur(v.ttft_at_analytic_s), 10) << pad_left(dur(c.tpot_s), 13)
@@ -344,7 +348,9 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
       out << "         at " << v.analytic_replicas << (v.analytic_replicas == 1 ? " replica: " : " replicas: ")
           << escape::terminal_text(to_string(f)) << "\n";
     if (v.rejected > 0)
-      out << "         " << v.rejected << " requests longer than max_model_len were rejected (misses at any count)\n";
+      out << "         " << v.rejected
+          << " requests longer than max_model_len were rejected, each a miss of the TTFT target"
+          << (v.too_many_rejected ? ": more than its percentile allows at any replica count\n" : "\n");
     if (v.replicas > 0 && c.priced && (!best || cost < best_cost)) best = &v, best_cost = cost;
   }
   if (best) {

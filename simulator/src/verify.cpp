@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -30,6 +31,7 @@ struct Outcome {
   double ttft_s = 0, tpot_s = 0;
   std::uint64_t completed = 0, rejected = 0;
   bool meets = false;
+  bool hopeless = false;  ///< too many rejected requests: no replica count meets (rejection does not depend on it)
   std::vector<Finding> findings;
 };
 
@@ -65,8 +67,13 @@ class CandidateRun {
     out.tpot_s = run.result.tpot_s.mean;
     out.findings = run.findings;
     const bool check_tpot = q_.workload.output_tokens > 1;
-    out.meets =
-        out.completed > 0 && out.ttft_s <= q_.targets.ttft_s && (!check_tpot || out.tpot_s <= q_.targets.tpot_s);
+    // Goodput counts every request sent: one the engine rejected (longer than max_model_len) missed the TTFT target,
+    // so the percentile's nearest rank over completed + rejected requests must fall on a completed one.
+    const double sent = static_cast<double>(out.completed + out.rejected);
+    const bool rejected_within = std::ceil(q_.targets.ttft_percentile * sent) <= static_cast<double>(out.completed);
+    out.hopeless = !rejected_within;
+    out.meets = out.completed > 0 && rejected_within && out.ttft_s <= q_.targets.ttft_s &&
+                (!check_tpot || out.tpot_s <= q_.targets.tpot_s);
     return out;
   }
 
@@ -103,7 +110,7 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
   } else {
     lo = n;
     Outcome last = at_n;
-    while (hi == 0 && lo < v.max_replicas) {
+    while (hi == 0 && lo < v.max_replicas && !last.hopeless) {
       const i64 next = std::min(v.max_replicas, lo * 2);
       const Outcome o2 = run.at(next);
       if (o2.meets)
@@ -136,6 +143,7 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
   v.tpot_s = best.tpot_s;
   v.completed = best.completed;
   v.rejected = best.rejected;
+  v.too_many_rejected = best.hopeless;
   v.simulations = run.simulations;
   v.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return v;

@@ -128,3 +128,32 @@ TEST_CASE("a trace gives the sizer its mean lengths, rate, variability and longe
   for (auto& x : same) x.arrival_s = 5;
   CHECK_THROWS_AS(sim::sizing_workload_of_trace(same), SpecError);
 }
+
+TEST_CASE("verified sizing counts rejected requests as misses of the TTFT percentile", "[simulator][verify]") {
+  const auto q = request();
+  const auto r = size_cluster(q);
+  auto o = options(r, 1);
+  o.candidates = {0};
+  o.limits.num_requests = 600;
+  const auto& c = r.candidates[0];
+  REQUIRE(c.deployment->max_model_len);
+  const i64 max_len = *c.deployment->max_model_len;
+  // Prompts uniform over [max_len - 1600, max_len + 300): about 19% reach max_model_len and are rejected, more than
+  // the 10% a p90 target allows; the completed ones alone are fast enough.
+  o.workload.prompt = LengthDistribution::uniform_tokens(max_len - 1600, max_len + 300);
+  o.workload.output = LengthDistribution::fixed_tokens(16);
+  o.workload.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 5);
+  const auto v = sim::verify_sizing(q, r, o);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].rejected > 600 / 10);
+  CHECK(v[0].completed > 0);
+  CHECK(v[0].ttft_s <= q.targets.ttft_s);  // the completed requests meet it...
+  CHECK(v[0].replicas == 0);               // ...but no replica count makes the rejected ones meet it
+
+  // Under 10% rejected (prompts reach max_model_len 5% of the time): the same candidate meets the p90 target.
+  o.workload.prompt = LengthDistribution::uniform_tokens(max_len - 1900, max_len + 100);
+  const auto w = sim::verify_sizing(q, r, o);
+  CHECK(w[0].rejected > 0);
+  CHECK(w[0].rejected < 600 / 10);
+  CHECK(w[0].replicas > 0);
+}

@@ -44,7 +44,10 @@ struct VerifiedCandidate {
   /// The simulation's findings there (KVCAP-W202: the offered load exceeds what that many replicas serve).
   std::vector<Finding> findings_at_analytic;
   std::uint64_t completed = 0;
-  std::uint64_t rejected = 0;  ///< requests longer than max_model_len (vLLM rejects them): misses at any count
+  /// Requests longer than max_model_len (vLLM rejects them): each counts as missing the TTFT target, so a count meets
+  /// only when the completed requests alone reach the target percentile of all requests sent.
+  std::uint64_t rejected = 0;
+  bool too_many_rejected = false;  ///< more rejected than the TTFT percentile allows: no count meets (none searched)
   int simulations = 0;
   double wall_s = 0;  ///< wall-clock seconds of this candidate's simulations
 };
