@@ -69,9 +69,9 @@ void BlockManager::allocate(std::vector<std::uint32_t>& table, i64 n) {
   if (n < 0 || n > static_cast<i64>(num_free_))
     throw std::logic_error("BlockManager::allocate: " + std::to_string(n) + " blocks requested, " +
                            std::to_string(num_free_) + " free");
-  if (!lru_) {  // the top of the stack, the last pushed first; no reference counts kept (use_lru_queue)
+  if (!lru_) {  // the top of the stack, copied as it lies; no reference counts kept (use_lru_queue)
     const auto k = static_cast<std::size_t>(n);
-    table.insert(table.end(), stack_.rbegin(), stack_.rbegin() + static_cast<std::ptrdiff_t>(k));
+    table.insert(table.end(), stack_.end() - static_cast<std::ptrdiff_t>(k), stack_.end());
     stack_.resize(stack_.size() - k);
     num_free_ -= static_cast<std::uint32_t>(n);
     return;
@@ -93,10 +93,10 @@ void BlockManager::free(std::vector<std::uint32_t>& table) { free_tail(table, st
 void BlockManager::free_tail(std::vector<std::uint32_t>& table, i64 n) {
   if (n < 0 || n > static_cast<i64>(table.size()))
     throw std::logic_error("BlockManager::free_tail: " + std::to_string(n) + " of " + std::to_string(table.size()) + " blocks");
-  if (!lru_) {  // onto the stack, the last block first (no block is shared before the first is cached)
+  if (!lru_) {  // onto the stack as they lie (no block is shared before the first is cached)
     if (num_free_ + static_cast<std::uint64_t>(n) > num_blocks_)
       throw std::logic_error("BlockManager::free: more blocks freed than allocated");
-    stack_.insert(stack_.end(), table.rbegin(), table.rbegin() + n);
+    stack_.insert(stack_.end(), table.end() - n, table.end());
     num_free_ += static_cast<std::uint32_t>(n);
     table.resize(table.size() - static_cast<std::size_t>(n));
     return;

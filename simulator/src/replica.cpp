@@ -83,7 +83,7 @@ Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t
   if (c.host_blocks > 0) kv_.enable_host_tier(c.host_blocks);
   // A decoding request needs a block at most block_size tokens later (paged; the contiguous allocator's reservation
   // lasts longer, and such a request wakes early, which changes nothing but the cost).
-  if (aggregate_) wake_.resize(static_cast<std::size_t>(std::min<i64>(c.block_size, 1024)) + 1);
+  if (aggregate_) ring_.resize(static_cast<std::size_t>(std::min<i64>(c.block_size, 1024)) + 1);
 }
 
 void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now) {
@@ -123,9 +123,13 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
   StepLoad load;
   i64 budget = cfg_.max_num_batched_tokens;
   bool preempted = false;
-  if (active_valid_ && lazy_count_ > 0 && aggregated_step_fits(now, budget)) {
-    schedule_aggregated(now, budget, load);
-  } else {
+  bool aggregated = false;
+  if (active_valid_ && lazy_count_ > 0) {
+    const i64 lazy_blocks = take_due();
+    aggregated = lazy_count_ > 0 && aggregated_step_fits(now, budget, lazy_blocks);
+    if (aggregated) schedule_aggregated(now, budget, load);
+  }
+  if (!aggregated) {
     materialize_all();
     active_valid_ = false;
     preempted = schedule_running(now, budget, load, obs);
@@ -317,16 +321,6 @@ void Replica::finish_step(double now) {
       stats_.decode_tokens += static_cast<std::uint64_t>(lazy_count_);
       stats_.decode_tokens_aggregated += static_cast<std::uint64_t>(lazy_count_);
     }
-    if (!wake_.empty()) {
-      auto& bucket = wake_[static_cast<std::size_t>(tick_) % wake_.size()];
-      for (const std::uint32_t s : bucket) {
-        materialize(s);
-        const auto at = std::upper_bound(active_.begin(), active_.end(), slots_[s].order,
-                                         [&](std::uint64_t o, std::uint32_t x) { return o < slots_[x].order; });
-        active_.insert(at, s);
-      }
-      bucket.clear();
-    }
   }
   if (aggregate_) aggregate_decodes(now);
 }
@@ -359,17 +353,47 @@ bool Replica::finish_request(std::uint32_t s, double now) {
 // nothing registered in the prefix cache, not the last token. Such a step changes the request by +1 in computed,
 // generated, num_tokens and the high-water mark and adds (held tokens) to the step's load, the same for each. A
 // request in that state becomes lazy: it leaves active_, the replica counts lazy requests and their held tokens, and
-// a tick (one aggregated step) advances them all at O(1). It wakes (materialize) at the tick it needs its own step:
-// a new block or its last token, at most block_size ticks later. A step is aggregated only when it would schedule
-// every running request in full without preempting (aggregated_step_fits); otherwise every lazy request is
-// materialized and the per-request loop runs, so budget cuts, preemption order and block ids stay vLLM's. The load's
-// sums are of integers (exact in doubles), active requests are visited in running order as before, so every result
-// is the per-request loop's bit for bit (tests/simulator/test_aggregate_decodes.cpp; ReplicaConfig::aggregate_decodes).
+// a tick (one aggregated step) advances them all at O(1). A ring of buckets holds each lazy request at its next event:
+// every block_size ticks it gets its next block while it stays lazy, and before the step that samples its last token
+// it wakes (materialize) and is visited again. A step is aggregated only when it would schedule every running request
+// in full and allocate every block without preempting (aggregated_step_fits); otherwise every lazy request is
+// materialized and the per-request loop runs, so budget cuts and preemption order stay vLLM's. The load's sums are of
+// integers (exact in doubles) and active requests are visited in running order as before; lazy requests take their
+// blocks after them, which renames block ids and nothing else. So every result is the per-request loop's bit for bit
+// (tests/simulator/test_aggregate_decodes.cpp; ReplicaConfig::aggregate_decodes).
+
+/// A lazy request's next event: its wake, its next block, or a hop to the ring's far end when both are further.
+i64 Replica::next_event_tick(const Request& r) const {
+  return std::min({r.wake_tick, r.block_tick, tick_ + static_cast<i64>(ring_.size()) - 1});
+}
+
+/// The lazy requests with an event before this tick's step: those that sample their last token in it are
+/// materialized into active_ (in running order); those that need a block go to due_; the others hop on. Returns
+/// due_'s size.
+i64 Replica::take_due() {
+  auto& bucket = ring_[static_cast<std::size_t>(tick_) % ring_.size()];
+  due_.clear();
+  for (const std::uint32_t s : bucket) {
+    Request& r = slots_[s];
+    if (r.wake_tick == tick_) {
+      materialize(s);
+      const auto at = std::upper_bound(active_.begin(), active_.end(), r.order,
+                                       [&](std::uint64_t o, std::uint32_t x) { return o < slots_[x].order; });
+      active_.insert(at, s);
+    } else if (r.block_tick == tick_) {
+      due_.push_back(s);
+    } else {
+      ring_[static_cast<std::size_t>(next_event_tick(r)) % ring_.size()].push_back(s);
+    }
+  }
+  bucket.clear();
+  return static_cast<i64>(due_.size());
+}
 
 /// Whether this step schedules every running request in full (the token budget holds them all) and allocates their
 /// blocks without preempting.
-bool Replica::aggregated_step_fits(double now, i64 budget) const {
-  i64 tokens = lazy_count_, blocks = 0;
+bool Replica::aggregated_step_fits(double now, i64 budget, i64 lazy_blocks) const {
+  i64 tokens = lazy_count_, blocks = lazy_blocks;
   for (const std::uint32_t s : active_) {
     const Request& r = slots_[s];
     if (r.ready_s > now) continue;
@@ -393,6 +417,17 @@ void Replica::schedule_aggregated(double now, i64& budget, StepLoad& load) {
     add_to_step(r, n, load);
     budget -= n;
   }
+  // The lazy requests whose decode starts a block get it (in stack order, not running order: before anything is cached
+  // the pool's ids are interchangeable, and after, the same blocks leave the front of the free queue whoever takes
+  // them, so only the ids' names differ, which no result reads).
+  for (const std::uint32_t s : due_) {
+    Request& r = slots_[s];
+    kv_.allocate(r.blocks, 1);
+    ++sum_table_blocks_;
+    r.block_tick += cfg_.block_size;
+    ring_[static_cast<std::size_t>(next_event_tick(r)) % ring_.size()].push_back(s);
+  }
+  due_.clear();
   timer_.add_decodes(load, lazy_count_, lazy_held_);
   sum_slot_tokens_ += lazy_count_;
   budget -= lazy_count_;
@@ -411,12 +446,14 @@ void Replica::aggregate_decodes(double now) {
                            r.registered_prefix_blocks >= r.prefix_tokens / cfg_.block_size);
     if (decoding) {
       // Steps before it needs a block (blocks_to_allocate > 0 once computed + 1 exceeds them) or samples its last.
-      const i64 k = std::min({static_cast<i64>(r.blocks.size()) * cfg_.block_size - r.computed,
-                              r.output_tokens - r.generated - 1, static_cast<i64>(wake_.size()) - 1});
-      if (k >= 1) {
+      // Steps before the one sampling its last token (it wakes then), and before the one needing a block.
+      const i64 last = r.output_tokens - r.generated - 1;
+      if (last >= 1) {
         r.lazy = true;
         r.lazy_tick = tick_;
-        wake_[static_cast<std::size_t>(tick_ + k) % wake_.size()].push_back(s);
+        r.wake_tick = tick_ + last;
+        r.block_tick = tick_ + static_cast<i64>(r.blocks.size()) * cfg_.block_size - r.computed;
+        ring_[static_cast<std::size_t>(next_event_tick(r)) % ring_.size()].push_back(s);
         ++lazy_count_;
         lazy_held_ += r.computed + 1;
         continue;
@@ -445,7 +482,8 @@ void Replica::materialize_all() {
   if (lazy_count_ == 0) return;
   for (const std::uint32_t s : running_)
     if (slots_[s].lazy) materialize(s);
-  for (auto& bucket : wake_) bucket.clear();
+  for (auto& bucket : ring_) bucket.clear();
+  due_.clear();
   if (lazy_count_ != 0 || lazy_held_ != 0)
     throw std::logic_error("lazy decode accounting broken on replica " + std::to_string(index_));
 }

@@ -60,7 +60,9 @@ class Replica {
  private:
   bool schedule_running(double now, i64& budget, StepLoad& load, Observer* obs);
   // Decode steps in aggregate (replica.cpp).
-  bool aggregated_step_fits(double now, i64 budget) const;
+  i64 take_due();
+  i64 next_event_tick(const Request& r) const;
+  bool aggregated_step_fits(double now, i64 budget, i64 lazy_blocks) const;
   void schedule_aggregated(double now, i64& budget, StepLoad& load);
   bool finish_request(std::uint32_t s, double now);  ///< true when it completed
   void aggregate_decodes(double now);
@@ -91,17 +93,19 @@ class Replica {
   std::deque<std::uint32_t> waiting_;
   std::vector<std::uint32_t> hits_;
   // Decode steps in aggregate: `active_` is running_ less its lazy requests, in running order, while `active_valid_`
-  // (a per-request step clears it; finish_step rebuilds it). Lazy requests advance one token per tick; `wake_` is a
-  // ring of buckets, one per coming tick (a lazy request stays at most wake_.size() - 1 ticks).
+  // (a per-request step clears it; finish_step rebuilds it). Lazy requests advance one token per tick; `ring_` has a
+  // bucket per coming tick holding each lazy request once, at its next event (a block, its wake, or a hop when both
+  // are further than the ring); `due_`: the lazy requests that get a block in this step.
   bool aggregate_ = false;
   bool active_valid_ = true;
   std::vector<std::uint32_t> active_;
   std::vector<std::uint32_t> done_;
+  std::vector<std::uint32_t> due_;
   i64 tick_ = 0;
   i64 lazy_count_ = 0;
   i64 lazy_held_ = 0;  ///< sum over lazy requests of the tokens they hold in the coming step (computed + 1)
   std::uint64_t admitted_ = 0;
-  std::vector<std::vector<std::uint32_t>> wake_;  ///< [tick mod size]: the lazy requests that wake at that tick
+  std::vector<std::vector<std::uint32_t>> ring_;  ///< [tick mod size]: lazy requests with an event at that tick
   bool busy_ = false;
   i64 waiting_tokens_ = 0;
   i64 sum_table_blocks_ = 0;  ///< sum over running requests of their block-table sizes

@@ -58,7 +58,9 @@ struct Request {
   /// high-water mark are those of tick `lazy_tick` of its replica; each tick since added one to each.
   bool lazy = false;
   i64 lazy_tick = 0;
-  std::uint64_t order = 0;            ///< admission sequence on its replica: running requests are in increasing order
+  i64 wake_tick = 0;        ///< lazy: the tick before whose step it is materialized (the step sampling its last token)
+  i64 block_tick = 0;       ///< lazy: the tick whose step needs its next block (allocated while it stays lazy)
+  std::uint64_t order = 0;  ///< admission sequence on its replica: running requests are in increasing order
   std::vector<std::uint32_t> blocks;  ///< block table (block ids of this replica's pool)
   std::vector<std::uint32_t> state_blocks;  ///< blocks outside the table (local-attention groups, states), held while admitted
 };
