@@ -1,0 +1,16 @@
+# The kvcap executable links no Qt library (issue 12: front ends as thin shells) and no CUDA library (issue 17: they
+# are loaded with the CUDA kernels module, only by `calibrate --device cuda:N`, not at every start). Runs ldd on ${KVCAP}.
+cmake_minimum_required(VERSION 3.25)
+execute_process(COMMAND ldd ${KVCAP} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ldd ${KVCAP} failed (${rc}):\n${out}${err}")
+endif()
+string(REGEX MATCHALL "[^\n]*[Qq]t[0-9][^\n]*" qt "${out}")
+if(qt)
+  message(FATAL_ERROR "kvcap links Qt:\n${qt}")
+endif()
+string(REGEX MATCHALL "[^\n]*(cudart|cublas|libcuda)[^\n]*" cuda "${out}")
+if(cuda)
+  message(FATAL_ERROR "kvcap links CUDA libraries (they belong in the CUDA kernels module):\n${cuda}")
+endif()
+message(STATUS "kvcap links neither Qt nor CUDA")
