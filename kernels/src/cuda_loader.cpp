@@ -1,6 +1,7 @@
 // The CUDA kernels, behind a module loaded on first use (kernels/CMakeLists.txt): kvcap and kvcap-gui start without
 // loading cudart, cuBLAS and cuBLASLt, and load them only for `calibrate --device cuda:N` and the GPU self-tests.
-// The module is looked for, in order: $KVCAP_CUDA_MODULE, the path this build wrote it to, and beside the program.
+// The module is looked for, in order: $KVCAP_CUDA_MODULE, the path this build wrote it to, beside the program, and in
+// ../kernels from it (a build tree moved elsewhere).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -35,7 +36,11 @@ std::vector<std::string> candidates() {
 #endif
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) paths.push_back((exe.parent_path() / detail::kCudaModuleName).string());
+  if (!ec) {
+    paths.push_back((exe.parent_path() / detail::kCudaModuleName).string());
+    // A build tree moved elsewhere (kvcap in build/cli, the module in build/kernels).
+    paths.push_back((exe.parent_path().parent_path() / "kernels" / detail::kCudaModuleName).string());
+  }
   std::vector<std::string> unique;
   for (auto& p : paths)
     if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(std::move(p));
