@@ -78,6 +78,32 @@ po::options_description deployment_options(bool with_model_gpu) {
   return d;
 }
 
+void add_trace_read_options(po::options_description& d) {
+  // clang-format off
+  d.add_options()
+    ("trace-columns", po::value<std::string>(), "TIME,PROMPT,OUTPUT column names of the trace (default: auto-detect)")
+    ("trace-speedup", po::value<std::string>()->default_value("1"), "replay the trace this many times faster");
+  // clang-format on
+}
+
+sim::TraceOptions trace_read_options(const po::variables_map& vm) {
+  if (!vm.count("trace"))
+    for (const char* flag : {"trace-columns", "trace-speedup"})
+      if (vm.count(flag) && !vm[flag].defaulted()) throw UsageError(std::string("--") + flag + " applies to --trace");
+  sim::TraceOptions to;
+  if (vm.count("trace-columns")) {
+    try {
+      to = sim::parse_trace_columns(vm["trace-columns"].as<std::string>());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  if (vm.count("trace-speedup"))
+    to.speedup =
+        parse_real(vm["trace-speedup"].as<std::string>(), "--trace-speedup", "a positive number such as 2", kPositive);
+  return to;
+}
+
 po::options_description speed_options() {
   po::options_description d("Speed model");
   // clang-format off

@@ -17,6 +17,7 @@
 #include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/flags.hpp"
 #include "kvcap/profiles/units.hpp"
+#include "kvcap/simulator/trace.hpp"
 
 namespace kvcap::cli {
 
@@ -55,6 +56,12 @@ class FindingError : public std::runtime_error {
   explicit FindingError(Finding f) : std::runtime_error(f.message), finding(std::move(f)) {}
   Finding finding;
 };
+
+/// --trace-columns and --trace-speedup: how simulate and size read a --trace CSV (added to `d`).
+void add_trace_read_options(po::options_description& d);
+/// The trace reader's options those flags give; UsageError naming the flag when one is bad, or when one is given
+/// without --trace.
+sim::TraceOptions trace_read_options(const po::variables_map& vm);
 
 /// --calibration FILE and --calibration-force: the speed-model options shared by plan, size, sweep and simulate.
 po::options_description speed_options();

@@ -152,15 +152,7 @@ void shared_prefix_into_workload(WorkloadSpec& w, i64 prefix) {
 
 /// --trace: the requests replayed.
 void trace_into(const po::variables_map& vm, SimulateCommand& c) {
-  sim::TraceOptions to;
-  if (vm.count("trace-columns")) {
-    try {
-      to = sim::parse_trace_columns(str(vm, "trace-columns"));
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
-  to.speedup = parse_real(str(vm, "trace-speedup"), "--trace-speedup", "a positive number such as 2", kPositive);
+  const sim::TraceOptions to = trace_read_options(vm);
   sim::Trace t = sim::read_trace_csv(str(vm, "trace"), to);
   const std::string file = str(vm, "trace");
   const auto slash = file.find_last_of('/');
@@ -298,8 +290,6 @@ po::options_description simulate_options() {
   wl.add_options()
     ("workload", po::value<std::string>(), "workload file (kind: workload; see profiles/examples/workload-chat.yaml)")
     ("trace", po::value<std::string>(), "CSV trace: arrival time, prompt tokens, output tokens per row (Azure LLM traces auto-detected)")
-    ("trace-columns", po::value<std::string>(), "TIME,PROMPT,OUTPUT column names of the trace (default: auto-detect)")
-    ("trace-speedup", po::value<std::string>()->default_value("1"), "replay the trace this many times faster")
     ("rate", po::value<std::string>(), "arrivals per second (with --prompt-tokens and --output-tokens); inf: all at once (offline)")
     ("max-concurrency", po::value<std::string>(), "closed loop: at most N requests in flight, each client sending its next when its last "
                                                    "finishes (vllm bench serve --max-concurrency); without --rate, --rate inf")
@@ -317,6 +307,7 @@ po::options_description simulate_options() {
     ("num-requests", po::value<std::string>(), "this many requests (a trace: its first N)")
     ("seed", po::value<std::string>()->default_value("0"), "random seed (same seed, same output)");
   // clang-format on
+  add_trace_read_options(wl);
   po::options_description cl("Cluster and scheduler");
   // clang-format off
   cl.add_options()
@@ -364,10 +355,12 @@ SimulateCommand simulate_command_from(const po::variables_map& vm) {
       std::to_string(r.speed.plan.dep.d.tensor_parallel_size * r.speed.plan.dep.d.pipeline_parallel_size) + " x " +
       (gpu.display_name.empty() ? gpu.name : gpu.display_name) + " per replica";
   cluster_into(vm, dep, c);
-  if (vm.count("trace"))
+  if (vm.count("trace")) {
     trace_into(vm, c);
-  else
+  } else {
+    trace_read_options(vm);  // refuses --trace-columns / --trace-speedup without --trace
     workload_into(vm, c);
+  }
   if (vm.count("ttft-target")) r.slo.ttft_s = parse_seconds(str(vm, "ttft-target"), "--ttft-target");
   if (vm.count("tpot-target")) r.slo.tpot_s = parse_seconds(str(vm, "tpot-target"), "--tpot-target");
   speed_into(vm, model, gpu, c);

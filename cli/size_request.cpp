@@ -174,7 +174,7 @@ std::optional<WorkloadSpec> trace_into(const po::variables_map& vm, SizeCommand&
     if (vm.count(other))
       throw UsageError(std::string("--trace: the trace gives the lengths and the arrivals; --") + other +
                        " does not apply");
-  auto t = sim::read_trace_csv(vm["trace"].as<std::string>());
+  auto t = sim::read_trace_csv(vm["trace"].as<std::string>(), trace_read_options(vm));
   if (vm.count("num-requests")) {
     const auto n = static_cast<std::size_t>(parse_int(vm["num-requests"].as<std::string>(), "--num-requests", 2));
     if (t.requests.size() > n) t.requests.resize(n);
@@ -295,6 +295,7 @@ po::options_description size_options() {
     ("threads", po::value<std::string>(), "candidates simulated at once (default: the machine's hardware threads)")
     ("no-progress", "no progress line on stderr");
   // clang-format on
+  add_trace_read_options(verify);
   po::options_description out("Output");
   // clang-format off
   out.add_options()
@@ -315,6 +316,7 @@ SizeCommand size_command_from(const po::variables_map& vm) {
     throw UsageError("--model is required (a built-in name such as llama-3.1-70b, a YAML profile, or a config.json)");
   SizeCommand c;
   c.format = parse_format(vm["format"].as<std::string>());
+  if (!vm.count("trace")) trace_read_options(vm);  // refuses --trace-columns / --trace-speedup without --trace
   const auto spec = vm.count("trace") ? trace_into(vm, c) : workload_into(vm, c.request.workload);
   c.request.targets = targets_of(vm, spec);
   c.request.model = profiles::resolve_model(vm["model"].as<std::string>());

@@ -357,7 +357,8 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
     const auto& c = r.candidates[best->index];
     out << "Cheapest after simulation: #" << best->index + 1 << ", " << best->replicas << " x "
         << escape::terminal_text(c.gpu) << " TP" << c.tp << (c.pp > 1 ? " PP" + std::to_string(c.pp) : "") << " ("
-        << verified_cost(c, *best).first << " GPUs, $" << fixed(best_cost, 2) << "/hour).\n";
+        << verified_cost(c, *best).first << (verified_cost(c, *best).first == 1 ? " GPU, $" : " GPUs, $")
+        << fixed(best_cost, 2) << "/hour).\n";
   }
 }
 

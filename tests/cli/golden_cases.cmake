@@ -177,5 +177,7 @@ kvcap_golden(size_emit_vllm 0 size --model qwen3-32b --prompt-tokens 1K --output
 kvcap_golden(size_emit_sglang_csv 0 size --model qwen3-32b --prompt-tokens 1K --output-tokens 512 --concurrent-users 300 --ttft-p 1.5s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,h200 --max-pp 1 --top 3 --emit sglang --format csv)
 kvcap_golden(err_size_emit 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --emit trtllm)
 kvcap_golden(size_verify 0 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 256 --rate 40 --ttft-p 500ms --tpot 30ms --gpus h100-sxm,l40s --max-tp 2 --max-pp 1 --kv-cache-dtype auto --top 3 --verify 2 --num-requests 1500 --threads 1)
+kvcap_golden(size_trace_columns 0 size --model llama-3.1-8b --trace %DATA%/trace_custom_columns.csv --trace-columns sent_at,in_tokens,out_tokens --trace-speedup 2 --ttft-p 1s --tpot 50ms --gpus h100-sxm,l40s --max-tp 1 --max-pp 1 --top 2 --verify 1 --threads 1 --no-progress)
+kvcap_golden(err_size_trace_speedup_without_trace 2 size --model llama-3.1-8b --rate 2 --prompt-tokens 1K --output-tokens 100 --trace-speedup 2 --ttft-p 1s --tpot 50ms)
 kvcap_golden(err_size_trace_and_rate 2 size --model llama-3.1-8b --trace %FIXTURES%/traces/AzureLLMInferenceTrace_conv.csv --rate 5 --ttft-p 1s --tpot 50ms)
 kvcap_golden(err_size_threads_without_verify 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --threads 2)
