@@ -52,7 +52,7 @@ void BlockManager::use_lru_queue() {
   head_ = tail_ = kNone;
   const std::uint32_t n = num_free_;
   num_free_ = 0;
-  // The next block the stack would have handed out goes to the front.
+  // The stack's top (the next block it would have handed out) goes to the front.
   for (auto it = stack_.rbegin(); it != stack_.rend(); ++it) queue_push_back(*it);
   if (num_free_ != n) throw std::logic_error("BlockManager: free count changed while building the free queue");
   stack_.clear();

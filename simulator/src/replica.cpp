@@ -79,10 +79,11 @@ Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t
       check_(check),
       // Aggregation needs a decode's load to be its held tokens (StepTimer::adds_decodes) and no blocks beside the
       // table (a sliding window's blocks move every step).
-      aggregate_(c.aggregate_decodes && t.adds_decodes() && c.local_groups.empty() && c.state_blocks_per_request == 0) {
+      aggregate_(c.aggregate_decodes && t.adds_decodes() && c.local_groups.empty() && c.state_blocks_per_request == 0),
+      active_valid_(aggregate_) {
   if (c.host_blocks > 0) kv_.enable_host_tier(c.host_blocks);
-  // A decoding request needs a block at most block_size tokens later (paged; the contiguous allocator's reservation
-  // lasts longer, and such a request wakes early, which changes nothing but the cost).
+  // A decoding request needs a block at most block_size ticks later (paged; a contiguous reservation, or a block
+  // size beyond the ring, lasts longer: such a request hops along the ring, which changes nothing but the cost).
   if (aggregate_) ring_.resize(static_cast<std::size_t>(std::min<i64>(c.block_size, 1024)) + 1);
 }
 
@@ -294,8 +295,8 @@ void Replica::finish_step(double now) {
     for (std::size_t k = 0; k < running_.size(); ++k)
       if (!finish_request(running_[k], now)) running_[out++] = running_[k];
     running_.resize(out);
-    active_ = running_;
-    active_valid_ = true;
+    if (aggregate_) active_ = running_;  // without aggregation active_ is never read
+    active_valid_ = aggregate_;
   } else {
     done_.clear();
     std::size_t out = 0;
@@ -417,9 +418,9 @@ void Replica::schedule_aggregated(double now, i64& budget, StepLoad& load) {
     add_to_step(r, n, load);
     budget -= n;
   }
-  // The lazy requests whose decode starts a block get it (in stack order, not running order: before anything is cached
-  // the pool's ids are interchangeable, and after, the same blocks leave the front of the free queue whoever takes
-  // them, so only the ids' names differ, which no result reads).
+  // The lazy requests whose decode starts a block get it (in bucket order, not running order: before anything is
+  // cached the pool's ids are interchangeable, and after, the same blocks leave the front of the free queue whoever
+  // takes them, so only the ids' names differ, which no result reads).
   for (const std::uint32_t s : due_) {
     Request& r = slots_[s];
     kv_.allocate(r.blocks, 1);
@@ -445,8 +446,8 @@ void Replica::aggregate_decodes(double now) {
                           (r.prefix_group < 0 || !kv_.prefix_caching() ||
                            r.registered_prefix_blocks >= r.prefix_tokens / cfg_.block_size);
     if (decoding) {
-      // Steps before it needs a block (blocks_to_allocate > 0 once computed + 1 exceeds them) or samples its last.
-      // Steps before the one sampling its last token (it wakes then), and before the one needing a block.
+      // Steps before the one sampling its last token (it wakes then), and before the one needing a block (once
+      // computed + 1 exceeds the blocks it holds).
       const i64 last = r.output_tokens - r.generated - 1;
       if (last >= 1) {
         r.lazy = true;

@@ -29,12 +29,13 @@ struct Fingerprint : Observer {
     lines.push_back("done " + std::to_string(r.id) + " " + std::to_string(r.replica) + " " + hex(r.arrival_s) + " " +
                     hex(r.first_scheduled_s) + " " + hex(r.first_token_s) + " " + hex(r.finish_s) + " " +
                     std::to_string(r.prompt_tokens) + " " + std::to_string(r.output_tokens) + " " +
-                    std::to_string(r.cached_prompt_tokens) + " " + std::to_string(r.preemptions));
+                    std::to_string(r.cached_prompt_tokens) + " " + std::to_string(r.preemptions) + " " +
+                    std::to_string(static_cast<int>(r.truncated)));
   }
   void on_preemption(const PreemptionRecord& p) override {
-    lines.push_back("preempt " + hex(p.time_s) + " " + std::to_string(p.victim_id) + " " +
-                    std::to_string(p.for_request_id) + " " + std::to_string(p.free_blocks) + " " +
-                    std::to_string(p.victim_computed_tokens));
+    lines.push_back("preempt " + hex(p.time_s) + " " + std::to_string(p.replica) + " " + std::to_string(p.victim_id) +
+                    " " + std::to_string(p.for_request_id) + " " + std::to_string(p.free_blocks) + " " +
+                    std::to_string(p.blocks_needed) + " " + std::to_string(p.victim_computed_tokens));
   }
   void on_step(const StepRecord& s) override {
     lines.push_back("step " + hex(s.start_s) + " " + hex(s.duration_s) + " " + std::to_string(s.replica) + " " +
@@ -43,8 +44,9 @@ struct Fingerprint : Observer {
                     std::to_string(s.kv_table_blocks));
   }
   void on_sample(const TimelineSample& t) override {
-    lines.push_back("sample " + hex(t.time_s) + " " + std::to_string(t.running) + " " + std::to_string(t.waiting) +
-                    " " + std::to_string(t.kv_used_blocks));
+    lines.push_back("sample " + hex(t.time_s) + " " + std::to_string(t.replica) + " " + std::to_string(t.running) +
+                    " " + std::to_string(t.waiting) + " " + std::to_string(t.kv_used_blocks) + " " +
+                    hex(t.kv_utilization) + " " + std::to_string(t.preemptions));
   }
 };
 
@@ -62,13 +64,16 @@ std::string summary(const SimResult& r) {
                   std::to_string(r.host_hit_tokens) + " " + h(r.kv_utilization_mean) + " " + h(r.kv_utilization_max) +
                   " " + h(r.kv_waste_fraction) + " " + h(r.kv_waste_tokens_per_request_max) + " " + h(r.running_mean) +
                   " " + h(r.waiting_mean) + " " + h(r.busy_breakdown_s.step_s) + " " + h(r.busy_breakdown_s.kv_read_s) +
-                  " " + h(r.busy_breakdown_s.attention_s) + " " + std::to_string(r.steps) + " " +
+                  " " + h(r.busy_breakdown_s.attention_s) + " " + h(r.busy_breakdown_s.gemm_s) + " " +
+                  h(r.busy_breakdown_s.weights_read_s) + " " + h(r.busy_breakdown_s.communication_s) + " " +
+                  h(r.busy_breakdown_s.overhead_s) + " " + h(r.host_load_s) + " " + std::to_string(r.steps) + " " +
                   std::to_string(r.events);
   for (const auto& x : r.replicas)
     s += " | " + std::to_string(x.routed) + " " + std::to_string(x.steps) + " " + h(x.busy_s) + " " +
          std::to_string(x.prefill_tokens) + " " + std::to_string(x.decode_tokens) + " " +
          std::to_string(x.recomputed_tokens) + " " + std::to_string(x.running_max) + " " +
-         std::to_string(x.waiting_max);
+         std::to_string(x.waiting_max) + " " + std::to_string(x.prefix_cache_query_tokens) + " " +
+         h(x.kv_utilization_mean) + " " + h(x.running_mean) + " " + h(x.waiting_mean);
   return s;
 }
 
@@ -88,6 +93,7 @@ std::uint64_t decoded(const SimResult& r) {
 SimResult same_both_ways(SimConfig cfg, const StepTimer& timer, const WorkloadSpec& w, std::uint64_t n) {
   SimResult res[2];
   std::vector<std::string> lines[2];
+  cfg.check_invariants = true;  // the block manager verified after every step, both ways
   for (int agg = 0; agg < 2; ++agg) {
     Fingerprint f;
     cfg.observer = &f;
@@ -155,6 +161,15 @@ TEST_CASE("aggregated decodes: prefix caching (LRU order), conversations and a h
   CHECK(shared.prefix_cache_hit_tokens > 0);
   CHECK(aggregated(shared) > decoded(shared) / 10);
 
+  // A host tier beside lazy requests: prefixes evicted from the GPU come back from the host (requests waiting for
+  // their load, ready_s) while others decode in aggregate.
+  cfg.replica = replica(500);
+  cfg.replica.host_blocks = 4000;
+  cfg.replica.host_reload_s_per_block = 2e-4;
+  const SimResult host = same_both_ways(cfg, StepTimer::linear(0.005, 3e-6, 2e-8), w, 800);
+  CHECK(host.host_hit_tokens > 0);
+  CHECK(aggregated(host) > decoded(host) / 10);
+
   WorkloadSpec chat = chatty(2, 200, 80);
   chat.conversation.turns = LengthDistribution::fixed_tokens(3);
   chat.conversation.think_time_s = 1.0;
@@ -176,8 +191,17 @@ TEST_CASE("aggregated decodes: multi-step scheduling, the contiguous allocator, 
   cfg.replica = replica(3000);
   cfg.replica.allocator = Allocator::contiguous;
   cfg.replica.max_model_len = 2048;
-  const SimResult contiguous = same_both_ways(cfg, StepTimer::linear(0.003, 1e-6), chatty(20, 300, 200), 600);
+  const SimResult contiguous = same_both_ways(cfg, StepTimer::linear(0.003, 1e-6, 1e-8), chatty(20, 300, 200), 600);
   CHECK(aggregated(contiguous) > 0);
+
+  // Block sizes at the ring's edges: 1 token (a block every step: a ring of two buckets) and 2,048 (beyond the ring:
+  // lazy requests hop along it).
+  for (const i64 block : {i64{1}, i64{2048}}) {
+    cfg.replica = replica(block == 1 ? 16000 : 40);
+    cfg.replica.block_size = block;
+    const SimResult r = same_both_ways(cfg, StepTimer::linear(0.003, 1e-6, 1e-8), chatty(20, 300, 200), 400);
+    CHECK(aggregated(r) > decoded(r) / 2);
+  }
 
   cfg.replica = replica(2000);
   cfg.max_concurrency = 16;

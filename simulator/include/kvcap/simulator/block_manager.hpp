@@ -15,8 +15,9 @@
 // Free-block order: until the first block is cached, free blocks hold nothing anyone can reuse, so which
 // id is handed out cannot change any result; the pool then keeps them on a LIFO stack (recently freed
 // blocks are hot in the CPU cache: 1.5-2x faster on large clusters), moved in bulk with no reference counts (no
-// block is shared before one is cached). At the first cached block it counts the references (one per block not on
-// the stack), turns the stack into vLLM's LRU free queue, and from then on follows vLLM's order exactly.
+// block is shared before one is cached; a block freed twice is then caught only by the total, or by
+// check_invariants' duplicate check at the next step). At the first cached block it counts the references (one per
+// block not on the stack), turns the stack into vLLM's LRU free queue, and from then on follows vLLM's order exactly.
 // Prefix caching (paged only): see ContentKey below; a preempted request's registered blocks are found again when it
 // is admitted again, as in vLLM.
 #include <algorithm>
