@@ -135,6 +135,9 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
     active_valid_ = false;
     preempted = schedule_running(now, budget, load, obs);
   }
+  // A step that spent the budget or preempted: the next is likely to as well, and would materialize every lazy request
+  // again; its requests stay active until a step has room (a matter of speed only: results are the same either way).
+  pressure_ = !aggregated && (preempted || budget <= 0);
   // 2. WAITING requests, only when nothing was preempted in this step (as vLLM), FCFS, while the token
   //    budget and max_num_seqs allow and their first chunk's blocks can be allocated. With multi-step
   //    scheduling only at the start of a burst of num_scheduler_steps steps (or when nothing runs).
@@ -323,7 +326,7 @@ void Replica::finish_step(double now) {
       stats_.decode_tokens_aggregated += static_cast<std::uint64_t>(lazy_count_);
     }
   }
-  if (aggregate_) aggregate_decodes(now);
+  if (aggregate_ && !pressure_) aggregate_decodes(now);
 }
 
 /// The end of the step for running request `s` (Scheduler.update_from_output): its scheduled tokens computed, a token

@@ -98,6 +98,7 @@ class Replica {
   // are further than the ring); `due_`: the lazy requests that get a block in this step.
   bool aggregate_ = false;
   bool active_valid_ = true;
+  bool pressure_ = false;  ///< the last step was per request and spent its budget or preempted
   std::vector<std::uint32_t> active_;
   std::vector<std::uint32_t> done_;
   std::vector<std::uint32_t> due_;
