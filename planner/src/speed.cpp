@@ -705,17 +705,13 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     Stage g;
     g.last = static_cast<i64>(s) == pp_ - 1;
     g.stage_index = static_cast<i64>(s);
-    auto account = [&](const WeightTensor& w, bool per_sample) {
-      const u64 e = static_cast<u64>(elements_per_rank(m, w, tp_, d.expert_parallel_size));
-      const double bytes = dbl(weight_bytes(w.quantizable ? d.weight_dtype : d.dtype, e));
-      const double flops = 2.0 * dbl(e) * (w.routed_expert ? top_k_frac : 1.0);
-      (w.routed_expert ? g.weight_bytes_routed : g.weight_bytes_fixed) += bytes;
-      (per_sample ? g.gemm_flops_per_sample : w.routed_expert ? g.gemm_flops_per_token_routed : g.gemm_flops_per_token) += flops;
-    };
-    for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
-      for (const auto& w : layer_tensors(m, l)) account(w, false);
-    if (g.last)
-      for (const auto& w : head_tensors(m, true)) account(w, w.name == "lm_head");
+    // The stage's weights as make_speed_context summed them (one owner of the tensor-by-tensor accounting).
+    const StageWeights& sw = c.stage_weights.at(s);
+    g.weight_bytes_fixed = sw.bytes;
+    g.weight_bytes_routed = sw.routed_bytes;
+    g.gemm_flops_per_token = 2.0 * sw.elements;
+    g.gemm_flops_per_token_routed = 2.0 * sw.routed_elements * top_k_frac;
+    g.gemm_flops_per_sample = 2.0 * sw.head_elements;
     for (const auto& grp : st.groups) {
       if (grp.attention == LayerAttention::linear) {
         g.state_bytes_per_seq += 2.0 * dbl(grp.state_bytes_per_layer) * dbl(grp.num_layers);  // read + write

@@ -12,6 +12,7 @@
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/simulator.hpp"
+#include "replica_config.hpp"
 
 using namespace kvcap;
 using namespace kvcap::sim;
@@ -126,13 +127,7 @@ WorkloadSpec chatty(double rate, i64 prompt_median, i64 output_max) {
 }
 
 ReplicaConfig replica(std::uint32_t blocks) {
-  ReplicaConfig c;
-  c.num_blocks = blocks;
-  c.block_size = 16;
-  c.max_num_batched_tokens = 2048;
-  c.max_num_seqs = 64;
-  c.max_model_len = 8192;
-  return c;
+  return testing::small_replica(blocks, 8192);
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/simulator/simulator.hpp"
+#include "replica_config.hpp"
 
 using namespace kvcap;
 using namespace kvcap::sim;
@@ -21,13 +22,7 @@ struct Recorder : Observer {
 };
 
 ReplicaConfig replica(std::uint32_t blocks) {
-  ReplicaConfig c;
-  c.num_blocks = blocks;
-  c.block_size = 16;
-  c.max_num_batched_tokens = 2048;
-  c.max_num_seqs = 64;
-  c.max_model_len = 8192;
-  return c;
+  return testing::small_replica(blocks, 8192);
 }
 
 /// Fixed lengths: prompt `prompt` (prefix included), answer `output`; conversations of `turns` turns.

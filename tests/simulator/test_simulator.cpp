@@ -2,7 +2,6 @@
 // stay within the planner's count and never leak; preemption happens exactly when blocks run out; the
 // same seed gives the same output; paged vs contiguous waste what theory says; routers spread load.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <numeric>
 #include <sstream>
@@ -13,6 +12,7 @@
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/simulator.hpp"
 #include "kvcap/simulator/timeline.hpp"
+#include "replica_config.hpp"
 
 using namespace kvcap;
 using namespace kvcap::sim;
@@ -40,13 +40,7 @@ WorkloadSpec busy_workload(double rate) {
 }
 
 ReplicaConfig small_replica(std::uint32_t blocks) {
-  ReplicaConfig c;
-  c.num_blocks = blocks;
-  c.block_size = 16;
-  c.max_num_batched_tokens = 2048;
-  c.max_num_seqs = 64;
-  c.max_model_len = 4096;
-  return c;
+  return testing::small_replica(blocks, 4096);
 }
 
 std::vector<RequestSpec> drain(RequestSource& s) {
