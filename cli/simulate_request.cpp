@@ -262,6 +262,70 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
   sim::apply_host_tier(r, checked);  // its checks before anything runs (run_guarded names the flag)
 }
 
+/// --prefill-replicas, --prefill-gpu, --prefill-tp, --kv-transfer-*: disaggregated prefill workers in front of the
+/// replicas, which then decode only (planner/disagg.hpp).
+void prefill_into(const po::variables_map& vm, const Deployment& dep, const ModelSpec& model, const GpuSpec& gpu,
+                  SimulateCommand& c) {
+  const bool any = vm.count("prefill-gpu") || vm.count("prefill-tp") || vm.count("kv-transfer-bandwidth") ||
+                   vm.count("kv-transfer-latency") || !vm["kv-transfer-link"].defaulted();
+  if (!vm.count("prefill-replicas")) {
+    if (any)
+      throw UsageError(
+          "--prefill-gpu, --prefill-tp and --kv-transfer-* describe disaggregated prefill workers: give "
+          "--prefill-replicas N too");
+    return;
+  }
+  auto& r = c.request;
+  if (r.kv_offloading_size_gib > 0)
+    throw UsageError(
+        "--kv-offloading-size beside --prefill-replicas: a host KV tier with disaggregated prefill is not "
+        "modelled; leave one of them out");
+  sim::SimulationRequest::PrefillWorkers w;
+  w.replicas = static_cast<std::uint32_t>(parse_int(str(vm, "prefill-replicas"), "--prefill-replicas", 1, 100000));
+  const GpuSpec pgpu = vm.count("prefill-gpu") ? profiles::resolve_gpu(str(vm, "prefill-gpu")) : gpu;
+  Deployment pdep = dep;
+  pdep.num_gpus = 0;
+  if (vm.count("prefill-tp")) pdep.tensor_parallel_size = parse_int(str(vm, "prefill-tp"), "--prefill-tp", 1, 1024);
+  try {
+    w.speed = speed_context_from(vm, model, pgpu, plan_memory(model, pgpu, pdep, {}));
+    sim::check_fits(w.speed.plan);
+  } catch (const SpecError& e) {
+    throw UsageError("the prefill workers (--prefill-gpu " + pgpu.name + ", --prefill-tp " +
+                     std::to_string(pdep.tensor_parallel_size) + "): " + e.field() + ": " + e.reason());
+  }
+  const std::string link = str(vm, "kv-transfer-link");
+  if (link != "network" && link != "nvlink")
+    throw UsageError(
+        "--kv-transfer-link: expected network (pools on different nodes) or nvlink (one NVLink domain), "
+        "got '" +
+        link + "'");
+  const KvLinkKind kind = link == "network" ? KvLinkKind::network : KvLinkKind::nvlink;
+  if (vm.count("kv-transfer-bandwidth")) {
+    w.link.name = "--kv-transfer-bandwidth";
+    w.link.bandwidth_bytes_per_s = 1e9 * parse_real(str(vm, "kv-transfer-bandwidth"), "--kv-transfer-bandwidth",
+                                                    "GB/s (10^9 bytes per second) per GPU, > 0", kPositive, 1e6);
+    w.link.latency_s = std::max(kind == KvLinkKind::network ? gpu.network_latency_s : gpu.interconnect_latency_s,
+                                kind == KvLinkKind::network ? pgpu.network_latency_s : pgpu.interconnect_latency_s);
+  } else {
+    try {
+      w.link = kv_transfer_link(pgpu, gpu, kind);
+    } catch (const SpecError& e) {
+      throw UsageError("--kv-transfer-link " + link + ": " + e.reason());
+    }
+  }
+  if (vm.count("kv-transfer-latency"))
+    w.link.latency_s = parse_seconds(str(vm, "kv-transfer-latency"), "--kv-transfer-latency");
+  const auto& pd = w.speed.plan.dep.d;
+  c.info.prefill_desc = std::to_string(w.replicas) + " prefill worker" + (w.replicas == 1 ? "" : "s") + " x (TP " +
+                        std::to_string(pd.tensor_parallel_size) + " x PP " + std::to_string(pd.pipeline_parallel_size) +
+                        " " + (pgpu.display_name.empty() ? pgpu.name : pgpu.display_name) + "), KV over " +
+                        w.link.name + " (" + fixed(w.link.bandwidth_bytes_per_s / 1e9, 1) + " GB/s per GPU, " +
+                        fixed(w.link.latency_s * 1e6, 1) + " us)";
+  c.info.prefill_gpu = pgpu.name;
+  c.info.kv_link = w.link;
+  r.prefill = std::move(w);
+}
+
 /// --timeline, --timeline-interval, --requests-out: refuses a timeline of more than 2,000,000 rows (~120 MB)
 /// before any file is written (a two-row trace 10^9 s long is not a gigabyte file).
 void outputs_into(const po::variables_map& vm, SimulateCommand& c) {
@@ -279,6 +343,23 @@ void outputs_into(const po::variables_map& vm, SimulateCommand& c) {
                    fixed(c.timeline_span_s, 0) + " s of arrivals / " + fixed(interval_s, 3) + " s x " +
                    std::to_string(replicas) + " replicas); at most 2,000,000: use --timeline-interval " +
                    fixed(std::ceil(need_s), 0) + "s or longer, or --force");
+}
+
+/// The disaggregated prefill/decode flags (prefill_into).
+po::options_description disagg_options() {
+  po::options_description pd("Disaggregated prefill/decode (xPyD: x prefill workers, y = --replicas decode workers)");
+  // clang-format off
+  pd.add_options()
+    ("prefill-replicas", po::value<std::string>(), "x prefill workers in front of the replicas, which then only decode; "
+                                                    "each request's KV moves to its decode worker (vLLM NixlConnector, Dynamo, llm-d)")
+    ("prefill-gpu", po::value<std::string>(), "the prefill workers' GPU type (default: --gpu)")
+    ("prefill-tp", po::value<std::string>(), "the prefill workers' tensor-parallel size (default: --tensor-parallel-size)")
+    ("kv-transfer-link", po::value<std::string>()->default_value("network"),
+     "network (pools on different nodes: the GPU profiles' NIC per GPU) or nvlink (one NVLink domain)")
+    ("kv-transfer-bandwidth", po::value<std::string>(), "the link's GB/s (10^9 bytes/s) per GPU and direction, instead of the profiles'")
+    ("kv-transfer-latency", po::value<std::string>(), "fixed cost per transfer (e.g. 20us, 2ms), instead of the profiles'");
+  // clang-format on
+  return pd;
 }
 
 }  // namespace
@@ -334,6 +415,7 @@ po::options_description simulate_options() {
   desc.add(speed_options());
   desc.add(wl);
   desc.add(cl);
+  desc.add(disagg_options());
   desc.add(out);
   return desc;
 }
@@ -364,6 +446,7 @@ SimulateCommand simulate_command_from(const po::variables_map& vm) {
   if (vm.count("ttft-target")) r.slo.ttft_s = parse_seconds(str(vm, "ttft-target"), "--ttft-target");
   if (vm.count("tpot-target")) r.slo.tpot_s = parse_seconds(str(vm, "tpot-target"), "--tpot-target");
   speed_into(vm, model, gpu, c);
+  prefill_into(vm, dep, model, gpu, c);
   outputs_into(vm, c);
   return c;
 }

@@ -153,6 +153,13 @@ SizingSpace space_of(const po::variables_map& vm) {
   s.max_pp = parse_int(str("max-pp"), "--max-pp", 1);
   s.max_gpus_per_replica = parse_int(str("max-gpus-per-replica"), "--max-gpus-per-replica", 1);
   s.max_gpus = parse_int(str("max-gpus"), "--max-gpus", 1);
+  s.disaggregated = vm.count("disagg") > 0;
+  const std::string link = str("kv-transfer-link");
+  if (link != "network" && link != "nvlink")
+    throw UsageError("--kv-transfer-link: expected network or nvlink, got '" + link + "'");
+  if (!s.disaggregated && !vm["kv-transfer-link"].defaulted())
+    throw UsageError("--kv-transfer-link applies to --disagg");
+  s.kv_link = link == "network" ? KvLinkKind::network : KvLinkKind::nvlink;
   s.base = profiles::deployment_from_flags(flag_texts(vm, size_deployment_options()));
   // A calibration measures one device: it applies only when exactly one GPU type is searched.
   if (vm.count("calibration")) {
@@ -248,6 +255,27 @@ void verify_into(const po::variables_map& vm, const std::optional<WorkloadSpec>&
   }
 }
 
+/// The search space's flags (space_of).
+po::options_description size_search_options() {
+  po::options_description search("Search space");
+  // clang-format off
+  search.add_options()
+    ("gpus", po::value<std::string>(), "GPU types (built-in names or YAML profiles), comma-separated (default: all built-in)")
+    ("quantization,q", po::value<std::string>(), "weight formats to try (default: the checkpoint's, plus fp8 for 16-bit checkpoints); e.g. auto,fp8,int4")
+    ("kv-cache-dtype", po::value<std::string>()->default_value("auto,fp8"), "KV formats to try (auto = the model dtype)")
+    ("max-tp", po::value<std::string>()->default_value("8"), "largest tensor-parallel size (1, 2, 4, ... are tried)")
+    ("max-pp", po::value<std::string>()->default_value("8"), "largest pipeline-parallel size (1, 2, 4, ... are tried)")
+    ("max-gpus-per-replica", po::value<std::string>()->default_value("8"), "TP x PP limit: one node")
+    ("max-gpus", po::value<std::string>()->default_value("100000"), "reject candidates needing more GPUs in total")
+    ("price", po::value<std::string>(), "price per GPU-hour in USD overriding the profiles', e.g. h100-sxm=2.5,h200=3.1")
+    ("disagg", "also search disaggregated prefill/decode (xPyD): a prefill pool of any GPU type and TP in front of each "
+               "deployment, ranked beside the aggregated ones (open loop only; docs/sizing.md)")
+    ("kv-transfer-link", po::value<std::string>()->default_value("network"),
+     "--disagg: the link the KV crosses, network (the GPU profiles' NIC per GPU) or nvlink (one NVLink domain)");
+  // clang-format on
+  return search;
+}
+
 }  // namespace
 
 po::options_description size_options() {
@@ -269,18 +297,6 @@ po::options_description size_options() {
     ("ttft-p", po::value<std::string>(), "TTFT target at the percentile --ttft-percentile (e.g. 2s, 800ms)")
     ("ttft-percentile", po::value<std::string>()->default_value("90"), "percentile of the TTFT target (90, p99, 99.9)")
     ("tpot", po::value<std::string>(), "mean time per output token target (e.g. 50ms)");
-  // clang-format on
-  po::options_description search("Search space");
-  // clang-format off
-  search.add_options()
-    ("gpus", po::value<std::string>(), "GPU types (built-in names or YAML profiles), comma-separated (default: all built-in)")
-    ("quantization,q", po::value<std::string>(), "weight formats to try (default: the checkpoint's, plus fp8 for 16-bit checkpoints); e.g. auto,fp8,int4")
-    ("kv-cache-dtype", po::value<std::string>()->default_value("auto,fp8"), "KV formats to try (auto = the model dtype)")
-    ("max-tp", po::value<std::string>()->default_value("8"), "largest tensor-parallel size (1, 2, 4, ... are tried)")
-    ("max-pp", po::value<std::string>()->default_value("8"), "largest pipeline-parallel size (1, 2, 4, ... are tried)")
-    ("max-gpus-per-replica", po::value<std::string>()->default_value("8"), "TP x PP limit: one node")
-    ("max-gpus", po::value<std::string>()->default_value("100000"), "reject candidates needing more GPUs in total")
-    ("price", po::value<std::string>(), "price per GPU-hour in USD overriding the profiles', e.g. h100-sxm=2.5,h200=3.1");
   // clang-format on
   po::options_description verify("Verified by simulation (docs/sizing.md)");
   // clang-format off
@@ -307,7 +323,13 @@ po::options_description size_options() {
     ("help,h", "show this help");
   // clang-format on
   po::options_description desc;
-  desc.add(work).add(targets).add(search).add(size_deployment_options()).add(speed_options()).add(verify).add(out);
+  desc.add(work)
+      .add(targets)
+      .add(size_search_options())
+      .add(size_deployment_options())
+      .add(speed_options())
+      .add(verify)
+      .add(out);
   return desc;
 }
 
@@ -321,6 +343,10 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   c.request.targets = targets_of(vm, spec);
   c.request.model = profiles::resolve_model(vm["model"].as<std::string>());
   c.request.space = space_of(vm);
+  if (c.request.space.disaggregated && !c.request.workload.open_loop())
+    throw UsageError(
+        "--disagg sizes prefill and decode pools from an arrival rate: give --rate, a trace, or a workload "
+        "with an open-loop arrival process (a closed loop of users has no rate to split between them)");
   // The plausibility policy: a max_model_len shorter than the workload's requests (E104 / W205).
   if (const auto& len = c.request.space.base.max_model_len) {
     const auto& w = c.request.workload;

@@ -70,6 +70,20 @@ std::string describe_length(const LengthDistribution& d) {
 
 namespace {
 
+/// Disaggregated serving: the KV transfers and the prefill pool's load (nothing for aggregated serving).
+void disaggregation_lines(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r, double span) {
+  if (in.cfg.prefill.num_replicas == 0) return;
+  double busy = 0, waiting = 0;
+  for (const auto& s : r.prefill_replicas) busy += s.busy_s, waiting += s.waiting_mean;
+  const auto n = static_cast<double>(r.prefill_replicas.size());
+  o << "KV transfer  " << grouped(r.kv_transfers) << " requests' KV moved to the decode workers, mean "
+    << secs(r.kv_transfer_s_mean) << " for "
+    << grouped(static_cast<std::uint64_t>(std::llround(r.kv_transfer_tokens_mean))) << " tokens (in TTFT)\n";
+  o << "Prefill pool busy " << fixed(span > 0 ? 100 * busy / n / span : 0.0, 1) << "% (mean over "
+    << r.prefill_replicas.size() << (r.prefill_replicas.size() == 1 ? " worker" : " workers") << "), waiting mean "
+    << fixed(waiting / n, 1) << " per worker\n";
+}
+
 /// The latency percentiles, the replicas side by side, where the step time went, the simulator's own speed.
 void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r) {
   const double span = r.end_s - r.first_arrival_s;
@@ -116,11 +130,9 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
   }
 }
 
-}  // namespace
-
-void report_simulation_table(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r) {
-  const auto& p = *in.plan;
-  const auto& d = p.dep;
+/// What was simulated: the model on its GPUs, the cluster, the scheduler, the disaggregated pools, the workload.
+void simulation_header(std::ostream& o, const SimulationInfo& in) {
+  const auto& d = in.plan->dep;
   const auto& rc = in.cfg.replica;
   o << "Simulation: " << escape::terminal_text(in.model_display) << " on " << escape::terminal_text(in.gpu_display)
     << "\n";
@@ -134,7 +146,15 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   o << "  max_num_seqs " << rc.max_num_seqs << ", max_num_batched_tokens "
     << grouped(static_cast<std::uint64_t>(rc.max_num_batched_tokens)) << ", max_model_len "
     << grouped(static_cast<std::uint64_t>(rc.max_model_len)) << "; step time: " << in.step_time_source << "\n";
+  if (in.cfg.prefill.num_replicas > 0)
+    o << "  disaggregated: " << escape::terminal_text(in.prefill_desc) << "; the replicas above decode only\n";
   o << "  workload: " << escape::terminal_text(in.workload_desc) << "\n\n";
+}
+
+}  // namespace
+
+void report_simulation_table(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r) {
+  simulation_header(o, in);
 
   const double span = r.end_s - r.first_arrival_s;
   o << "Requests     " << grouped(r.requests_completed) << " completed of " << grouped(r.requests_arrived)
@@ -172,7 +192,9 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
     << fixed(100 * r.kv_utilization_max, 1) << "%; " << fixed(100 * r.kv_waste_fraction, 1)
     << "% of allocated slots empty\n";
   o << "Queues       running mean " << fixed(r.running_mean, 1) << " (max " << r.running_max << "), waiting mean "
-    << fixed(r.waiting_mean, 1) << " (max " << r.waiting_max << ") per replica\n\n";
+    << fixed(r.waiting_mean, 1) << " (max " << r.waiting_max << ") per replica\n";
+  disaggregation_lines(o, in, r, span);
+  o << "\n";
 
   latency_and_replicas(o, in, r);
 }
@@ -253,6 +275,24 @@ nlohmann::ordered_json deployment_json(const SimulationInfo& in) {
           {"max_model_len", rc.max_model_len}};
 }
 
+/// Disaggregated serving: both pools, the link and the transfers.
+nlohmann::ordered_json disaggregation_json(const SimulationInfo& in, const sim::SimResult& r) {
+  const auto& pd = in.cfg.prefill.replica;
+  return {{"prefill_replicas", in.cfg.prefill.num_replicas},
+          {"decode_replicas", in.cfg.num_replicas},
+          {"prefill_gpu", in.prefill_gpu},
+          {"prefill_num_blocks_per_replica", pd.num_blocks},
+          {"prefill_max_num_batched_tokens", pd.max_num_batched_tokens},
+          {"kv_link",
+           {{"name", in.kv_link.name},
+            {"bandwidth_bytes_per_s", in.kv_link.bandwidth_bytes_per_s},
+            {"latency_s", in.kv_link.latency_s}}},
+          {"kv_transfers", r.kv_transfers},
+          {"kv_transfer_s_mean", r.kv_transfer_s_mean},
+          {"kv_transfer_tokens_mean", r.kv_transfer_tokens_mean},
+          {"prefill_workers", replicas_json(r.prefill_replicas)}};
+}
+
 /// The goodput targets and how many requests met them (rejected ones count as failed).
 nlohmann::ordered_json goodput_json(const SimulationInfo& in, const sim::SimResult& r) {
   nlohmann::ordered_json g;
@@ -310,6 +350,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
                                 {"attention", b.attention_s}, {"communication", b.communication_s},
                                 {"overhead", b.overhead_s},   {"pipeline_p2p", b.pipeline_p2p_s}};
   j["replicas"] = replicas_json(r.replicas);
+  if (in.cfg.prefill.num_replicas > 0) j["disaggregation"] = disaggregation_json(in, r);
   j["balance_max_over_mean"] = r.balance_max_over_mean;
   j["steps"] = r.steps;
   j["events"] = r.events;
@@ -327,7 +368,8 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
          "mean_s,tpot_p50_s,"
          "tpot_p90_s,tpot_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,requests_per_s,output_tokens_per_s,goodput_"
          "requests_per_s,"
-         "preemptions,kv_utilization_mean,kv_utilization_max,kv_waste_fraction,wall_time_s\n";
+         "preemptions,kv_utilization_mean,kv_utilization_max,kv_waste_fraction,wall_time_s,prefill_replicas,kv_"
+         "transfer_s_mean\n";
   // Names come from profiles and config files: RFC 4180 quoting and formula neutralisation (cli/escape).
   o << escape::csv_field(in.model) << ',' << escape::csv_field(in.gpu) << ',' << in.cfg.num_replicas << ','
     << sim::to_string(in.cfg.router) << ','
@@ -339,7 +381,8 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
   for (double x : {r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s}) o << csv_num(x) << ',';
   o << r.preemptions << ',';
   for (double x : {r.kv_utilization_mean, r.kv_utilization_max, r.kv_waste_fraction}) o << csv_num(x) << ',';
-  o << (in.wall_s ? fixed(*in.wall_s, 3) : "") << "\n";
+  o << (in.wall_s ? fixed(*in.wall_s, 3) : "") << ',' << in.cfg.prefill.num_replicas << ','
+    << csv_num(r.kv_transfer_s_mean, in.cfg.prefill.num_replicas > 0) << "\n";
 }
 
 std::string describe_workload(const WorkloadSpec& w, const std::string& file, const sim::SourceLimits& limits,

@@ -28,6 +28,9 @@ struct SimulationInfo {
   std::string step_time_source;
   std::string expected_error;  ///< the engine profile's error band ("" when unknown)
   std::optional<double> wall_s;
+  /// Disaggregated prefill workers (cfg.prefill.num_replicas > 0): one line for people, their GPU, the KV link.
+  std::string prefill_desc, prefill_gpu;
+  KvTransferLink kv_link;
 };
 
 /// "uniform 128-2048 (mean 1088.0)".

@@ -74,7 +74,35 @@ nlohmann::ordered_json candidate_json(const SizingCandidate& c, bool open_loop) 
   j["cost_per_million_output_tokens_usd"] = c.cost_per_million_output_tokens_usd;
   j["cost_per_million_input_tokens_usd"] = c.cost_per_million_input_tokens_usd;
   j["cost_per_million_tokens_usd"] = c.cost_per_million_tokens_usd;
+  j["mode"] = c.prefill ? "disaggregated" : "aggregated";
+  if (c.prefill) {
+    const auto& p = *c.prefill;
+    j["xpyd"] = xpyd(c);
+    j["prefill"] = {{"gpu", p.gpu},
+                    {"tensor_parallel_size", p.tp},
+                    {"pipeline_parallel_size", 1},
+                    {"weight_dtype", std::string(name(c.weight_dtype))},
+                    {"kv_cache_dtype", std::string(name(c.kv_dtype))},
+                    {"replicas", p.replicas},
+                    {"gpus", p.gpus},
+                    {"prefill_s", p.prefill_s},
+                    {"utilization", p.utilization},
+                    {"ttft_wait_s", p.ttft_wait_s},
+                    {"kv_transfer_s", p.kv_transfer_s},
+                    {"kv_link", p.link}};
+    j["decode"] = {{"gpu", c.gpu},
+                   {"tensor_parallel_size", c.tp},
+                   {"pipeline_parallel_size", c.pp},
+                   {"weight_dtype", std::string(name(c.weight_dtype))},
+                   {"kv_cache_dtype", std::string(name(c.kv_dtype))},
+                   {"replicas", c.replicas},
+                   {"gpus", c.replicas * c.gpus_per_replica}};
+  }
   return j;
+}
+
+nlohmann::ordered_json launch_json(const LaunchCommand& cmd) {
+  return {{"argv", cmd.argv}, {"command", launch_line(cmd)}, {"notes", cmd.notes}};
 }
 
 /// A feasible candidate as the JSON lists give it: its rank, its figures, and its launch command under --emit.
@@ -86,19 +114,29 @@ nlohmann::ordered_json ranked_json(const SizingRequest& q, const SizingResult& r
   if (c.status != CandidateStatus::ok) return j;
   j["rank"] = i + 1;
   if (o.emit && c.deployment) {
-    const auto cmd = launch_command(*o.emit, q.model, *c.deployment);
-    j["launch"] = {{"engine", *o.emit == LaunchEngine::vllm ? "vllm" : "sglang"},
-                   {"argv", cmd.argv},
-                   {"command", launch_line(cmd)},
-                   {"notes", cmd.notes}};
+    auto& l = j["launch"] = {{"engine", *o.emit == LaunchEngine::vllm ? "vllm" : "sglang"}};
+    if (c.prefill && c.prefill->deployment) {
+      l["prefill"] = launch_json(launch_command(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill));
+      l["decode"] = launch_json(launch_command(*o.emit, q.model, *c.deployment, DisaggRole::decode));
+    } else {
+      l.update(launch_json(launch_command(*o.emit, q.model, *c.deployment)));
+    }
   }
   return j;
 }
 
 /// GPUs and cost per hour of a candidate at the simulated replica count (0 replicas: none met the targets).
 std::pair<i64, double> verified_cost(const SizingCandidate& c, const sim::VerifiedCandidate& v) {
-  const i64 gpus = v.replicas * c.gpus_per_replica;
-  return {gpus, c.gpus > 0 ? c.cost_per_hour_usd / static_cast<double>(c.gpus) * static_cast<double>(gpus) : 0};
+  if (!c.prefill)
+    return {v.gpus, c.gpus > 0 ? c.cost_per_hour_usd / static_cast<double>(c.gpus) * static_cast<double>(v.gpus) : 0};
+  // xPyD: each pool at its own price (the decode pool's from the analytic cost less the prefill pool's).
+  const auto& p = *c.prefill;
+  const double decode_gpus = static_cast<double>(c.replicas * c.gpus_per_replica);
+  const double decode_price =
+      decode_gpus > 0 ? (c.cost_per_hour_usd - static_cast<double>(p.gpus) * p.price_per_gpu_hour_usd) / decode_gpus
+                      : 0;
+  return {v.gpus, static_cast<double>(v.prefill_replicas * p.tp) * p.price_per_gpu_hour_usd +
+                      static_cast<double>(v.replicas * c.gpus_per_replica) * decode_price};
 }
 
 nlohmann::ordered_json verified_json(const SizingResult& r, const sim::VerifiedCandidate& v) {
@@ -113,6 +151,11 @@ nlohmann::ordered_json verified_json(const SizingResult& r, const sim::VerifiedC
   j["kv_cache_dtype"] = std::string(name(c.kv_dtype));
   j["analytic_replicas"] = v.analytic_replicas;
   j["replicas"] = v.replicas;
+  if (c.prefill) {
+    j["mode"] = "disaggregated";
+    j["analytic_prefill_replicas"] = c.prefill->replicas;
+    j["prefill_replicas"] = v.prefill_replicas;
+  }
   j["meets_targets"] = v.replicas > 0;
   j["gpus"] = gpus;
   j["cost_per_hour_usd"] = cost;
@@ -141,7 +184,7 @@ const char* kCsvHeader =
     "rate_per_replica_per_s,batch_per_replica,prefill_s,prefill_utilization,decode_step_s,decode_bound,ttft_s,tpot_s,"
     "e2e_s,output_tokens_per_s,cost_per_hour_usd,cost_per_million_output_tokens_usd,input_tokens_per_s,"
     "tokens_per_s_per_gpu,tokens_per_s_per_user,cost_per_million_input_tokens_usd,cost_per_million_tokens_usd,pareto,"
-    "best_for_gpu_type";
+    "best_for_gpu_type,mode,prefill_gpu,prefill_tensor_parallel_size,prefill_replicas,prefill_gpus,kv_transfer_s";
 
 std::string csv_num(double v) {
   if (!std::isfinite(v)) return "";
@@ -220,11 +263,23 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
         << csv_num(c.input_tokens_per_s) << "," << csv_num(c.tokens_per_s_per_gpu) << ","
         << csv_num(c.tokens_per_s_per_user) << "," << csv_num(c.cost_per_million_input_tokens_usd) << ","
         << csv_num(c.cost_per_million_tokens_usd) << "," << (ok && contains(r.pareto, i) ? "true" : "false") << ","
-        << (ok && contains(r.best_per_gpu, i) ? "true" : "false");
-    if (o.emit)
-      out << ","
-          << (ok && c.deployment ? escape::csv_field(launch_line(launch_command(*o.emit, q.model, *c.deployment)))
-                                 : "");
+        << (ok && contains(r.best_per_gpu, i) ? "true" : "false") << "," << (c.prefill ? "disaggregated" : "aggregated")
+        << ",";
+    if (c.prefill)
+      out << escape::csv_field(c.prefill->gpu) << "," << c.prefill->tp << "," << c.prefill->replicas << ","
+          << c.prefill->gpus << "," << csv_num(c.prefill->kv_transfer_s);
+    else
+      out << ",,,,";
+    if (o.emit) {
+      std::string line;
+      if (ok && c.prefill && c.prefill->deployment)
+        line =
+            "prefill: " + launch_line(launch_command(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill)) +
+            "; decode: " + launch_line(launch_command(*o.emit, q.model, *c.deployment, DisaggRole::decode));
+      else if (ok && c.deployment)
+        line = launch_line(launch_command(*o.emit, q.model, *c.deployment));
+      out << "," << (line.empty() ? "" : escape::csv_field(line));
+    }
     out << "\n";
   }
 }
@@ -293,13 +348,19 @@ void table_row(std::ostream& out, std::size_t rank, const SizingCandidate& c, bo
       << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
       << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
       << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
-      << pad_left(grouped(static_cast<std::uint64_t>(c.replicas)), 10) << pad_left(std::to_string(c.batch), 7)
-      << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
+      << pad_left(c.prefill ? xpyd(c) : grouped(static_cast<std::uint64_t>(c.replicas)), 10)
+      << pad_left(std::to_string(c.batch), 7) << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
       << pad_left(open ? fixed(cap, cap < 10 ? 2 : 1) : grouped(static_cast<std::uint64_t>(cap)), 11)
       << pad_left(fixed(c.tokens_per_s_per_gpu, 0), 11)
       << pad_left(std::isfinite(c.tokens_per_s_per_user) ? fixed(c.tokens_per_s_per_user, 1) : "-", 12)
       << money(c.cost_per_hour_usd, 2, 10) << money(c.cost_per_million_input_tokens_usd, 3, 8)
       << money(c.cost_per_million_output_tokens_usd, 3, 9) << money(c.cost_per_million_tokens_usd, 3, 9) << "\n";
+  if (!c.prefill) return;
+  const auto& p = *c.prefill;
+  out << "         " << xpyd(c) << ": prefill " << p.replicas << " x " << escape::terminal_text(p.gpu) << " TP" << p.tp
+      << " (" << fixed(p.utilization * 100, 0) << "% busy, prefill " << dur(p.prefill_s) << ", KV transfer "
+      << dur(p.kv_transfer_s) << " over " << escape::terminal_text(p.link) << "), decode " << c.replicas << " x "
+      << escape::terminal_text(c.gpu) << " TP" << c.tp << (c.pp > 1 ? " PP" + std::to_string(c.pp) : "") << "\n";
 }
 
 /// The ranked rows of the candidates that meet the targets, then the best per GPU type and the frontier.
@@ -334,8 +395,10 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
     out << pad_left(std::to_string(v.index + 1), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
         << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
         << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
-        << pad_left(std::to_string(v.analytic_replicas), 16)
-        << pad_left(v.replicas > 0        ? std::to_string(v.replicas)
+        << pad_left(c.prefill ? xpyd(c) : std::to_string(v.analytic_replicas), 16)
+        << pad_left(v.replicas > 0 && c.prefill
+                        ? std::to_string(v.prefill_replicas) + "P" + std::to_string(v.replicas) + "D"
+                    : v.replicas > 0      ? std::to_string(v.replicas)
                     : v.too_many_rejected ? "none"
                                           : ">" + std::to_string(v.max_replicas),
                     5)
@@ -355,9 +418,12 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
   }
   if (best) {
     const auto& c = r.candidates[best->index];
-    out << "Cheapest after simulation: #" << best->index + 1 << ", " << best->replicas << " x "
-        << escape::terminal_text(c.gpu) << " TP" << c.tp << (c.pp > 1 ? " PP" + std::to_string(c.pp) : "") << " ("
-        << verified_cost(c, *best).first << (verified_cost(c, *best).first == 1 ? " GPU, $" : " GPUs, $")
+    out << "Cheapest after simulation: #" << best->index + 1 << ", "
+        << (c.prefill ? std::to_string(best->prefill_replicas) + " prefill x " + escape::terminal_text(c.prefill->gpu) +
+                            " TP" + std::to_string(c.prefill->tp) + " + " + std::to_string(best->replicas) + " decode"
+                      : std::to_string(best->replicas))
+        << " x " << escape::terminal_text(c.gpu) << " TP" << c.tp << (c.pp > 1 ? " PP" + std::to_string(c.pp) : "")
+        << " (" << verified_cost(c, *best).first << (verified_cost(c, *best).first == 1 ? " GPU, $" : " GPUs, $")
         << fixed(best_cost, 2) << "/hour).\n";
   }
 }
@@ -372,15 +438,37 @@ void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult&
   for (const std::size_t i : picks) {
     const auto& c = r.candidates[i];
     if (!c.deployment) continue;
-    const auto cmd = launch_command(e, q.model, *c.deployment);
     out << "  # " << i + 1 << ": " << escape::terminal_text(c.gpu) << ", " << c.gpus << (c.gpus == 1 ? " GPU" : " GPUs")
-        << "\n  " << launch_line(cmd) << "\n";
-    for (const auto& note : cmd.notes) out << "  # " << escape::terminal_text(note) << "\n";
+        << (c.prefill ? " (" + xpyd(c) + ")" : "") << "\n";
+    auto print = [&](const LaunchCommand& cmd, const char* role) {
+      out << "  " << role << launch_line(cmd) << "\n";
+      for (const auto& note : cmd.notes) out << "  # " << escape::terminal_text(note) << "\n";
+    };
+    if (c.prefill && c.prefill->deployment) {
+      print(launch_command(e, q.model, *c.prefill->deployment, DisaggRole::prefill), "prefill: ");
+      print(launch_command(e, q.model, *c.deployment, DisaggRole::decode), "decode:  ");
+    } else {
+      print(launch_command(e, q.model, *c.deployment), "");
+    }
   }
 }
 
 /// The cheapest candidate in words.
 void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
+  if (b.prefill) {
+    const auto& p = *b.prefill;
+    out << "\nCheapest: disaggregated " << xpyd(b) << ", " << p.replicas << " prefill x "
+        << escape::terminal_text(p.gpu) << " TP" << p.tp << " + " << b.replicas << " decode x "
+        << escape::terminal_text(b.gpu) << " TP" << b.tp << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << " ("
+        << name(b.weight_dtype) << " weights, " << name(b.kv_dtype)
+        << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus)) << " GPUs, $" << fixed(b.cost_per_hour_usd, 2)
+        << "/hour, $" << fixed(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
+        << fixed(b.output_tokens_per_s, 0) << " output tok/s.\n"
+        << "  TTFT = prefill queue " << dur(p.ttft_wait_s) << " + prefill " << dur(p.prefill_s) << " + KV transfer "
+        << dur(p.kv_transfer_s) << " + two decode steps of " << dur(b.decode_step_s) << "; " << b.batch
+        << " requests decoding per decode worker; docs/sizing.md.\n";
+    return;
+  }
   out << "\nCheapest: " << b.replicas << " x " << escape::terminal_text(b.gpu) << " TP" << b.tp
       << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << " (" << name(b.weight_dtype) << " weights, "
       << name(b.kv_dtype) << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus))
@@ -414,7 +502,7 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
     out << "  " << pad_right(escape::terminal_text(c.gpu), 10) << " TP" << pad_right(std::to_string(c.tp), 2) << " PP"
         << pad_right(std::to_string(c.pp), 2) << " "
         << pad_right(std::string(name(c.weight_dtype)) + "/" + std::string(name(c.kv_dtype)), 10) << " "
-        << to_string(c.status) << ": " << escape::terminal_text(c.reason) << "\n";
+        << (c.prefill ? "xPyD " : "") << to_string(c.status) << ": " << escape::terminal_text(c.reason) << "\n";
   }
 }
 

@@ -22,6 +22,9 @@ void validate(const GpuSpec& g) {
     throw SpecError("gpu.host_link.bandwidth_bytes_per_s", "must be a finite number >= 0");
   if (g.interconnect_bandwidth_bytes_per_s < 0 || g.interconnect_latency_s < 0)
     throw SpecError("interconnect", "bandwidth and latency must not be negative");
+  if (!(g.network_bandwidth_bytes_per_s >= 0) || !std::isfinite(g.network_bandwidth_bytes_per_s) ||
+      !(g.network_latency_s >= 0) || !std::isfinite(g.network_latency_s))
+    throw SpecError("network", "bandwidth and latency must be finite numbers >= 0");
   if (g.price_per_gpu_hour_usd < 0) throw SpecError("price_per_gpu_hour_usd", "must not be negative");
 }
 

@@ -129,4 +129,24 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
   return c;
 }
 
+LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deployment& d, DisaggRole role) {
+  LaunchCommand c = launch_command(e, m, d);
+  const bool prefill = role == DisaggRole::prefill;
+  // The router in front of both pools, said once (with the prefill pool's command).
+  if (e == LaunchEngine::vllm) {
+    add(c, "--kv-transfer-config", R"({"kv_connector":"NixlConnector","kv_role":"kv_both"})");
+    if (prefill)
+      c.notes.push_back(
+          "put vLLM's disaggregated-prefill proxy in front of both pools (the prompt to a prefill server "
+          "with max_tokens 1, then the request to a decode server)");
+  } else {
+    add(c, "--disaggregation-mode", prefill ? "prefill" : "decode");
+    if (prefill)
+      c.notes.push_back(
+          "route with SGLang's mini load balancer (python3 -m sglang.srt.disaggregation.mini_lb "
+          "--prefill URL --decode URL)");
+  }
+  return c;
+}
+
 }  // namespace kvcap

@@ -8,22 +8,56 @@
 #include <tuple>
 
 #include "kvcap/planner/text.hpp"
+#include "sizing_internal.hpp"
 
 namespace kvcap {
 
-namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
-double dbl(i64 v) {
-  return static_cast<double>(v);
-}
-
-/// "2.10 s", "41.3 ms", "0.012 ms" for reasons.
+namespace sizing_detail {
 std::string dur(double s) {
   if (!std::isfinite(s)) return "unbounded";
   if (s >= 1) return fixed(s, 2) + " s";
   if (s >= 1e-3) return fixed(s * 1e3, 1) + " ms";
   return fixed(s * 1e3, 3) + " ms";
 }
+
+std::vector<i64> powers_of_two(i64 max) {
+  std::vector<i64> r;
+  for (i64 v = 1; v <= max; v *= 2) r.push_back(v);
+  return r;
+}
+
+Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, const Key& k) {
+  Deployment d = s.base;
+  d.num_gpus = 0;
+  d.tensor_parallel_size = k.tp;
+  d.pipeline_parallel_size = k.pp;
+  d.quantization = k.wq;
+  d.kv_cache_dtype = k.kv;
+  if (!d.max_model_len && w.max_context_tokens >= 0)
+    d.max_model_len = w.max_context_tokens > 0 ? w.max_context_tokens
+                                               : static_cast<i64>(std::ceil(w.prompt_tokens + w.output_tokens));
+  return d;
+}
+
+void fill_throughput_and_cost(SizingCandidate& r, const SizingWorkload& w, double requests_per_s,
+                              double cost_per_hour_usd) {
+  r.output_tokens_per_s = requests_per_s * w.output_tokens;
+  r.input_tokens_per_s = requests_per_s * w.prompt_tokens;
+  r.tokens_per_s_per_gpu = r.output_tokens_per_s / dbl(r.gpus);
+  r.tokens_per_s_per_user = 1 / r.tpot_s;
+  r.cost_per_hour_usd = cost_per_hour_usd;
+  r.cost_per_million_output_tokens_usd = r.cost_per_hour_usd / (r.output_tokens_per_s * 3600.0 / 1e6);
+  r.cost_per_million_input_tokens_usd = r.cost_per_hour_usd / (r.input_tokens_per_s * 3600.0 / 1e6);
+  r.cost_per_million_tokens_usd = r.cost_per_hour_usd / ((r.input_tokens_per_s + r.output_tokens_per_s) * 3600.0 / 1e6);
+}
+}  // namespace sizing_detail
+
+namespace {
+using sizing_detail::dbl;
+using sizing_detail::dur;
+using sizing_detail::Key;
+using sizing_detail::kInf;
+using sizing_detail::powers_of_two;
 
 void positive_finite(double v, const char* field, const char* what) {
   if (!std::isfinite(v) || !(v > 0))
@@ -60,11 +94,6 @@ bool meets(const OperatingPoint& op, const SizingTargets& t, bool check_tpot) {
   return op.ttft_s <= t.ttft_s && (!check_tpot || op.tpot_s <= t.tpot_s);
 }
 
-std::vector<i64> powers_of_two(i64 max) {
-  std::vector<i64> r;
-  for (i64 v = 1; v <= max; v *= 2) r.push_back(v);
-  return r;
-}
 }  // namespace
 
 std::string_view to_string(CandidateStatus s) {
@@ -353,12 +382,6 @@ std::optional<OperatingPoint> closed_loop_steady_state(const SpeedContext& c, i6
 
 namespace {
 
-struct Key {
-  const GpuSpec* gpu;
-  i64 tp, pp;
-  DType wq, kv;
-};
-
 void fill_op(SizingCandidate& r, const ReplicaModel& rm, const OperatingPoint& op) {
   r.rate_per_replica_per_s = op.rate_per_s;
   r.batch = op.batch;
@@ -398,15 +421,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   r.kv_dtype = k.kv;
   r.gpus_per_replica = k.tp * k.pp;
   r.priced = k.gpu->price_per_gpu_hour_usd > 0;
-  Deployment d = s.base;
-  d.num_gpus = 0;
-  d.tensor_parallel_size = k.tp;
-  d.pipeline_parallel_size = k.pp;
-  d.quantization = k.wq;
-  d.kv_cache_dtype = k.kv;
-  if (!d.max_model_len && w.max_context_tokens >= 0)
-    d.max_model_len = w.max_context_tokens > 0 ? w.max_context_tokens
-                                               : static_cast<i64>(std::ceil(w.prompt_tokens + w.output_tokens));
+  const Deployment d = sizing_detail::candidate_deployment(w, s, k);
   std::optional<ReplicaModel> rm;
   try {
     MemoryPlan plan = plan_memory(m, *k.gpu, d, {});
@@ -517,14 +532,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   }
   r.status = CandidateStatus::ok;
   const double requests_per_s = w.open_loop() ? w.arrival_rate_per_s : dbl(w.concurrent_users) / op.e2e_s;
-  r.output_tokens_per_s = requests_per_s * w.output_tokens;
-  r.input_tokens_per_s = requests_per_s * w.prompt_tokens;
-  r.tokens_per_s_per_gpu = r.output_tokens_per_s / dbl(r.gpus);
-  r.tokens_per_s_per_user = 1 / r.tpot_s;
-  r.cost_per_hour_usd = dbl(r.gpus) * k.gpu->price_per_gpu_hour_usd;
-  r.cost_per_million_output_tokens_usd = r.cost_per_hour_usd / (r.output_tokens_per_s * 3600.0 / 1e6);
-  r.cost_per_million_input_tokens_usd = r.cost_per_hour_usd / (r.input_tokens_per_s * 3600.0 / 1e6);
-  r.cost_per_million_tokens_usd = r.cost_per_hour_usd / ((r.input_tokens_per_s + r.output_tokens_per_s) * 3600.0 / 1e6);
+  sizing_detail::fill_throughput_and_cost(r, w, requests_per_s, dbl(r.gpus) * k.gpu->price_per_gpu_hour_usd);
   r.deployment = rm->context().plan.dep.d;
   r.deployment->num_gpus = r.gpus;
   return r;
@@ -593,14 +601,31 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
   dedupe(wq);
   dedupe(kv);
 
+  if (s.disaggregated && !w.open_loop())
+    throw SpecError("disaggregated",
+                    "sizing prefill and decode pools needs an open-loop workload (an arrival rate or "
+                    "a trace); a closed loop of users has no arrival rate to split between them");
   SizingResult res;
+  std::vector<Key> keys;
   for (const auto& g : s.gpus)
     for (i64 tp : powers_of_two(s.max_tp))
       for (i64 pp : powers_of_two(s.max_pp)) {
         if (tp * pp > s.max_gpus_per_replica) continue;
         for (DType q : wq)
-          for (DType k : kv) res.candidates.push_back(evaluate(m, w, t, s, Key{&g, tp, pp, q, k}));
+          for (DType k : kv) {
+            keys.push_back(Key{&g, tp, pp, q, k});
+            res.candidates.push_back(evaluate(m, w, t, s, keys.back()));
+          }
       }
+  if (s.disaggregated) {
+    const auto options = sizing_detail::prefill_options(m, w, t, s, wq, kv);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const CandidateStatus agg = res.candidates[i].status;
+      if (agg == CandidateStatus::invalid || agg == CandidateStatus::does_not_fit) continue;
+      if (auto c = sizing_detail::evaluate_disaggregated(m, w, t, s, keys[i], options))
+        res.candidates.push_back(std::move(*c));
+    }
+  }
 
   auto rank_key = [](const SizingCandidate& x) {
     return std::make_tuple(static_cast<int>(x.status), !x.priced, x.cost_per_hour_usd,

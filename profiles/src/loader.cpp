@@ -63,12 +63,13 @@ const std::map<std::string, std::vector<std::string>>& gpu_keys() {
   static const std::map<std::string, std::vector<std::string>> k = {
       {"",
        {"kind", "name", "display_name", "vendor", "architecture", "memory", "compute", "interconnect", "host_link",
-        "tdp_watts", "price_per_gpu_hour_usd", "sources"}},
+        "network", "tdp_watts", "price_per_gpu_hour_usd", "sources"}},
       {"memory", {"cuda_total_bytes", "marketed", "marketed_bytes", "bandwidth_bytes_per_s"}},
       {"compute",
        {"bf16_dense_flops", "fp16_dense_flops", "fp8_dense_flops", "fp4_dense_flops", "int8_dense_ops", "fp32_flops"}},
       {"interconnect", {"name", "bandwidth_bytes_per_s", "direction", "latency_s"}},
       {"host_link", {"name", "bandwidth_bytes_per_s", "direction"}},
+      {"network", {"name", "bandwidth_bytes_per_s", "direction", "latency_s"}},
   };
   return k;
 }
@@ -342,6 +343,14 @@ GpuSpec gpu_from_yaml(Ctx& c, const YAML::Node& root) {
   if (auto dir = get_string(c, hl, "host_link", "direction", false); dir && *dir != "per_direction")
     c.error(hl["direction"], "host_link.direction",
             "expected per_direction (give one direction's bandwidth; datasheets give PCIe as both directions added)");
+  const YAML::Node net = get_map(c, root, "", "network", false);
+  check_keys(c, net, "network", keys.at("network"));
+  set(g.network_name, get_string(c, net, "network", "name", false));
+  set(g.network_bandwidth_bytes_per_s, get_number(c, net, "network", "bandwidth_bytes_per_s", false, 0, 1e18));
+  set(g.network_latency_s, get_number(c, net, "network", "latency_s", false, 0, 1));
+  if (auto dir = get_string(c, net, "network", "direction", false); dir && *dir != "per_direction")
+    c.error(net["direction"], "network.direction",
+            "expected per_direction (one GPU's NIC, one direction: 400 Gb/s InfiniBand is 50e9 bytes/s)");
   set(g.tdp_watts, get_number(c, root, "", "tdp_watts", false, 0, 1e5));
   set(g.price_per_gpu_hour_usd, get_number(c, root, "", "price_per_gpu_hour_usd", false, 0, 1e6));
   if (auto s = get_string_list(c, root, "", "sources", false)) g.sources = *s;

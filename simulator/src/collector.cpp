@@ -42,6 +42,24 @@ void Collector::record(const Request& r, std::uint32_t replica, double now) {
   observer_->on_request_done(rec);
 }
 
+void Collector::hand_off(const Request& r, double /*now*/) {
+  Handoff h;
+  h.spec.arrival_s = r.arrival_s;
+  h.spec.prompt_tokens = r.prompt_tokens;
+  h.spec.output_tokens = r.handoff_output_tokens;
+  h.spec.prefix_group = r.prefix_group;
+  h.spec.prefix_tokens = r.prefix_tokens;
+  h.spec.conversation = r.conversation;
+  h.spec.turn = r.turn;
+  h.spec.prompt_repeats = r.prompt_repeats;
+  h.id = r.id;
+  h.output_tokens = r.handoff_output_tokens;
+  h.truncated = r.truncated;
+  h.first_scheduled_s = r.first_scheduled_s;
+  h.cached_tokens = r.cached_tokens;
+  handoffs_.push_back(h);
+}
+
 void Collector::summarize(SimResult& res) const {
   res.requests_completed = completed_;
   res.ttft_s = ttft_.summary();

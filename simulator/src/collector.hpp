@@ -22,6 +22,19 @@ class Collector {
   /// whether it met every target, its tokens; then Observer::on_request_done.
   void record(const Request& r, std::uint32_t replica, double now);
 
+  /// A disaggregated prefill worker finished `r` (its first token sampled at `now`): it goes on to a decode worker.
+  void hand_off(const Request& r, double now);
+  struct Handoff {
+    RequestSpec spec;  ///< as sent (arrival, lengths, prefix, conversation)
+    std::uint64_t id = 0;
+    i64 output_tokens = 0;
+    bool truncated = false;
+    double first_scheduled_s = 0;
+    i64 cached_tokens = 0;
+  };
+  /// Hand-offs since the event loop last cleared this.
+  std::vector<Handoff>& handoffs() { return handoffs_; }
+
   std::uint64_t completed() const { return completed_; }
   /// Conversation turns finished since the event loop last cleared this: (conversation, tokens generated).
   std::vector<std::pair<std::int64_t, i64>>& finished_turns() { return finished_turns_; }
@@ -36,6 +49,7 @@ class Collector {
   LatencyTargets slo_;
   Observer* observer_;
   std::vector<std::pair<std::int64_t, i64>> finished_turns_;
+  std::vector<Handoff> handoffs_;
 };
 
 }  // namespace kvcap::sim

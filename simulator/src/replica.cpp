@@ -87,7 +87,7 @@ Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t
   if (aggregate_) ring_.resize(static_cast<std::size_t>(std::min<i64>(c.block_size, 1024)) + 1);
 }
 
-void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now) {
+Request& Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now) {
   integrate(now);
   std::uint32_t s = 0;
   if (!free_slots_.empty()) {
@@ -117,6 +117,7 @@ void Replica::enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_toke
   waiting_tokens_ += r.num_tokens;
   ++stats_.routed;
   stats_.waiting_max = std::max<i64>(stats_.waiting_max, static_cast<i64>(waiting_.size()));
+  return r;
 }
 
 Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
@@ -221,12 +222,18 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   const i64 gpu_hit_blocks = static_cast<i64>(hits_.size());
   // The hit continues in the host tier (vLLM's offloading connector, get_num_new_matched_tokens): those blocks get
   // GPU blocks now and are copied in before the request runs.
-  const i64 host_hit_blocks =
-      kv_.host_capacity() > 0 ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1) : 0;
+  const i64 host_hit_blocks = kv_.host_capacity() > 0 && r.remote_tokens == 0
+                                  ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1)
+                                  : 0;
   const i64 hit_tokens = (gpu_hit_blocks + host_hit_blocks) * cfg_.block_size;
-  const i64 n = host_hit_blocks > 0 ? 0 : std::min(r.num_tokens - hit_tokens, budget);
-  const i64 need = kv_.blocks_to_allocate(hits_.size(), hit_tokens + n);
-  const i64 side = cfg_.side_blocks(hit_tokens + n, n);
+  // A disaggregated decode worker: the prompt's KV beyond the local hit comes from the prefill worker
+  // (NixlConnector.get_num_new_matched_tokens: all prompt tokens but the last, less the local hit); its blocks are
+  // allocated now and the request runs once the read is done (WAITING_FOR_REMOTE_KVS), its last prompt token then.
+  const i64 remote = std::max<i64>(0, r.remote_tokens - hit_tokens);
+  const i64 loaded = hit_tokens + remote;
+  const i64 n = host_hit_blocks > 0 || remote > 0 ? 0 : std::min(r.num_tokens - hit_tokens, budget);
+  const i64 need = kv_.blocks_to_allocate(hits_.size(), loaded + n);
+  const i64 side = cfg_.side_blocks(loaded + n, remote > 0 ? 1 : n);  // remote: the window's blocks only
   if (need + side + evictable > static_cast<i64>(kv_.num_free())) return false;
   kv_.take_prefix(r.blocks, hits_);
   kv_.allocate(r.blocks, need);
@@ -237,9 +244,9 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   running_.push_back(s);
   if (active_valid_) active_.push_back(s);
   r.order = ++admitted_;
-  r.computed = hit_tokens;
+  r.computed = loaded;
   r.registered_prefix_blocks = gpu_hit_blocks;
-  sum_slot_tokens_ += hit_tokens;
+  sum_slot_tokens_ += loaded;
   if (r.first_scheduled_s < 0) {
     r.first_scheduled_s = now;
     r.cached_tokens = hit_tokens;
@@ -247,6 +254,15 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   stats_.prefix_cache_hit_tokens += static_cast<std::uint64_t>(hit_tokens);
   if (kv_.prefix_caching()) stats_.prefix_cache_query_tokens += static_cast<std::uint64_t>(r.num_tokens);
   r.ready_s = 0;
+  if (remote > 0) {
+    const double load_s = r.remote_s * static_cast<double>(remote) / static_cast<double>(r.remote_tokens);
+    r.ready_s = now + load_s;
+    r.remote_tokens = 0;  // read once: a preempted request computes its prompt here (vLLM recomputes it locally)
+    stats_.kv_received_tokens += static_cast<std::uint64_t>(remote);
+    stats_.kv_transfer_s += load_s;
+    return true;  // it joins a step once its KV is here
+  }
+  r.remote_tokens = 0;
   if (host_hit_blocks > 0) {
     const double load_s = static_cast<double>(host_hit_blocks) * cfg_.host_reload_s_per_block;
     r.ready_s = now + load_s;
@@ -580,7 +596,10 @@ void Replica::complete(std::uint32_t s, double now) {
   kv_.free(r.blocks);
   kv_.free(r.state_blocks);
   ++stats_.completed;
-  out_.record(r, index_, now);
+  if (cfg_.hand_off)
+    out_.hand_off(r, now);
+  else
+    out_.record(r, index_, now);
   free_slots_.push_back(s);
 }
 

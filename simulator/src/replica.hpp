@@ -36,8 +36,9 @@ class Replica {
            static_cast<i64>(ceil_div(static_cast<u64>(waiting_tokens_), static_cast<u64>(cfg_.block_size)));
   }
 
-  /// A request routed here at `now` joins the back of the waiting queue.
-  void enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now);
+  /// A request routed here at `now` joins the back of the waiting queue; returns it (the event loop sets a
+  /// disaggregated request's hand-off fields).
+  Request& enqueue(const RequestSpec& spec, std::uint64_t id, i64 output_tokens, bool truncated, double now);
   /// Forms the next batch at `now` (vllm/v1/core/sched/scheduler.py, Scheduler.schedule()); `step_s` is the
   /// step's duration when it returns Outcome::stepped.
   Outcome schedule(double now, double& step_s, Observer* obs);

@@ -82,6 +82,21 @@ SimConfig config_for(const SimulationRequest& r) {
   cfg.replica.prefix_caching = r.prefix_caching;
   cfg.replica.num_scheduler_steps = r.num_scheduler_steps;
   apply_host_tier(r, cfg.replica);
+  if (r.prefill) {
+    const MemoryPlan& pp = r.prefill->speed.plan;
+    check_fits(pp);
+    if (r.prefill->replicas < 1) throw SpecError("prefill_replicas", "must be >= 1");
+    cfg.prefill.num_replicas = r.prefill->replicas;
+    cfg.prefill.replica = replica_config(pp);
+    cfg.prefill.replica.allocator = r.allocator;
+    cfg.prefill.replica.prefix_caching = r.prefix_caching;
+    cfg.prefill.replica.num_scheduler_steps = r.num_scheduler_steps;
+    // Checked here, before any request runs (kv_transfer_s throws SpecError naming the bad value).
+    (void)kv_transfer_s(pp, plan, r.prefill->link, 1);
+    cfg.prefill.kv_transfer_s = [prefill = pp, decode = plan, link = r.prefill->link](i64 tokens) {
+      return kv_transfer_s(prefill, decode, link, tokens);
+    };
+  }
   cfg.num_replicas = r.replicas ? *r.replicas : static_cast<std::uint32_t>(plan.dep.replicas);
   cfg.router = r.router;
   cfg.slo = r.workload.slo;
@@ -142,9 +157,12 @@ SimulationRun run_simulation(const SimulationRequest& r) {
   SimulationRun run;
   run.config = config_for(r);
   const StepTimer timer = StepTimer::roofline(r.speed);
+  std::optional<StepTimer> prefill_timer;
+  if (r.prefill) run.config.prefill.timer = &prefill_timer.emplace(StepTimer::roofline(r.prefill->speed));
   auto source = source_of(r);
   const auto t0 = std::chrono::steady_clock::now();
   run.result = simulate(run.config, timer, *source);
+  run.config.prefill.timer = nullptr;  // it ends here
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Offered load beyond what the replicas serve (KVCAP-W202): the run's latency percentiles then grow with its
   // length (overloaded: offered > 1.02 x the saturated completion rate, and a queue that built up).

@@ -26,16 +26,13 @@ namespace {
 
 /// The replica settings' checks (what can be checked before the first request); returns the longest request, prompt
 /// plus output, a replica can hold.
-i64 checked_max_request_tokens(const SimConfig& cfg) {
-  const ReplicaConfig& rc = cfg.replica;
-  if (cfg.num_replicas < 1) throw SpecError("replicas", "must be >= 1");
+i64 checked_max_request_tokens(const ReplicaConfig& rc, std::uint32_t num_replicas) {
+  if (num_replicas < 1) throw SpecError("replicas", "must be >= 1");
   if (rc.num_blocks < 1) throw SpecError("num_blocks", "a replica needs at least one KV block");
   if (rc.block_size < 1) throw SpecError("block_size", "must be >= 1");
   if (rc.max_num_batched_tokens < 1) throw SpecError("max_num_batched_tokens", "must be >= 1");
   if (rc.max_num_seqs < 1) throw SpecError("max_num_seqs", "must be >= 1");
   if (rc.max_model_len < 2) throw SpecError("max_model_len", "must be >= 2 (a prompt token and an output token)");
-  if (cfg.timeline_interval_s < 0 || !std::isfinite(cfg.timeline_interval_s))
-    throw SpecError("timeline_interval_s", "must be a finite number >= 0");
   if (rc.full_groups < 1) throw SpecError("full_groups", "must be >= 1");
   const i64 side_max = rc.side_blocks(rc.max_model_len, rc.max_num_batched_tokens);
   if (rc.state_blocks_per_request < 0 || side_max >= static_cast<i64>(rc.num_blocks))
@@ -53,6 +50,22 @@ i64 checked_max_request_tokens(const SimConfig& cfg) {
                                          std::to_string(rc.max_model_len) +
                                          " tokens) per request, more than a replica's " +
                                          std::to_string(capacity_tokens) + " KV tokens: not even one request fits");
+  return max_len;
+}
+
+/// The longest request the cluster holds: a replica's, or with disaggregated prefill workers the shorter of the two
+/// pools' (a request must fit on both).
+i64 checked_max_request_tokens(const SimConfig& cfg) {
+  if (cfg.timeline_interval_s < 0 || !std::isfinite(cfg.timeline_interval_s))
+    throw SpecError("timeline_interval_s", "must be a finite number >= 0");
+  i64 max_len = checked_max_request_tokens(cfg.replica, cfg.num_replicas);
+  const PrefillPool& p = cfg.prefill;
+  if (p.num_replicas == 0) return max_len;
+  if (!p.timer) throw std::invalid_argument("a prefill pool needs its step timer");
+  if (!p.kv_transfer_s) throw std::invalid_argument("a prefill pool needs its KV transfer time");
+  if (p.replica.host_blocks > 0 || cfg.replica.host_blocks > 0)
+    throw SpecError("kv_offloading_size", "a host KV tier beside disaggregated prefill workers is not modelled");
+  max_len = std::min(max_len, checked_max_request_tokens(p.replica, p.num_replicas));
   return max_len;
 }
 
@@ -92,7 +105,9 @@ class EventLoop {
   void release(std::uint64_t n, double t);
   void wake(std::uint32_t r);
   void report() const;
+  Replica& at(std::uint32_t r) { return r < replicas_.size() ? replicas_[r] : prefill_[r - replicas_.size()]; }
   void on_step_end(std::uint32_t r);
+  void hand_off_prefilled();
   void on_arrival(std::uint32_t target);
   bool begin_turn(const RequestSpec& spec);
   void dispatch(RequestSpec spec);
@@ -108,6 +123,9 @@ class EventLoop {
   Collector col_;
   std::vector<Replica> replicas_;
   Router router_;
+  // Disaggregated serving (SimConfig::prefill): the prefill workers, numbered after the decode workers in events.
+  std::vector<Replica> prefill_;
+  Router prefill_router_;
   EventQueue q_;
   SimResult res_;
   std::optional<RequestSpec> pending_;  ///< the source's next request, not yet sent
@@ -137,11 +155,18 @@ EventLoop::EventLoop(const SimConfig& cfg, const StepTimer& timer, RequestSource
       max_len_(checked_max_request_tokens(cfg)),
       col_(cfg.slo, cfg.observer),
       router_(cfg.router),
+      prefill_router_(cfg.router),
       closed_(cfg.max_concurrency > 0),
       think_rng_(stream_seed(cfg.think_seed, 7)) {
   replicas_.reserve(cfg.num_replicas);
   for (std::uint32_t i = 0; i < cfg.num_replicas; ++i)
     replicas_.emplace_back(i, cfg.replica, timer, col_, cfg.check_invariants);
+  if (cfg.prefill.num_replicas == 0) return;
+  ReplicaConfig pc = cfg.prefill.replica;
+  pc.hand_off = true;
+  prefill_.reserve(cfg.prefill.num_replicas);
+  for (std::uint32_t i = 0; i < cfg.prefill.num_replicas; ++i)
+    prefill_.emplace_back(cfg.num_replicas + i, pc, *cfg.prefill.timer, col_, cfg.check_invariants);
 }
 
 SimResult EventLoop::run() {
@@ -151,6 +176,7 @@ SimResult EventLoop::run() {
   if (!pending_) return res_;
   start_s_ = now_ = pending_->arrival_s;
   for (auto& r : replicas_) r.start_clock(start_s_);
+  for (auto& r : prefill_) r.start_clock(start_s_);
   check_loop_settings(cfg_);
   if (closed_) {
     for (std::uint32_t i = 0; i < cfg_.max_concurrency; ++i)
@@ -204,7 +230,7 @@ void EventLoop::release(std::uint64_t n, double t) {
 }
 
 void EventLoop::wake(std::uint32_t r) {
-  Replica& rep = replicas_[r];
+  Replica& rep = at(r);
   if (!rep.busy() && !rep.schedule_pending) {
     rep.schedule_pending = true;
     q_.push(now_, EventKind::schedule, r);
@@ -217,12 +243,29 @@ void EventLoop::report() const {
 
 void EventLoop::on_step_end(std::uint32_t r) {
   const std::uint64_t done_before = col_.completed();
-  replicas_[r].finish_step(now_);
+  at(r).finish_step(now_);
+  if (!col_.handoffs().empty()) hand_off_prefilled();
   release(col_.completed() - done_before, now_);
   auto& finished = col_.finished_turns();
   for (const auto& [conversation, generated] : finished) end_turn(conversation, generated, false);
   finished.clear();
   wake(r);
+}
+
+/// The requests a prefill worker finished go to the decode pool: the router picks a decode worker, which reads their
+/// KV (all prompt tokens but the last) when it admits them.
+void EventLoop::hand_off_prefilled() {
+  for (const Collector::Handoff& h : col_.handoffs()) {
+    const std::uint32_t d = router_.pick(replicas_);
+    Request& q = replicas_[d].enqueue(h.spec, h.id, h.output_tokens, h.truncated, now_);
+    q.first_scheduled_s = h.first_scheduled_s;
+    q.cached_tokens = h.cached_tokens;
+    q.remote_tokens = h.spec.prompt_tokens - 1;
+    q.remote_s = cfg_.prefill.kv_transfer_s(q.remote_tokens);
+    ++res_.kv_transfers;
+    wake(d);
+  }
+  col_.handoffs().clear();
 }
 
 /// An arrival event: the source's pending request (target 0), or a conversation's next turn (target k + 1).
@@ -293,6 +336,12 @@ void EventLoop::dispatch(RequestSpec spec) {
     out = max_len_ - spec.prompt_tokens;
     ++res_.requests_truncated;
   }
+  if (!prefill_.empty()) {  // disaggregated: the prompt first, on a prefill worker (its first token ends it there)
+    const std::uint32_t p = prefill_router_.pick(prefill_);
+    prefill_[p].enqueue(spec, id, 1, truncated, now_).handoff_output_tokens = out;
+    wake(cfg_.num_replicas + p);
+    return;
+  }
   const std::uint32_t r = router_.pick(replicas_);
   replicas_[r].enqueue(spec, id, out, truncated, now_);
   wake(r);
@@ -342,7 +391,7 @@ void EventLoop::send_turn(const RequestSpec& spec, double t) {
 }
 
 void EventLoop::on_schedule(std::uint32_t r) {
-  Replica& rep = replicas_[r];
+  Replica& rep = at(r);
   rep.schedule_pending = false;
   if (rep.busy()) return;
   double step_s = 0;
@@ -360,8 +409,10 @@ void EventLoop::on_schedule(std::uint32_t r) {
 
 void EventLoop::on_sample() {
   for (const auto& rep : replicas_) cfg_.observer->on_sample(rep.sample(now_));
+  for (const auto& rep : prefill_) cfg_.observer->on_sample(rep.sample(now_));
   bool done = !pending_ && free_turns_.size() == turns_.size();
   for (const auto& rep : replicas_) done = done && rep.empty() && !rep.busy();
+  for (const auto& rep : prefill_) done = done && rep.empty() && !rep.busy();
   if (!done) q_.push(now_ + cfg_.timeline_interval_s, EventKind::sample);
 }
 
@@ -380,6 +431,21 @@ void EventLoop::summarize() {
     add_step_cost(res_.busy_breakdown_s, rep.breakdown());
   }
   res_.kv_waste_fraction = alloc > 0 ? waste / alloc : 0;
+  double transfer_s = 0, transfer_tokens = 0;
+  for (const auto& s : res_.replicas)
+    transfer_s += s.kv_transfer_s, transfer_tokens += static_cast<double>(s.kv_received_tokens);
+  for (auto& rep : prefill_) {
+    const ReplicaStats s = rep.finish(res_.first_arrival_s, res_.end_s);
+    res_.steps += s.steps;
+    res_.preemptions += s.preemptions;
+    res_.recomputed_tokens += s.recomputed_tokens;
+    add_step_cost(res_.busy_breakdown_s, rep.breakdown());
+    res_.prefill_replicas.push_back(s);
+  }
+  if (res_.kv_transfers > 0) {
+    res_.kv_transfer_s_mean = transfer_s / static_cast<double>(res_.kv_transfers);
+    res_.kv_transfer_tokens_mean = transfer_tokens / static_cast<double>(res_.kv_transfers);
+  }
   std::uint64_t queries = 0;
   for (const auto& s : res_.replicas) queries += s.prefix_cache_query_tokens;
   res_.prefix_cache_hit_rate =

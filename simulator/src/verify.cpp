@@ -43,6 +43,23 @@ class CandidateRun {
         std::find_if(q.space.gpus.begin(), q.space.gpus.end(), [&](const GpuSpec& x) { return x.name == c.gpu; });
     if (g == q.space.gpus.end()) throw SpecError("gpus", "the candidate's GPU " + c.gpu + " is not in the search");
     gpu_ = &*g;
+    if (c.prefill) {
+      const auto pg = std::find_if(q.space.gpus.begin(), q.space.gpus.end(),
+                                   [&](const GpuSpec& x) { return x.name == c.prefill->gpu; });
+      if (pg == q.space.gpus.end())
+        throw SpecError("gpus", "the candidate's prefill GPU " + c.prefill->gpu + " is not in the search");
+      prefill_gpu_ = &*pg;
+    }
+  }
+
+  /// xPyD: the prefill workers beside `replicas` decode workers (the analytic ratio kept); 0 for aggregated.
+  i64 prefill_workers(i64 replicas) const {
+    if (!c_.prefill) return 0;
+    const i64 x = c_.prefill->replicas, y = std::max<i64>(1, c_.replicas);
+    return std::max<i64>(1, (x * replicas + y - 1) / y);
+  }
+  i64 gpus(i64 replicas) const {
+    return replicas * c_.gpus_per_replica + (c_.prefill ? prefill_workers(replicas) * c_.prefill->tp : 0);
   }
 
   Outcome at(i64 replicas) {
@@ -57,6 +74,16 @@ class CandidateRun {
     r.limits = o_.limits;
     r.seed = o_.seed;
     r.router = RouterPolicy::least_outstanding;  // what a load balancer in front of the replicas does
+    if (c_.prefill) {
+      Deployment pd = *c_.prefill->deployment;
+      pd.num_gpus = 0;
+      SimulationRequest::PrefillWorkers w;
+      w.replicas = static_cast<std::uint32_t>(prefill_workers(replicas));
+      w.speed = make_speed_context(q_.model, *prefill_gpu_, plan_memory(q_.model, *prefill_gpu_, pd, {}),
+                                   q_.space.speed, q_.space.calibration);
+      w.link = kv_transfer_link(*prefill_gpu_, *gpu_, q_.space.kv_link);
+      r.prefill = std::move(w);
+    }
     TtftHistogram ttft;
     r.observer = &ttft;
     const SimulationRun run = run_simulation(r);
@@ -84,6 +111,7 @@ class CandidateRun {
   const SizingCandidate& c_;
   const VerifyOptions& o_;
   const GpuSpec* gpu_ = nullptr;
+  const GpuSpec* prefill_gpu_ = nullptr;
 };
 
 /// The smallest replica count meeting the targets: from the analytic count, doubling up until one meets (or the
@@ -95,8 +123,14 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
   VerifiedCandidate v;
   v.index = index;
   v.analytic_replicas = c.replicas;
-  v.max_replicas = std::max<i64>(1, q.space.max_gpus / std::max<i64>(1, c.gpus_per_replica));
   CandidateRun run(q, c, o);
+  v.max_replicas = 1;
+  while (run.gpus(v.max_replicas + 1) <= q.space.max_gpus && v.max_replicas < (i64{1} << 40)) {
+    // The largest count within max_gpus (doubling, then bisecting: gpus() grows with the count).
+    i64 step = 1;
+    while (run.gpus(v.max_replicas + step * 2) <= q.space.max_gpus && step < (i64{1} << 30)) step *= 2;
+    v.max_replicas += step;
+  }
   i64 lo = 0, hi = 0;  // lo: a count known to miss (0: none); hi: the smallest known to meet (0: none)
   Outcome best;
   i64 n = std::clamp<i64>(c.replicas, 1, v.max_replicas);
@@ -139,6 +173,8 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
     }
   }
   v.replicas = hi;
+  v.prefill_replicas = hi > 0 ? run.prefill_workers(hi) : 0;
+  v.gpus = hi > 0 ? run.gpus(hi) : 0;
   v.ttft_s = best.ttft_s;
   v.tpot_s = best.tpot_s;
   v.completed = best.completed;

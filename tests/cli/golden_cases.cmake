@@ -181,3 +181,14 @@ kvcap_golden(size_trace_columns 0 size --model llama-3.1-8b --trace %DATA%/trace
 kvcap_golden(err_size_trace_speedup_without_trace 2 size --model llama-3.1-8b --rate 2 --prompt-tokens 1K --output-tokens 100 --trace-speedup 2 --ttft-p 1s --tpot 50ms)
 kvcap_golden(err_size_trace_and_rate 2 size --model llama-3.1-8b --trace %FIXTURES%/traces/AzureLLMInferenceTrace_conv.csv --rate 5 --ttft-p 1s --tpot 50ms)
 kvcap_golden(err_size_threads_without_verify 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --threads 2)
+# Disaggregated prefill/decode (docs/disaggregation.md): simulate xPyD with the KV transfer in TTFT, size ranks xPyD
+# beside aggregated deployments and emits both roles' commands, and the flags' errors.
+kvcap_golden(simulate_disagg 0 simulate --model llama-3.1-8b --gpu h100-sxm --rate 10 --prompt-tokens 2K --output-tokens 256 --num-requests 500 --replicas 1 --prefill-replicas 1 --prefill-tp 2 --no-wall-time)
+kvcap_golden(simulate_disagg_json 0 simulate --model llama-3.1-8b --gpu h100-sxm --rate 10 --prompt-tokens 2K --output-tokens 256 --num-requests 200 --prefill-replicas 1 --kv-transfer-link nvlink --no-wall-time --format json)
+kvcap_golden(err_simulate_prefill_gpu_alone 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 10 --prompt-tokens 2K --output-tokens 256 --num-requests 10 --prefill-gpu h200)
+kvcap_golden(err_simulate_kv_link 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 10 --prompt-tokens 2K --output-tokens 256 --num-requests 10 --prefill-replicas 1 --kv-transfer-link ethernet)
+kvcap_golden(err_simulate_disagg_no_network 2 simulate --model llama-3.1-8b --gpu l40s --rate 1 --prompt-tokens 2K --output-tokens 256 --num-requests 10 --prefill-replicas 1)
+kvcap_golden(size_disagg 0 size --model llama-3.1-70b --gpus h100-sxm,h200 --rate 6 --prompt-tokens 4K --output-tokens 512 --ttft-p 2s --tpot 40ms --engine vllm --quantization fp8 --kv-cache-dtype fp8 --max-pp 1 --disagg --top 4 --emit vllm)
+kvcap_golden(size_disagg_json 0 size --model llama-3.1-70b --gpus h100-sxm --rate 6 --prompt-tokens 4K --output-tokens 512 --ttft-p 2s --tpot 40ms --quantization fp8 --kv-cache-dtype fp8 --max-pp 1 --disagg --top 2 --format json)
+kvcap_golden(size_disagg_verify 0 size --model llama-3.1-70b --gpus h100-sxm --rate 6 --prompt-tokens 4K --output-tokens 512 --ttft-p 2s --tpot 40ms --quantization fp8 --kv-cache-dtype fp8 --max-pp 1 --disagg --top 2 --verify 2 --num-requests 600 --threads 1 --no-progress)
+kvcap_golden(err_size_disagg_closed_loop 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --concurrent-users 32 --ttft-p 1s --tpot 50ms --disagg)

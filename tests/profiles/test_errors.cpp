@@ -129,7 +129,8 @@ TEST_CASE("GPU profile errors", "[profiles][errors]") {
   // host_link: one direction's bandwidth, like the interconnect; a marketed both-directions figure is refused.
   CHECK(profiles::parse_gpu(good, "g.yaml").host_link_bandwidth_bytes_per_s == Approx(64e9));
   try {
-    profiles::parse_gpu(replace(good, "  direction: per_direction\ntdp", "  direction: bidirectional\ntdp"), "g.yaml");
+    profiles::parse_gpu(replace(good, "  direction: per_direction\nnetwork", "  direction: bidirectional\nnetwork"),
+                        "g.yaml");
     FAIL("no error");
   } catch (const ProfileError& e) {
     CHECK(e.diagnostics().at(0).key_path == "host_link.direction");
@@ -139,6 +140,24 @@ TEST_CASE("GPU profile errors", "[profiles][errors]") {
     FAIL("no error");
   } catch (const ProfileError& e) {
     CHECK(e.diagnostics().at(0).key_path == "host_link.bandwidth_bytes_per_s");
+  }
+  // network: one GPU's NIC, one direction (400 Gb/s = 50e9 bytes/s); a both-directions figure is refused.
+  const GpuSpec h100 = profiles::parse_gpu(good, "g.yaml");
+  CHECK(h100.network_bandwidth_bytes_per_s == Approx(50e9));
+  CHECK(h100.network_latency_s == Approx(5e-6));
+  try {
+    profiles::parse_gpu(replace(good, "  direction: per_direction\n  # Assumption: one RDMA",
+                                "  direction: bidirectional\n  # Assumption: one RDMA"),
+                        "g.yaml");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    CHECK(e.diagnostics().at(0).key_path == "network.direction");
+  }
+  try {
+    profiles::parse_gpu(replace(good, "bandwidth_bytes_per_s: 50.0e+9", "bandwidth_bytes_per_s: -5"), "g.yaml");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    CHECK(e.diagnostics().at(0).key_path == "network.bandwidth_bytes_per_s");
   }
 }
 

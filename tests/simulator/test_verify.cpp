@@ -157,3 +157,32 @@ TEST_CASE("verified sizing counts rejected requests as misses of the TTFT percen
   CHECK(w[0].rejected < 600 / 10);
   CHECK(w[0].replicas > 0);
 }
+
+TEST_CASE("verified sizing simulates xPyD candidates with their prefill pool, the ratio kept", "[simulator][verify]") {
+  auto q = request();
+  q.workload.arrival_rate_per_s = 20;
+  q.space.gpus = {profiles::resolve_gpu("h100-sxm")};
+  q.space.disaggregated = true;
+  const auto r = size_cluster(q);
+  sim::VerifyOptions o = options(r, 2);
+  o.workload.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 20);
+  o.candidates.clear();
+  for (std::size_t i = 0; i < r.feasible && o.candidates.size() < 2; ++i)
+    if (r.candidates[i].prefill) o.candidates.push_back(i);
+  REQUIRE(o.candidates.size() == 2);
+  const auto v = sim::verify_sizing(q, r, o);
+  for (const auto& x : v) {
+    const auto& c = r.candidates[x.index];
+    INFO(xpyd(c) << " decode " << c.gpu << " TP" << c.tp << ", prefill TP" << c.prefill->tp << ": simulation "
+                 << x.prefill_replicas << "P" << x.replicas << "D");
+    REQUIRE(x.replicas > 0);
+    CHECK(x.prefill_replicas >= 1);
+    const i64 ratio_x = (c.prefill->replicas * x.replicas + c.replicas - 1) / c.replicas;
+    CHECK(x.prefill_replicas == std::max<i64>(1, ratio_x));
+    CHECK(x.gpus == x.prefill_replicas * c.prefill->tp + x.replicas * c.gpus_per_replica);
+    CHECK(x.ttft_s <= q.targets.ttft_s);
+    CHECK(x.tpot_s <= q.targets.tpot_s);
+    // The decode-only TPOT of the model and of the simulation at the model's counts agree.
+    CHECK(x.tpot_at_analytic_s == Approx(c.tpot_s).epsilon(0.15));
+  }
+}

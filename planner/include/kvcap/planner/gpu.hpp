@@ -29,6 +29,11 @@ struct GpuSpec {
   double interconnect_latency_s = 0;
   std::string host_link_name;                  ///< GPU-to-host link, e.g. "PCIe Gen5 x16" (host_link.name)
   double host_link_bandwidth_bytes_per_s = 0;  ///< per direction, datasheet; 0: not known (KV offloading reload)
+  /// Scale-out network per GPU (the NIC beside each GPU of the node, e.g. ConnectX-7 400 Gb/s): what a KV cache
+  /// crosses between a disaggregated prefill worker and a decode worker on another node (planner/disagg.hpp).
+  std::string network_name;
+  double network_bandwidth_bytes_per_s = 0;  ///< per GPU, per direction; 0: not known
+  double network_latency_s = 0;              ///< one transfer's fixed cost (RDMA write and completion)
   double tdp_watts = 0;
   double price_per_gpu_hour_usd = 0;
   std::vector<std::string> sources;

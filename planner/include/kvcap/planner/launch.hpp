@@ -27,4 +27,13 @@ std::string hf_repo_id(const ModelSpec& m);
 /// resolved). vLLM flags: vllm/engine/arg_utils.py; SGLang: python/sglang/srt/server_args.py.
 LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deployment& d);
 
+/// A disaggregated (xPyD) worker pool's role.
+enum class DisaggRole { prefill, decode };
+/// launch_command for one pool of a disaggregated deployment, with the engine's KV-transfer flags: vLLM
+/// `--kv-transfer-config {"kv_connector":"NixlConnector","kv_role":"kv_both"}` (docs/features/nixl_connector_usage.md:
+/// both roles alike, a proxy in front sends the prompt to a prefill server with max_tokens 1, then the request to a
+/// decode server); SGLang `--disaggregation-mode prefill|decode` (docs/advanced_features/pd_disaggregation.md, a
+/// sglang.srt.disaggregation.mini_lb router in front).
+LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deployment& d, DisaggRole role);
+
 }  // namespace kvcap

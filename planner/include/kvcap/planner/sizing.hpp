@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvcap/planner/disagg.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/planner/workload.hpp"
 
@@ -53,6 +54,11 @@ struct SizingSpace {
   Deployment base;                   ///< other flags (gpu_memory_utilization, block_size, max_num_seqs, ...)
   SpeedOptions speed;
   std::optional<Calibration> calibration;  ///< applied to every candidate (give one GPU type with it)
+  /// Also search disaggregated prefill/decode (xPyD) for an open-loop workload: in front of each aggregated
+  /// candidate's deployment (then decoding only), the cheapest prefill pool of any GPU type and TP (PP 1, the same
+  /// formats) that meets the targets, the KV crossing `kv_link` (planner/disagg.hpp; docs/sizing.md).
+  bool disaggregated = false;
+  KvLinkKind kv_link = KvLinkKind::network;
 };
 
 enum class CandidateStatus : std::uint8_t {
@@ -64,6 +70,22 @@ enum class CandidateStatus : std::uint8_t {
   too_many_gpus,  ///< meets the targets only with more than max_gpus GPUs
 };
 std::string_view to_string(CandidateStatus s);  ///< "ok" | "invalid" | "does not fit" | ...
+
+/// The prefill workers of a disaggregated (xPyD) candidate. The candidate's own figures are then those of its decode
+/// workers (gpu, tp, pp, replicas = y, batch, decode step) and of the whole (gpus = both pools, TTFT, cost).
+struct SizingPrefillPool {
+  std::string gpu;
+  i64 tp = 1;
+  i64 replicas = 0;          ///< x
+  i64 gpus = 0;              ///< x x TP
+  double prefill_s = 0;      ///< the mean prompt alone on a worker (front end included)
+  double utilization = 0;    ///< rate per worker x its busy time per prompt
+  double ttft_wait_s = 0;    ///< queueing for a prefill worker at the TTFT percentile
+  double kv_transfer_s = 0;  ///< the mean prompt's KV to its decode worker (planner/disagg.hpp)
+  std::string link;          ///< the link it crosses
+  double price_per_gpu_hour_usd = 0;
+  std::optional<Deployment> deployment{};  ///< as launched (num_gpus = gpus)
+};
 
 /// One candidate deployment and, when it can meet the targets, its operating point at the workload.
 struct SizingCandidate {
@@ -110,7 +132,11 @@ struct SizingCandidate {
   /// The deployment as it is launched (every vLLM default made explicit: max_model_len, max_num_seqs,
   /// max_num_batched_tokens; num_gpus = gpus); set when the candidate fits. `--emit vllm` prints it.
   std::optional<Deployment> deployment{};
+  /// Disaggregated (xPyD): its prefill workers; `deployment` is then the decode workers' (num_gpus = their GPUs).
+  std::optional<SizingPrefillPool> prefill{};
 };
+/// "2P3D" for a disaggregated candidate, "" for an aggregated one.
+std::string xpyd(const SizingCandidate& c);
 
 struct SizingResult {
   std::vector<SizingCandidate> candidates;  ///< feasible first (cheapest first), then the rejected

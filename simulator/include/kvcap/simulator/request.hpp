@@ -54,6 +54,12 @@ struct Request {
   double ready_s = 0;          ///< blocks loaded from the host tier arrive then: the request runs from that time on
   std::uint32_t preemptions = 0;
   bool truncated = false;      ///< output cut at max_model_len
+  /// Disaggregated serving (SimConfig::prefill). On a prefill worker: the output target handed on to the decode worker
+  /// (the prefill itself samples one token). On a decode worker until its first admission: the prompt tokens whose KV
+  /// the prefill worker computed (all but the last) and the time to read them over the link.
+  i64 handoff_output_tokens = 0;
+  i64 remote_tokens = 0;
+  double remote_s = 0;
   /// Aggregated decode (replica.cpp, "Decode steps in aggregate"): computed, generated, num_tokens and the
   /// high-water mark are those of tick `lazy_tick` of its replica; each tick since added one to each.
   bool lazy = false;

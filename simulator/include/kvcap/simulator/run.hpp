@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "kvcap/planner/disagg.hpp"
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/planner/workload.hpp"
@@ -37,6 +38,15 @@ struct SimulationRequest {
   /// > 0: a host KV tier of this many GiB (vLLM --kv-offloading-size, all TP x PP ranks of a replica together):
   /// prefix-cache hits continue there and cost their reload (planner/host_tier.hpp). Needs prefix caching.
   double kv_offloading_size_gib = 0;
+  /// Disaggregated prefill/decode (xPyD; SimConfig::prefill): `replicas` prefill workers, each a deployment of its own
+  /// (its GPU type, TP, formats: `speed`), in front of the replicas above, which then only decode; each request's KV
+  /// crosses `link` (planner/disagg.hpp kv_transfer_s).
+  struct PrefillWorkers {
+    std::uint32_t replicas = 1;
+    SpeedContext speed;
+    KvTransferLink link;
+  };
+  std::optional<PrefillWorkers> prefill;
 
   /// Closed loop (`vllm bench serve --max-concurrency`): > 0 keeps at most this many requests in flight. A workload
   /// whose arrival process is `closed` sets these itself.

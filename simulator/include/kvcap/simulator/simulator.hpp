@@ -55,6 +55,9 @@ struct ReplicaConfig {
   /// completion) count it in aggregate instead of visiting it (replica.cpp): the same results bit for bit, several
   /// times faster. false: the per-request reference loop (tests and bench/bench_simulate compare the two).
   bool aggregate_decodes = true;
+  /// A disaggregated prefill worker: a request ends here when its prompt is computed and its first token sampled, and
+  /// goes on to a decode worker (SimConfig::prefill) instead of completing.
+  bool hand_off = false;
 };
 /// The replica settings a memory plan implies (blocks, block size, budgets, max_model_len).
 ReplicaConfig replica_config(const MemoryPlan& plan);
@@ -74,9 +77,23 @@ struct Progress {
   double time_s = 0;                   ///< simulated
 };
 
+/// Disaggregated prefill/decode (xPyD; planner/disagg.hpp, docs/disaggregation.md): `num_replicas` prefill workers
+/// in front of the SimConfig's replicas, which then only decode. The router sends each request to a prefill worker
+/// (the same policy as the decode pool's); when its prompt is computed and one token sampled there, it goes to a decode
+/// worker, which allocates the prompt's blocks, reads all but its last token's KV over the link (`kv_transfer_s`;
+/// vLLM's NixlConnector: WAITING_FOR_REMOTE_KVS), then computes the last prompt token and samples the first output
+/// token: TTFT counts from the arrival at the prefill worker to that token.
+struct PrefillPool {
+  std::uint32_t num_replicas = 0;  ///< 0: aggregated serving (every replica prefills and decodes)
+  ReplicaConfig replica;           ///< hand_off is set by the simulator
+  const StepTimer* timer = nullptr;
+  std::function<double(i64)> kv_transfer_s;  ///< seconds to move the KV of a prompt's first n tokens
+};
+
 struct SimConfig {
   ReplicaConfig replica;
   std::uint32_t num_replicas = 1;
+  PrefillPool prefill;  ///< disaggregated prefill workers (num_replicas 0: none)
   RouterPolicy router = RouterPolicy::round_robin;
   LatencyTargets slo;                  ///< goodput targets (none: every completed request counts)
   double timeline_interval_s = 0;      ///< > 0: Observer::on_sample every this many simulated seconds
@@ -135,6 +152,9 @@ struct ReplicaStats {
   std::uint64_t prefix_cache_query_tokens = 0;  ///< tokens of the requests admitted while prefix caching was on
   std::uint64_t host_hit_tokens = 0;            ///< of the prefix-cache hits, tokens loaded from the host tier
   double host_load_s = 0;                       ///< time requests waited for those loads, summed
+  std::uint64_t kv_received_tokens =
+      0;                     ///< disaggregated decode worker: prompt tokens whose KV came from a prefill worker
+  double kv_transfer_s = 0;  ///< time requests waited for those transfers, summed
   std::uint64_t kv_used_blocks_end = 0;///< blocks referenced at the end (0: nothing leaked)
 };
 
@@ -183,6 +203,13 @@ struct SimResult {
   std::uint64_t steps = 0, events = 0;
   std::vector<ReplicaStats> replicas;
   double balance_max_over_mean = 0;      ///< max / mean completed requests per replica (1: even)
+  /// Disaggregated serving: the prefill workers (their `completed` counts hand-offs), and the KV transfers to the
+  /// decode workers (`replicas` above). The cluster's figures above are the decode pool's, but for steps, preemptions,
+  /// recomputed tokens and busy_breakdown_s, which add both pools.
+  std::vector<ReplicaStats> prefill_replicas;
+  std::uint64_t kv_transfers = 0;
+  double kv_transfer_s_mean = 0;       ///< per transfer
+  double kv_transfer_tokens_mean = 0;  ///< per transfer
 };
 
 /// Runs the source to exhaustion and every request to completion.

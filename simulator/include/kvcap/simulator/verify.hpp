@@ -35,9 +35,13 @@ struct VerifiedCandidate {
   std::size_t index = 0;      ///< into SizingResult::candidates (rank - 1)
   i64 analytic_replicas = 0;  ///< what the queueing model asked for
   i64 replicas = 0;           ///< the smallest count meeting the targets in simulation; 0: none up to max_replicas
-  i64 max_replicas = 0;       ///< the most the search could try (the search space's max_gpus)
-  double ttft_s = 0;          ///< simulated TTFT at the target percentile, at `replicas` (else at the most tried)
-  double tpot_s = 0;          ///< simulated mean TPOT there
+  /// Disaggregated (xPyD) candidates: `replicas` counts decode workers, and the prefill workers scale with them in the
+  /// analytic ratio, prefill_workers(y) = ceil(x x y / y_analytic). Their count at `replicas` (0 for aggregated).
+  i64 prefill_replicas = 0;
+  i64 gpus = 0;          ///< both pools' GPUs at `replicas` (0: none met)
+  i64 max_replicas = 0;  ///< the most the search could try (the search space's max_gpus)
+  double ttft_s = 0;     ///< simulated TTFT at the target percentile, at `replicas` (else at the most tried)
+  double tpot_s = 0;     ///< simulated mean TPOT there
   /// The same at the analytic replica count: the simulation beside the queueing model's figures.
   double ttft_at_analytic_s = 0;
   double tpot_at_analytic_s = 0;
