@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "common.hpp"
+#include "distributed.hpp"
 #include "kvcap/planner/text.hpp"
 #include "size_request.hpp"
 
@@ -28,8 +30,9 @@ const CommandHelp kHelp = {
     "  kvcap size --model deepseek-v3 --prompt-tokens 4K --output-tokens 1K --rate 2 --ttft-p 5s --tpot 80ms \\\n"
     "             --gpus h200,b200,mi300x --format csv"};
 
-/// --verify / --trace: the best candidates simulated, with a progress line on a terminal.
-void verify(const SizeCommand& c, const SizingResult& r, SizingReportOptions& report) {
+/// --verify / --trace: the best candidates simulated, with a progress line on a terminal; with --mpi over the ranks of
+/// `mpi` (the others than rank 0 get an empty list).
+void verify(const SizeCommand& c, const SizingResult& r, SizingReportOptions& report, const MpiSession* mpi) {
   sim::VerifyOptions o = *c.verify;
   // The best-ranked, then each GPU type's best, in rank order.
   for (std::size_t i = 0; i < std::min(c.verify_top, r.feasible); ++i) o.candidates.push_back(i);
@@ -44,7 +47,7 @@ void verify(const SizeCommand& c, const SizingResult& r, SizingReportOptions& re
       std::cerr << "\rkvcap size: simulated " << done << "/" << total << " candidates, " << fixed(s, 1) << " s, about "
                 << fixed(eta, 0) << " s left   " << std::flush;
     };
-  report.verified = sim::verify_sizing(c.request, r, o);
+  report.verified = mpi ? verify_sizing_mpi(*mpi, c.request, r, o) : sim::verify_sizing(c.request, r, o);
   if (c.progress) std::cerr << "\r" << std::string(70, ' ') << "\r" << std::flush;
   const std::string per_run = o.trace
                                   ? grouped(static_cast<std::uint64_t>(o.trace->size())) + " trace requests replayed"
@@ -62,6 +65,17 @@ int cmd_size(const std::vector<std::string>& args) {
   if (!parsed) return 0;
   const auto& vm = *parsed;
   const SizeCommand c = size_command_from(vm);
+  // --mpi: every rank searches (cheap, deterministic) and simulates its share; only rank 0 speaks.
+  std::optional<MpiSession> mpi;
+  if (c.mpi) mpi.emplace();
+  if (mpi && mpi->rank() != 0) {
+    const SizingResult r = size_cluster(c.request);
+    SizingReportOptions quiet = c.report;
+    SizeCommand mine = c;
+    mine.progress = false;
+    if (c.verify && r.feasible > 0 && !has_errors(c.report.findings)) verify(mine, r, quiet, &*mpi);
+    return 0;
+  }
   // An error of the plausibility policy (E104: no deployment serves the workload) ends it before the search; a
   // JSON consumer still gets a report, with no candidates and the finding.
   const auto& findings = c.report.findings;
@@ -79,7 +93,7 @@ int cmd_size(const std::vector<std::string>& args) {
   print_findings("size", findings);
   const SizingResult r = size_cluster(c.request);
   SizingReportOptions report = c.report;
-  if (c.verify && r.feasible > 0) verify(c, r, report);
+  if (c.verify && r.feasible > 0) verify(c, r, report, mpi ? &*mpi : nullptr);
   switch (c.format) {
     case Format::table:
       report_sizing_table(std::cout, c.request, r, report);

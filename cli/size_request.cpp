@@ -309,6 +309,8 @@ po::options_description size_options() {
                                               "2,000 to 50,000; closed loop: 10 per user, 2,000 to 50,000)")
     ("seed", po::value<std::string>()->default_value("1"), "random seed of the drawn workload")
     ("threads", po::value<std::string>(), "candidates simulated at once (default: the machine's hardware threads)")
+    ("mpi", "under mpirun: split the candidates simulated over the MPI ranks (each with --threads); rank 0 prints "
+            "the single-process result")
     ("no-progress", "no progress line on stderr");
   // clang-format on
   add_trace_read_options(verify);
@@ -352,6 +354,9 @@ SizeCommand size_command_from(const po::variables_map& vm) {
     const auto& w = c.request.workload;
     c.report.findings = check_request_lengths(w.prompt_tokens, w.output_tokens, w.max_context_tokens, *len);
   }
+  c.mpi = vm.count("mpi") > 0;
+  if (c.mpi && !vm.count("verify") && !vm.count("trace"))
+    throw UsageError("--mpi splits the verification's simulations over MPI ranks: give --verify or --trace too");
   c.report.top = parse_int(vm["top"].as<std::string>(), "--top", 0);
   c.report.explain = vm.count("explain") > 0;
   c.report.prices_overridden = vm.count("price") > 0;

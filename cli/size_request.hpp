@@ -20,6 +20,7 @@ struct SizeCommand {
   std::optional<sim::VerifyOptions> verify{};
   std::size_t verify_top = 5;  ///< --verify N: the N best-ranked, and the best of each GPU type
   bool progress = false;       ///< a progress line on stderr (a terminal, no --no-progress)
+  bool mpi = false;            ///< --mpi: the verification's candidates split over MPI ranks (cli/distributed.hpp)
 };
 
 /// The flags of `kvcap size` (workload, targets, search space, deployment, speed, output).

@@ -7,7 +7,9 @@
 #   --fuzz: clang and libFuzzer for scripts/fuzz.sh
 #   --lint: clang-format and clang-tidy for scripts/lint.sh
 set -euo pipefail
-pkgs=(cmake ninja-build g++ pkg-config libyaml-cpp-dev libboost-program-options-dev catch2 nlohmann-json3-dev python3)
+# Open MPI: `kvcap size --verify --mpi` under mpirun (issue 18), and the test that compares it with one process.
+pkgs=(cmake ninja-build g++ pkg-config libyaml-cpp-dev libboost-program-options-dev catch2 nlohmann-json3-dev python3
+  libopenmpi-dev openmpi-bin)
 if [[ " $* " == *" --fuzz "* ]]; then
   pkgs+=(clang-14 libclang-rt-14-dev)
 fi
