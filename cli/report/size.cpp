@@ -174,6 +174,30 @@ nlohmann::ordered_json verified_json(const SizingResult& r, const sim::VerifiedC
   return j;
 }
 
+/// --disagg: the cheapest aggregated and the cheapest xPyD candidate (ranks 0-based; npos when none), and whether both
+/// are priced so that their costs compare.
+struct DisaggVerdict {
+  std::size_t aggregated = std::string::npos, disaggregated = std::string::npos;
+  bool comparable() const { return aggregated != std::string::npos && disaggregated != std::string::npos; }
+};
+DisaggVerdict disagg_verdict(const SizingResult& r) {
+  DisaggVerdict v;
+  for (std::size_t i = 0; i < r.feasible; ++i) {
+    auto& slot = r.candidates[i].prefill ? v.disaggregated : v.aggregated;
+    if (slot == std::string::npos) slot = i;
+  }
+  return v;
+}
+/// "saves 11%" / "costs 12% more" of the xPyD's price per hour against the aggregated one's.
+std::string verdict_text(const SizingResult& r, const DisaggVerdict& v) {
+  const auto& a = r.candidates[v.aggregated];
+  const auto& d = r.candidates[v.disaggregated];
+  if (!a.priced || !d.priced) return "not priced";
+  const double ratio = d.cost_per_hour_usd / a.cost_per_hour_usd;
+  if (std::abs(ratio - 1) < 0.005) return "costs the same";
+  return ratio < 1 ? "saves " + fixed(100 * (1 - ratio), 0) + "%" : "costs " + fixed(100 * (ratio - 1), 0) + "% more";
+}
+
 bool contains(const std::vector<std::size_t>& v, std::size_t i) {
   return std::find(v.begin(), v.end(), i) != v.end();
 }
@@ -234,6 +258,18 @@ void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingR
     auto& ver = j["verified"] = nlohmann::ordered_json::array();
     for (const auto& v : o.verified) ver.push_back(verified_json(r, v));
     j["verified_how"] = o.verified_how;
+  }
+  if (q.space.disaggregated) {
+    const DisaggVerdict v = disagg_verdict(r);
+    auto rank = [](std::size_t i) {
+      return i == std::string::npos ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(i + 1);
+    };
+    j["disaggregation"] = {{"best_aggregated_rank", rank(v.aggregated)},
+                           {"best_disaggregated_rank", rank(v.disaggregated)},
+                           {"cost_ratio", v.comparable() && r.candidates[v.aggregated].cost_per_hour_usd > 0
+                                              ? nlohmann::ordered_json(r.candidates[v.disaggregated].cost_per_hour_usd /
+                                                                       r.candidates[v.aggregated].cost_per_hour_usd)
+                                              : nlohmann::ordered_json(nullptr)}};
   }
   auto& arr = j["candidates"] = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < shown; ++i) arr.push_back(ranked_json(q, r, i, o));
@@ -453,6 +489,25 @@ void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult&
   }
 }
 
+/// --disagg: whether splitting prefill and decode pays at this load, by the cheapest of each kind.
+void table_disagg_verdict(std::ostream& out, const SizingResult& r) {
+  const DisaggVerdict v = disagg_verdict(r);
+  if (!v.comparable()) {
+    out << "Disaggregated vs aggregated: "
+        << (v.disaggregated == std::string::npos ? "no xPyD deployment meets the targets"
+                                                 : "no aggregated deployment meets the targets")
+        << ".\n";
+    return;
+  }
+  const auto& a = r.candidates[v.aggregated];
+  const auto& d = r.candidates[v.disaggregated];
+  out << "Disaggregated vs aggregated: the cheapest xPyD (#" << v.disaggregated + 1 << ", " << xpyd(d) << ", " << d.gpus
+      << " GPUs, $" << fixed(d.cost_per_hour_usd, 2) << "/hour, TPOT " << dur(d.tpot_s)
+      << ") against the cheapest aggregated (#" << v.aggregated + 1 << ", " << a.gpus << " GPUs, $"
+      << fixed(a.cost_per_hour_usd, 2) << "/hour, TPOT " << dur(a.tpot_s) << "): disaggregation " << verdict_text(r, v)
+      << " at this load.\n";
+}
+
 /// The cheapest candidate in words.
 void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
   if (b.prefill) {
@@ -492,6 +547,7 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
   if (r.feasible > 0) {
     table_rows(out, q, r, o);
     table_cheapest(out, r.candidates.front(), q.workload.open_loop());
+    if (q.space.disaggregated) table_disagg_verdict(out, r);
     if (!o.verified.empty()) table_verified(out, q, r, o);
     if (o.emit) table_launch(out, q, r, *o.emit);
   }

@@ -193,3 +193,4 @@ kvcap_golden(size_disagg_json 0 size --model llama-3.1-70b --gpus h100-sxm --rat
 kvcap_golden(size_disagg_verify 0 size --model llama-3.1-70b --gpus h100-sxm --rate 6 --prompt-tokens 4K --output-tokens 512 --ttft-p 2s --tpot 40ms --quantization fp8 --kv-cache-dtype fp8 --max-pp 1 --disagg --top 2 --verify 2 --num-requests 600 --threads 1 --no-progress)
 kvcap_golden(err_size_disagg_closed_loop 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --concurrent-users 32 --ttft-p 1s --tpot 50ms --disagg)
 kvcap_golden(err_size_mpi_without_verify 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --mpi)
+kvcap_golden(simulate_disagg_trace 0 simulate --model llama-3.1-8b --gpu h100-sxm --trace %DATA%/trace_custom_columns.csv --trace-columns sent_at,in_tokens,out_tokens --prefill-replicas 1 --no-wall-time)
