@@ -62,11 +62,13 @@ std::string encode_verified(const std::vector<sim::VerifiedCandidate>& v) {
                  {"simulations", x.simulations},
                  {"wall_s", x.wall_s}});
   }
-  return nlohmann::json{{"verified", a}}.dump();
+  // replace: a message with invalid UTF-8 must not throw between MPI_Init and the gather (a rank that never reaches it
+  // would leave the others waiting).
+  return nlohmann::json{{"verified", a}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string encode_error(const std::string& message) {
-  return nlohmann::json{{"error", message}}.dump();
+  return nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::vector<sim::VerifiedCandidate> decode_verified(const std::string& text, int rank) {

@@ -1,6 +1,7 @@
 // Reporters of `kvcap simulate` (report/simulate.hpp).
 #include "report/simulate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -75,7 +76,7 @@ void disaggregation_lines(std::ostream& o, const SimulationInfo& in, const sim::
   if (in.cfg.prefill.num_replicas == 0) return;
   double busy = 0, waiting = 0;
   for (const auto& s : r.prefill_replicas) busy += s.busy_s, waiting += s.waiting_mean;
-  const auto n = static_cast<double>(r.prefill_replicas.size());
+  const auto n = static_cast<double>(std::max<std::size_t>(1, r.prefill_replicas.size()));
   o << "KV transfer  " << grouped(r.kv_transfers) << " requests' KV moved to the decode workers, mean "
     << secs(r.kv_transfer_s_mean) << " for "
     << grouped(static_cast<std::uint64_t>(std::llround(r.kv_transfer_tokens_mean))) << " tokens (in TTFT)\n";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/text.hpp"
@@ -166,7 +167,11 @@ std::optional<SizingCandidate> evaluate_disaggregated(const ModelSpec& m, const 
     }
     if (lo < 1) continue;
     const Sizes z = size_pools(w, t, s, d, r.gpus_per_replica, k.gpu->price_per_gpu_hour_usd, p, fixed_s, lo);
-    if (z.cost < best.cost || (z.cost == best.cost && z.gpus < best.gpus && z.x > 0)) {
+    // A priced pair before an unpriced one (an unpriced GPU is not free), then the cost, then fewer GPUs.
+    const bool z_priced = p.key.gpu->price_per_gpu_hour_usd > 0,
+               best_priced = chosen && chosen->key.gpu->price_per_gpu_hour_usd > 0;
+    if (z.x > 0 &&
+        (!chosen || std::make_tuple(!z_priced, z.cost, z.gpus) < std::make_tuple(!best_priced, best.cost, best.gpus))) {
       best = z;
       chosen = &p;
       chosen_link = link;
