@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/host_tier.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -112,6 +113,8 @@ int cmd_plan(const std::vector<std::string>& args) {
     }
   }
   const auto host = host_tier_from(vm, model, gpu, plan, findings);
+  // A deployment vLLM would not start for lack of memory: the numbers and the smallest single-flag fixes.
+  const auto advice = fit_advice(model, gpu, dep);
   switch (fmt) {
     case Format::table:
       report_plan_table(std::cout, model, gpu, plan);
@@ -122,6 +125,7 @@ int cmd_plan(const std::vector<std::string>& args) {
       auto j = plan_json(model, gpu, plan, findings);
       if (host) j["host_tier"] = host_tier_json(plan, host->tier, host->rows);
       if (speed) j["speed"] = speed_json(*speed, steady);
+      if (advice) j["fit_advice"] = fit_advice_json(*advice);
       std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
       break;
     }
@@ -129,6 +133,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   }
   std::cout.flush();
   print_findings("plan", findings);
+  if (advice) std::cerr << "kvcap plan: " << escape::terminal_text("why: " + advice->text()) << "\n";
   return exit_code(findings);
 }
 

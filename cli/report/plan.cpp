@@ -343,3 +343,25 @@ nlohmann::ordered_json speed_json(const RequestEstimate& r, const std::optional<
 }
 
 }  // namespace kvcap::cli
+
+namespace kvcap::cli {
+
+nlohmann::ordered_json fit_advice_json(const FitAdvice& a) {
+  nlohmann::ordered_json j;
+  j["reason"] = a.reason == FitAdvice::Reason::no_kv_memory ? "no_kv_memory" : "request_does_not_fit";
+  j["why"] = a.why;
+  auto fixes = nlohmann::ordered_json::array();
+  for (const auto& f : a.fixes) {
+    nlohmann::ordered_json x;
+    x["text"] = f.text;
+    x["flag"] = f.flag;
+    x["num_gpus"] = f.num_gpus;
+    x["tensor_parallel_size"] = f.deployment.tensor_parallel_size;
+    x["pipeline_parallel_size"] = f.deployment.pipeline_parallel_size;
+    fixes.push_back(std::move(x));
+  }
+  j["fixes"] = std::move(fixes);
+  return j;
+}
+
+}  // namespace kvcap::cli

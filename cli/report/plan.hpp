@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "kvcap/planner/engine.hpp"
+#include "kvcap/planner/fit.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/sizing.hpp"
@@ -18,6 +19,9 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
 nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p,
                                  const std::vector<Finding>& findings = {});
 void report_plan_csv(std::ostream& o, const MemoryPlan& p);
+/// Why a deployment does not start and the fixes (planner/fit.hpp): {reason, why, fixes: [{text, flag, num_gpus,
+/// tensor_parallel_size, pipeline_parallel_size}]}.
+nlohmann::ordered_json fit_advice_json(const FitAdvice& a);
 
 /// The speed section of `kvcap plan --batch/--prompt-tokens/--output-tokens`.
 /// The static batch's speed and, when given, the same batch as a serving steady state (N clients in a closed loop).

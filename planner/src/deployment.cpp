@@ -316,7 +316,13 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     throw SpecError("max_num_batched_tokens", "must be >= 1 (got " + str(r.max_num_batched_tokens) + ")");
   r.max_num_seqs = d.max_num_seqs.value_or(large ? 1024 : 256);
   if (r.max_num_seqs < 1) throw SpecError("max_num_seqs", "must be >= 1 (got " + str(r.max_num_seqs) + ")");
-  // vLLM: max_num_seqs = min(max_num_seqs, max_num_batched_tokens).
+  // vLLM caps its default max_num_seqs at max_num_batched_tokens (vllm/engine/arg_utils.py _set_default_args: "if
+  // orig_max_num_seqs is None: self.max_num_seqs = min(self.max_num_seqs, self.max_num_batched_tokens)"); a value the
+  // user gives above it is refused (vllm/config/scheduler.py: "max_num_batched_tokens (...) must be greater than or
+  // equal to max_num_seqs (...)").
+  if (d.max_num_seqs && r.max_num_seqs > r.max_num_batched_tokens)
+    vllm_refuses("max_num_batched_tokens", "must be greater than or equal to max_num_seqs " + str(r.max_num_seqs) +
+                                               " (got " + str(r.max_num_batched_tokens) + ")");
   r.max_num_seqs = std::min(r.max_num_seqs, r.max_num_batched_tokens);
   if (d.shared_prefix_tokens < 0)
     throw SpecError("shared_prefix_tokens", "must be >= 0 (got " + str(d.shared_prefix_tokens) + ")");

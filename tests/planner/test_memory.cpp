@@ -156,6 +156,16 @@ TEST_CASE("a setting vLLM refuses at start-up is told from an invalid input", "[
   e = resolve_error(m, h100(), d);
   REQUIRE(e);
   CHECK(e->vllm_refuses());
+  // An explicit max_num_seqs above the step's token budget (vllm/config/scheduler.py); the default one is capped.
+  d = Deployment{};
+  d.max_num_batched_tokens = 16;
+  d.max_num_seqs = 256;
+  e = resolve_error(m, h100(), d);
+  REQUIRE(e);
+  CHECK(e->vllm_refuses());
+  CHECK(e->field() == "max_num_batched_tokens");
+  d.max_num_seqs.reset();
+  CHECK(resolve(m, h100(), d).max_num_seqs == 16);
   // Kind::invalid (exit 1): the input itself is wrong.
   d = Deployment{};
   d.block_size = 7;

@@ -1,0 +1,41 @@
+#pragma once
+// Why a deployment does not start, in numbers, and the smallest changes that make it start. vLLM refuses to start
+// when the weights, the activation peak and the non-torch memory leave no memory for the KV cache
+// (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, "No available memory for the cache blocks"; kvcap's
+// KVCAP-E101), or when one request of max_model_len does not fit in the cache (the same function; KVCAP-E102). Each
+// fix is a single vLLM flag changed, tried on the planner's own memory model (plan_memory), so the advice is exactly
+// as right as the plan. Pure: no I/O.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/gpu.hpp"
+#include "kvcap/planner/model.hpp"
+
+namespace kvcap {
+
+struct FitFix {
+  std::string text;       ///< "TP >= 8 fits (8 GPUs)", "--quantization fp8 fits", "--max-model-len 65,536 fits"
+  std::string flag;       ///< the vLLM flag changed, e.g. "--tensor-parallel-size"
+  Deployment deployment;  ///< the deployment with the fix applied (num_gpus kept at the same number of replicas)
+  i64 num_gpus = 0;       ///< GPUs the fixed deployment uses
+};
+
+struct FitAdvice {
+  enum class Reason { no_kv_memory, request_does_not_fit };
+  Reason reason = Reason::no_kv_memory;
+  /// The binding stage's numbers: "needs 642.19 GiB per GPU for weights, activations and non-torch memory, has
+  /// 71.27 GiB (0.90 x 79.19 GiB)" or "one request of max_model_len 131,072 tokens needs 16.00 GiB of KV per GPU,
+  /// the cache has 9.81 GiB".
+  std::string why;
+  std::vector<FitFix> fixes;  ///< the smallest first: tensor parallel, pipeline parallel, formats, max_model_len
+  /// why, then "; smallest fix: " and the fixes joined by "; or " (or "; no single flag makes it fit").
+  std::string text() const;
+};
+
+/// Advice for a deployment that vLLM would not start for lack of memory; nullopt when it starts or when the
+/// deployment is invalid for another reason (plan_memory throws SpecError: that error is the user's message).
+std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const Deployment& d);
+
+}  // namespace kvcap

@@ -1,0 +1,134 @@
+#include "kvcap/planner/fit.hpp"
+
+#include <algorithm>
+
+#include "kvcap/planner/error.hpp"
+#include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/text.hpp"
+
+namespace kvcap {
+
+namespace {
+
+// Tensor- and pipeline-parallel sizes tried: the doublings vLLM deployments use, up to a large NVL domain.
+constexpr i64 kMaxTensorParallel = 64;
+constexpr i64 kMaxPipelineParallel = 16;
+
+// The plan of `d`, or nullopt when vLLM would refuse the deployment for another reason (heads not divisible, ...).
+std::optional<MemoryPlan> try_plan(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
+  try {
+    return plan_memory(m, g, d, {});
+  } catch (const SpecError&) {
+    return std::nullopt;
+  } catch (const OverflowError&) {
+    return std::nullopt;
+  }
+}
+
+bool starts(const MemoryPlan& p) {
+  return std::all_of(p.stages.begin(), p.stages.end(), [](const StagePlan& s) { return s.available_kv_bytes > 0; }) &&
+         p.fits();
+}
+
+// The same number of data-parallel replicas at another TP x PP.
+Deployment with_parallelism(const MemoryPlan& p, i64 tp, i64 pp) {
+  Deployment d = p.dep.d;
+  d.tensor_parallel_size = tp;
+  d.pipeline_parallel_size = pp;
+  d.num_gpus = p.dep.replicas * tp * pp;
+  return d;
+}
+
+void add_fix(std::vector<FitFix>& fixes, std::string text, std::string flag, const Deployment& d) {
+  fixes.push_back({std::move(text), std::move(flag), d, d.num_gpus});
+}
+
+// The smallest tensor-parallel size (then pipeline-parallel size) at which the deployment starts.
+void parallel_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, std::vector<FitFix>& fixes) {
+  const i64 tp = p.dep.d.tensor_parallel_size, pp = p.dep.d.pipeline_parallel_size;
+  for (i64 t = tp * 2; t <= kMaxTensorParallel; t *= 2) {
+    const Deployment d = with_parallelism(p, t, pp);
+    if (const auto q = try_plan(m, g, d); q && starts(*q)) {
+      add_fix(fixes, "TP >= " + std::to_string(t) + " fits (" + grouped(static_cast<u64>(d.num_gpus)) + " GPUs)",
+              "--tensor-parallel-size", d);
+      break;
+    }
+  }
+  for (i64 s = pp * 2; s <= std::min<i64>(kMaxPipelineParallel, m.num_layers); s *= 2) {
+    const Deployment d = with_parallelism(p, tp, s);
+    if (const auto q = try_plan(m, g, d); q && starts(*q)) {
+      add_fix(fixes, "PP >= " + std::to_string(s) + " fits (" + grouped(static_cast<u64>(d.num_gpus)) + " GPUs)",
+              "--pipeline-parallel-size", d);
+      break;
+    }
+  }
+}
+
+// An 8-bit format for 16-bit weights or a 16-bit KV cache, on the same GPUs.
+void format_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, std::vector<FitFix>& fixes) {
+  if (info(p.dep.weight_dtype).payload_bits >= 16) {
+    Deployment d = p.dep.d;
+    d.quantization = DType::fp8;
+    if (const auto q = try_plan(m, g, d); q && starts(*q))
+      add_fix(fixes, "--quantization fp8 fits (the same GPUs)", "--quantization", d);
+  }
+  if (info(p.dep.kv_dtype).payload_bits >= 16) {
+    Deployment d = p.dep.d;
+    d.kv_cache_dtype = DType::fp8;
+    if (const auto q = try_plan(m, g, d); q && starts(*q))
+      add_fix(fixes, "--kv-cache-dtype fp8 fits (the same GPUs)", "--kv-cache-dtype", d);
+  }
+}
+
+std::string why_no_kv_memory(const MemoryPlan& p, const GpuSpec& g) {
+  const StagePlan& s = *std::min_element(p.stages.begin(), p.stages.end(), [](const StagePlan& a, const StagePlan& b) {
+    return a.available_kv_bytes < b.available_kv_bytes;
+  });
+  const double held = static_cast<double>(s.weights_bytes) + static_cast<double>(s.activation_peak_bytes) +
+                      static_cast<double>(s.non_torch_bytes);
+  std::string where = p.stages.size() > 1 ? " on stage " + std::to_string(s.stage) : "";
+  return "needs " + gib_text(static_cast<double>(s.weights_bytes)) + " of weights per GPU" + where + " (" +
+         gib_text(held) + " with the activation peak and non-torch memory), has " +
+         gib_text(static_cast<double>(s.requested_bytes)) + " (" + fixed(p.dep.d.gpu_memory_utilization, 2) + " x " +
+         gib_text(static_cast<double>(g.memory_bytes)) + ")";
+}
+
+std::string why_request_does_not_fit(const MemoryPlan& p) {
+  return "one request of max_model_len " + grouped(static_cast<u64>(p.dep.max_model_len)) + " tokens needs " +
+         fixed(1.0 / std::max(p.max_concurrency, 1e-9), 2) + "x the KV cache (" +
+         grouped(p.kv_capacity_tokens) + " tokens per replica)";
+}
+
+}  // namespace
+
+std::string FitAdvice::text() const {
+  std::string t = why;
+  if (fixes.empty()) return t + "; no single flag makes it fit";
+  t += "; smallest fix: ";
+  for (std::size_t i = 0; i < fixes.size(); ++i) t += (i ? "; or " : "") + fixes[i].text;
+  return t;
+}
+
+std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
+  const auto p = try_plan(m, g, d);
+  if (!p || starts(*p)) return std::nullopt;
+  FitAdvice a;
+  const bool no_kv = std::any_of(p->stages.begin(), p->stages.end(),
+                                 [](const StagePlan& s) { return s.available_kv_bytes <= 0; });
+  a.reason = no_kv ? FitAdvice::Reason::no_kv_memory : FitAdvice::Reason::request_does_not_fit;
+  a.why = no_kv ? why_no_kv_memory(*p, g) : why_request_does_not_fit(*p);
+  parallel_fixes(m, g, *p, a.fixes);
+  format_fixes(m, g, *p, a.fixes);
+  // vLLM's own advice for a request that does not fit (kv_cache_utils.py: "Based on the available memory, the
+  // estimated maximum model length is N"): the longest context one request can hold.
+  if (!no_kv && p->max_model_len_that_fits > 0) {
+    Deployment shorter = p->dep.d;
+    shorter.max_model_len = p->max_model_len_that_fits;
+    if (const auto q = try_plan(m, g, shorter); q && starts(*q))
+      add_fix(a.fixes, "--max-model-len " + grouped(static_cast<u64>(p->max_model_len_that_fits)) + " fits",
+              "--max-model-len", shorter);
+  }
+  return a;
+}
+
+}  // namespace kvcap
