@@ -30,6 +30,15 @@ void set_log10_axis(QLogValueAxis* axis, double lo, double hi) {
   axis->setMinorTickCount(8);
 }
 
+double nice_tick_interval(double top, int max_ticks) {
+  if (!(top > 0) || !std::isfinite(top) || max_ticks < 1) return 1;
+  const double raw = top / max_ticks;
+  const double decade = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * decade >= raw * (1 - 1e-12)) return m * decade;
+  return 10 * decade;
+}
+
 void style_axis(QAbstractAxis* axis, const QString& title) {
   axis->setTitleText(title);
   axis->setTitleFont(axis_title_font());

@@ -15,6 +15,8 @@ void set_log2_axis(QCategoryAxis* axis, int min_exp, int max_exp, const std::fun
                    int label_every = 1, double pad = 0);
 /// A log10 axis spanning whole decades around [lo, hi] (both > 0), with minor grid lines.
 void set_log10_axis(QLogValueAxis* axis, double lo, double hi);
+/// The smallest "nice" tick interval (1, 2 or 5 x 10^k) that puts at most `max_ticks` intervals in [0, top].
+double nice_tick_interval(double top, int max_ticks);
 /// Applies the dashboard's fonts and grid pens to an axis.
 void style_axis(QAbstractAxis* axis, const QString& title);
 

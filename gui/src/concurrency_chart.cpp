@@ -18,6 +18,11 @@ namespace kvcap::gui {
 namespace {
 constexpr int kMinExp = 10, kMaxExp = 20;  // 1K .. 1M tokens
 
+// "TP >= 4" as the charts print it: "TP \u2265 4".
+QString fix_text(const FitFix& f) {
+  return QString::fromStdString(f.change).replace(QStringLiteral(">="), QStringLiteral("\u2265"));
+}
+
 QPen model_pen(std::size_t i, bool beyond) {
   QPen p(model_colour(i), beyond ? 1.6 : 2.4);
   p.setStyle(beyond ? Qt::DashLine : model_pen_style(i));
@@ -35,7 +40,8 @@ ConcurrencyChart::ConcurrencyChart(QWidget* parent)
       x_(new QCategoryAxis),
       y_(new QLogValueAxis),
       one_request_(new QLineSeries),
-      beyond_legend_(new QLineSeries) {
+      beyond_legend_(new QLineSeries),
+      gap_note_(new QGraphicsTextItem(chart_)) {
   setObjectName(QStringLiteral("concurrencyChart"));
   setChart(chart_);
   setRenderHint(QPainter::Antialiasing);
@@ -52,6 +58,9 @@ ConcurrencyChart::ConcurrencyChart(QWidget* parent)
   style_axis(x_, QStringLiteral("context length per request (tokens, log scale; K = 1,024)"));
   style_axis(y_, QStringLiteral("max concurrent requests"));
 
+  gap_note_->setZValue(100);
+  gap_note_->setFont(axis_label_font());
+  connect(chart_, &QChart::plotAreaChanged, this, [this] { place_gap_note(); });
   one_request_->setName(QStringLiteral("one request"));
   one_request_->setPen(QPen(QColor(0x707070), 1.2, Qt::DotLine));
   one_request_->replace(QList<QPointF>{{double(kMinExp), 1.0}, {double(kMaxExp), 1.0}});
@@ -119,62 +128,47 @@ void ConcurrencyChart::rebuild_series(const DashboardModel& model) {
 }
 
 void ConcurrencyChart::connect_markers() {
+  // The models are named by the dashboard's model legend (ModelLegend, which also switches them off in every chart);
+  // this legend keeps the reference lines, each a toggle.
   for (QLegendMarker* m : chart_->legend()->markers()) {
     m->disconnect(this);
     QAbstractSeries* s = m->series();
-    bool is_beyond_of_model = false;
-    for (const auto& c : curves_) is_beyond_of_model |= (s == c.beyond);
-    if (is_beyond_of_model) {
-      m->setVisible(false);  // the model's own marker toggles both halves
+    if (s != beyond_legend_ && s != one_request_) {
+      m->setVisible(show_model_markers_);
       continue;
     }
-    connect(m, &QLegendMarker::clicked, this, [this, s] {
-      if (s == beyond_legend_) {
+    connect(m, &QLegendMarker::clicked, this, [this, s, m] {
+      if (s == beyond_legend_)
         beyond_hidden_ = !beyond_hidden_;
-      } else if (s == one_request_) {
+      else
         one_request_->setVisible(!one_request_->isVisible());
-      } else {
-        for (const auto& c : curves_)
-          if (c.within == s) toggle(c.key);
-        return;
-      }
-      for (const auto& c : curves_) c.beyond->setVisible(!beyond_hidden_ && !hidden_.count(c.key));
-      for (QLegendMarker* mm : chart_->legend()->markers()) {
-        if (mm->series() == beyond_legend_ || mm->series() == one_request_) {
-          const bool off = mm->series() == beyond_legend_ ? beyond_hidden_ : !one_request_->isVisible();
-          mm->setVisible(true);
-          QColor lc = mm->labelBrush().color();
-          lc.setAlphaF(off ? 0.4f : 1.0f);
-          mm->setLabelBrush(lc);
-        }
-      }
+      apply_visibility();
+      const bool off = s == beyond_legend_ ? beyond_hidden_ : !one_request_->isVisible();
+      m->setVisible(true);
+      QColor lc = m->labelBrush().color();
+      lc.setAlphaF(off ? 0.4f : 1.0f);
+      m->setLabelBrush(lc);
     });
   }
 }
 
-void ConcurrencyChart::toggle(const std::string& key) {
-  if (hidden_.count(key))
-    hidden_.erase(key);
-  else
-    hidden_.insert(key);
+void ConcurrencyChart::apply_visibility() {
   for (const auto& c : curves_) {
     const bool off = hidden_.count(c.key) > 0;
     c.within->setVisible(!off);
     c.beyond->setVisible(!off && !beyond_hidden_);
-    for (QLegendMarker* m : chart_->legend()->markers(c.within)) {
-      m->setVisible(true);  // hiding a series hides its marker; keep it to switch back on
-      QColor lc = m->labelBrush().color();
-      lc.setAlphaF(off ? 0.4f : 1.0f);
-      m->setLabelBrush(lc);
-      QPen pen = m->pen();  // line-shaped markers draw with the series' pen
-      QColor pc = pen.color();
-      pc.setAlphaF(off ? 0.25f : 1.0f);
-      pen.setColor(pc);
-      m->setPen(pen);
-    }
-    for (QLegendMarker* m : chart_->legend()->markers(c.beyond)) m->setVisible(false);
   }
-  emit hidden_changed();
+  for (QLegendMarker* m : chart_->legend()->markers()) {
+    QAbstractSeries* s = m->series();
+    bool beyond_of_model = false;
+    for (const auto& c : curves_) beyond_of_model |= s == c.beyond;
+    if (beyond_of_model)
+      m->setVisible(false);  // the model's own entry stands for both halves
+    else if (s != beyond_legend_ && s != one_request_)
+      m->setVisible(show_model_markers_);
+    else
+      m->setVisible(true);
+  }
 }
 
 void ConcurrencyChart::show_tooltip(const Curve& c, const QPointF& at) {
@@ -193,6 +187,12 @@ void ConcurrencyChart::show_tooltip(const Curve& c, const QPointF& at) {
   if (it->context_tokens > c.max_model_len)
     text += QStringLiteral("<br><i>beyond max_model_len %1</i>").arg(grouped(c.max_model_len));
   QToolTip::showText(QCursor::pos(), text, this);
+}
+
+void ConcurrencyChart::place_gap_note() {
+  const QRectF area = chart_->plotArea();
+  gap_note_->setTextWidth(std::max(120.0, area.width() * 0.62));
+  gap_note_->setPos(area.right() - gap_note_->textWidth() - 4, area.top() + 4);
 }
 
 void ConcurrencyChart::refresh(const DashboardModel& model) {
@@ -240,21 +240,37 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
     QString name = QString::fromStdString(r.label);
     if (!r.error.empty())
       name += QStringLiteral(" \u2014 error, see the problems panel");
+    else if (r.fit && !r.fit->fixes.empty())
+      name += QStringLiteral(" \u2014 does not fit: %1").arg(fix_text(r.fit->fixes.front()));
     else if (within.isEmpty() && beyond.isEmpty())
       name += QStringLiteral(" \u2014 no KV memory left");
     c.within->setName(name);
     c.beyond->setName(name + QStringLiteral(" (beyond max_model_len)"));
-    c.within->setVisible(!hidden_.count(c.key));
-    c.beyond->setVisible(!hidden_.count(c.key) && !beyond_hidden_);
   }
+  hidden_ = model.hidden();
   csv_ = csv.str();
+  // The labelled gap: every model vLLM would not start, in its colour, with the smallest fix.
+  QStringList gaps;
+  for (const ModelResult& r : model.results())
+    if (r.fit)
+      gaps << QStringLiteral("<span style='color:%1'><b>%2</b></span> %3")
+                  .arg(model_colour(r.colour_index).name(), QString::fromStdString(r.label).toHtmlEscaped(),
+                       r.fit->fixes.empty()
+                           ? QStringLiteral("(no single flag fixes it)")
+                           : QStringLiteral("(fits with %1)").arg(fix_text(r.fit->fixes.front()).toHtmlEscaped()));
+  gap_note_->setHtml(gaps.isEmpty()
+                         ? QString()
+                         : QStringLiteral("<div style='background:#FFF4F2'>does not fit, vLLM would not start: %1"
+                                          "</div>")
+                               .arg(gaps.join(QStringLiteral(" \u00b7 "))));
+  gap_note_->setVisible(!gaps.isEmpty());
+  place_gap_note();
   if (!(hi > 0)) lo = 0.1, hi = 1000;
   set_log10_axis(y_, std::min(lo, 0.5), hi);
   y_->setTitleText(replicas > 1 ? QStringLiteral("max concurrent requests, all %1 replicas (log scale)").arg(replicas)
                                 : QStringLiteral("max concurrent requests per replica (log scale)"));
-  // Legend markers are recreated by replace()/setName in some Qt versions; keep the toggles wired.
-  for (const auto& c : curves_)
-    for (QLegendMarker* m : chart_->legend()->markers(c.beyond)) m->setVisible(false);
+  // Legend markers are recreated by replace()/setName in some Qt versions: set them again.
+  apply_visibility();
 
   if (!title_override_.isEmpty()) {
     chart_->setTitle(display_text(title_override_.toStdString()));  // a --title with control characters

@@ -2,9 +2,11 @@
 // The main chart: maximum concurrent requests (log scale) against context length per request (log
 // scale, 1K..1M), one curve per selected model. Solid up to the model's max_model_len, dashed beyond
 // (vLLM would refuse such requests); a dotted line at one request marks where a single request stops
-// fitting. Legend markers toggle their model; hovering shows the exact planner numbers.
+// fitting. A model that does not fit is a labelled gap: a note in the plot area names it with the smallest fix.
+// Legend markers toggle their model; hovering shows the exact planner numbers.
 #include <QCategoryAxis>
 #include <QChartView>
+#include <QGraphicsTextItem>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <set>
@@ -35,12 +37,10 @@ class ConcurrencyChart : public QChartView {
   const std::string& csv() const { return csv_; }
   /// x of a context on the chart (log2 of tokens).
   static double x_of(i64 context_tokens);
-  /// Model keys switched off in the legend.
-  const std::set<std::string>& hidden() const { return hidden_; }
-
- signals:
-  /// A legend click switched a model on or off (companion views follow).
-  void hidden_changed();
+  /// The note drawn in the plot area naming the models that do not fit and their smallest fix (empty: all fit).
+  QString gap_note() const { return gap_note_->toPlainText(); }
+  /// Whether the chart's own legend lists the models too (kvcap-plot's chart, which has no model legend beside it).
+  void set_model_markers(bool on) { show_model_markers_ = on; }
 
  private:
   struct Point {
@@ -59,16 +59,19 @@ class ConcurrencyChart : public QChartView {
 
   void rebuild_series(const DashboardModel& model);
   void connect_markers();
-  void toggle(const std::string& key);
+  void apply_visibility();
   void show_tooltip(const Curve& c, const QPointF& at);
+  void place_gap_note();
 
   QChart* chart_;
   QCategoryAxis* x_;
   QLogValueAxis* y_;
   QLineSeries* one_request_;    ///< y = 1
   QLineSeries* beyond_legend_;  ///< legend entry explaining the dashed style
+  QGraphicsTextItem* gap_note_;  ///< "does not fit: ..." in the plot area, where the missing curves would be
   std::vector<Curve> curves_;
-  std::set<std::string> hidden_;  ///< keys the user switched off in the legend
+  std::set<std::string> hidden_;  ///< the model's hidden keys at the last refresh
+  bool show_model_markers_ = false;
   bool beyond_hidden_ = false;
   std::string csv_;
   QString title_override_;

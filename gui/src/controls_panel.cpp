@@ -1,10 +1,14 @@
 #include "controls_panel.hpp"
 
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 
 #include "kvcap/planner/dtype.hpp"
 #include "profile_library.hpp"
@@ -49,24 +53,50 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   auto* dep_box = new QGroupBox(QStringLiteral("Deployment (vLLM flags)"));
   auto* form = new QFormLayout(dep_box);
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  build_form(form);
+  layout->addWidget(dep_box);
+  for (QWidget* w : dep_box->findChildren<QWidget*>()) tooltips_[w] = w->toolTip();
+
+  refresh_profiles();
+  set_settings(default_settings());
+
+  connect(models_, &QListWidget::itemChanged, this, &ControlsPanel::changed);
+  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_})
+    connect(box, &QComboBox::currentIndexChanged, this, &ControlsPanel::changed);
+  connect(expert_parallel_, &QCheckBox::toggled, this, &ControlsPanel::changed);
+  for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_})
+    connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::changed);
+  for (auto* spin : {dp_, tp_, pp_}) connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::parallelism_changed);
+  for (auto* spin : {utilization_, kv_memory_})
+    connect(spin, &QDoubleSpinBox::valueChanged, this, &ControlsPanel::changed);
+  connect(load_calibration_, &QToolButton::clicked, this, &ControlsPanel::calibration_load_requested);
+  connect(clear_calibration_, &QToolButton::clicked, this, &ControlsPanel::calibration_clear_requested);
+}
+
+namespace {
+QSpinBox* spin(const char* object_name, int lo, int hi, int step, const QString& tooltip) {
+  auto* s = new QSpinBox;
+  s->setObjectName(QString::fromLatin1(object_name));
+  s->setRange(lo, hi);
+  s->setSingleStep(step);
+  s->setToolTip(tooltip);
+  return s;
+}
+}  // namespace
+
+void ControlsPanel::build_form(QFormLayout* form) {
   gpu_ = new QComboBox;
   gpu_->setObjectName(QStringLiteral("gpu"));
-  num_gpus_ = new QSpinBox;
+  num_gpus_ = new QLabel;
   num_gpus_->setObjectName(QStringLiteral("numGpus"));
-  num_gpus_->setRange(1, 4096);
-  num_gpus_->setToolTip(QStringLiteral("--num-gpus: total GPUs; beyond TP \u00d7 PP they are data-parallel replicas"));
-  tp_ = new QSpinBox;
-  tp_->setObjectName(QStringLiteral("tensorParallelSize"));
-  tp_->setRange(1, 128);
-  pp_ = new QSpinBox;
-  pp_->setObjectName(QStringLiteral("pipelineParallelSize"));
-  pp_->setRange(1, 64);
-  dcp_ = new QSpinBox;
-  dcp_->setObjectName(QStringLiteral("decodeContextParallelSize"));
-  dcp_->setRange(1, 128);
-  dcp_->setToolTip(
-      QStringLiteral("--decode-context-parallel-size: split each request's KV over this many TP ranks "
-                     "that would otherwise hold the same KV heads"));
+  num_gpus_->setToolTip(QStringLiteral("--num-gpus: data parallel \u00d7 tensor parallel \u00d7 pipeline parallel"));
+  dp_ = spin("dataParallelSize", 1, 4096, 1,
+             QStringLiteral("--data-parallel-size: replicas of the model, each with its own KV cache"));
+  tp_ = spin("tensorParallelSize", 1, 128, 1, QStringLiteral("--tensor-parallel-size"));
+  pp_ = spin("pipelineParallelSize", 1, 64, 1, QStringLiteral("--pipeline-parallel-size"));
+  dcp_ = spin("decodeContextParallelSize", 1, 128, 1,
+              QStringLiteral("--decode-context-parallel-size: split each request's KV over this many TP ranks "
+                             "that would otherwise hold the same KV heads"));
   expert_parallel_ = new QCheckBox;
   expert_parallel_->setObjectName(QStringLiteral("enableExpertParallel"));
   expert_parallel_->setToolTip(
@@ -80,41 +110,68 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   kv_dtype_->setObjectName(QStringLiteral("kvCacheDtype"));
   fill_dtypes(
       kv_dtype_, [](const DTypeInfo& i) { return i.kv_ok; }, QStringLiteral("auto (model dtype)"));
+  // Wider than vLLM accepts, so that a value out of range is shown with vLLM's reason instead of clamped.
   utilization_ = new QDoubleSpinBox;
   utilization_->setObjectName(QStringLiteral("gpuMemoryUtilization"));
-  utilization_->setRange(0.05, 1.0);
+  utilization_->setRange(0.0, 9.99);
   utilization_->setSingleStep(0.01);
   utilization_->setDecimals(2);
+  utilization_->setToolTip(QStringLiteral("--gpu-memory-utilization: fraction of device memory vLLM may use, (0, 1]"));
+  kv_memory_ = new QDoubleSpinBox;
+  kv_memory_->setObjectName(QStringLiteral("kvCacheMemory"));
+  kv_memory_->setRange(0.0, 1e6);
+  kv_memory_->setDecimals(2);
+  kv_memory_->setSuffix(QStringLiteral(" GiB"));
+  kv_memory_->setSpecialValueText(QStringLiteral("profiled"));
+  kv_memory_->setToolTip(
+      QStringLiteral("--kv-cache-memory: KV cache bytes per GPU given outright (vLLM skips its profiling); "
+                     "profiled: gpu_memory_utilization decides"));
   block_size_ = new QComboBox;
   block_size_->setObjectName(QStringLiteral("blockSize"));
   for (int b : {1, 8, 16, 32, 64, 128}) block_size_->addItem(QString::number(b), b);
-  max_batched_ = new QSpinBox;
-  max_batched_->setObjectName(QStringLiteral("maxNumBatchedTokens"));
-  max_batched_->setRange(0, 1 << 20);
-  max_batched_->setSingleStep(1024);
+  max_model_len_ = spin("maxModelLen", 0, 1 << 30, 1024, QStringLiteral("--max-model-len: the longest request"));
+  max_model_len_->setSpecialValueText(QStringLiteral("model's"));
+  max_seqs_ = spin("maxNumSeqs", 0, 1 << 20, 64,
+                   QStringLiteral("--max-num-seqs: requests running at once per replica (auto: vLLM serve's "
+                                  "default, at most max_num_batched_tokens)"));
+  max_seqs_->setSpecialValueText(QStringLiteral("auto"));
+  max_batched_ = spin("maxNumBatchedTokens", 0, 1 << 20, 1024,
+                      QStringLiteral("--max-num-batched-tokens: tokens per step (auto: vLLM serve's default); sets "
+                                     "the activation peak and how many tokens a sliding-window layer holds"));
   max_batched_->setSpecialValueText(QStringLiteral("auto"));
-  max_batched_->setToolTip(
-      QStringLiteral("--max-num-batched-tokens: tokens per step (auto: vLLM serve's default); sets "
-                     "the activation peak and how many tokens a sliding-window layer holds"));
-  shared_prefix_ = new QSpinBox;
-  shared_prefix_->setObjectName(QStringLiteral("sharedPrefixTokens"));
-  shared_prefix_->setRange(0, 1 << 20);
-  shared_prefix_->setSingleStep(256);
+  shared_prefix_ = spin("sharedPrefixTokens", 0, 1 << 20, 256,
+                        QStringLiteral("--shared-prefix-tokens: a common system prompt held once (prefix caching)"));
   shared_prefix_->setSuffix(QStringLiteral(" tokens"));
-  shared_prefix_->setToolTip(
-      QStringLiteral("--shared-prefix-tokens: a common system prompt held once (prefix caching)"));
   speed_context_ = new QComboBox;
   speed_context_->setObjectName(QStringLiteral("speedContext"));
   for (int e = 10; e <= 20; ++e)
     speed_context_->addItem(tokens_label(1LL << e), QVariant::fromValue<qlonglong>(1LL << e));
+  calibration_ = new QLabel(QStringLiteral("datasheet"));
+  calibration_->setObjectName(QStringLiteral("calibrationFile"));
+  calibration_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  load_calibration_ = new QToolButton;
+  load_calibration_->setText(QStringLiteral("\u2026"));
+  load_calibration_->setObjectName(QStringLiteral("loadCalibration"));
+  load_calibration_->setToolTip(
+      QStringLiteral("calibration.yaml from kvcap calibrate: measured rates for the speed view"));
+  clear_calibration_ = new QToolButton;
+  clear_calibration_->setText(QStringLiteral("\u2715"));
+  clear_calibration_->setToolTip(QStringLiteral("back to datasheet rates"));
+  clear_calibration_->setObjectName(QStringLiteral("clearCalibration"));
+  clear_calibration_->setEnabled(false);
 
   // Combos may shrink below their longest entry (the popup still shows it whole).
   for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_}) {
     box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     box->setMinimumContentsLength(6);
   }
+  auto* cal_row = new QHBoxLayout;
+  cal_row->addWidget(calibration_, 1);
+  cal_row->addWidget(load_calibration_);
+  cal_row->addWidget(clear_calibration_);
   form->addRow(QStringLiteral("GPU"), gpu_);
   form->addRow(QStringLiteral("GPUs"), num_gpus_);
+  form->addRow(QStringLiteral("data parallel"), dp_);
   form->addRow(QStringLiteral("tensor parallel"), tp_);
   form->addRow(QStringLiteral("pipeline parallel"), pp_);
   form->addRow(QStringLiteral("decode context par."), dcp_);
@@ -122,23 +179,14 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   form->addRow(QStringLiteral("weights"), quantization_);
   form->addRow(QStringLiteral("KV cache dtype"), kv_dtype_);
   form->addRow(QStringLiteral("gpu_memory_util."), utilization_);
+  form->addRow(QStringLiteral("KV cache memory"), kv_memory_);
   form->addRow(QStringLiteral("block size"), block_size_);
+  form->addRow(QStringLiteral("max_model_len"), max_model_len_);
+  form->addRow(QStringLiteral("max_num_seqs"), max_seqs_);
   form->addRow(QStringLiteral("max batched tokens"), max_batched_);
   form->addRow(QStringLiteral("shared prefix"), shared_prefix_);
   form->addRow(QStringLiteral("speed at context"), speed_context_);
-  layout->addWidget(dep_box);
-
-  refresh_profiles();
-  set_settings(default_settings());
-
-  connect(models_, &QListWidget::itemChanged, this, &ControlsPanel::changed);
-  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_})
-    connect(box, &QComboBox::currentIndexChanged, this, &ControlsPanel::changed);
-  connect(expert_parallel_, &QCheckBox::toggled, this, &ControlsPanel::changed);
-  for (auto* spin : {num_gpus_, dcp_, max_batched_, shared_prefix_})
-    connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::changed);
-  for (auto* spin : {tp_, pp_}) connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::parallelism_changed);
-  connect(utilization_, &QDoubleSpinBox::valueChanged, this, &ControlsPanel::changed);
+  form->addRow(QStringLiteral("calibration"), cal_row);
 }
 
 void ControlsPanel::changed() {
@@ -146,14 +194,75 @@ void ControlsPanel::changed() {
 }
 
 void ControlsPanel::parallelism_changed() {
-  // GPUs come in whole replicas of TP x PP: step by a replica, and grow to one when TP x PP outgrows them.
-  const int per_replica = tp_->value() * pp_->value();
-  const bool was = quiet_;
-  quiet_ = true;
-  num_gpus_->setSingleStep(per_replica);
-  if (num_gpus_->value() < per_replica) num_gpus_->setValue(per_replica);
-  quiet_ = was;
+  gpus_given_.reset();  // the user chose the parallel layout: the GPU count is its product again
+  update_gpu_count();
   changed();
+}
+
+i64 ControlsPanel::num_gpus() const {
+  return gpus_given_ ? *gpus_given_ : i64(dp_->value()) * tp_->value() * pp_->value();
+}
+
+void ControlsPanel::update_gpu_count() {
+  const i64 per_replica = i64(tp_->value()) * pp_->value();
+  if (gpus_given_) {
+    num_gpus_->setText(QStringLiteral("<span style='color:#B00020'>%1: not a multiple of TP \u00d7 PP = %2</span>")
+                           .arg(grouped(*gpus_given_))
+                           .arg(per_replica));
+    return;
+  }
+  num_gpus_->setText(QStringLiteral("<b>%1</b> = DP %2 \u00d7 TP %3 \u00d7 PP %4")
+                         .arg(grouped(num_gpus()))
+                         .arg(dp_->value())
+                         .arg(tp_->value())
+                         .arg(pp_->value()));
+}
+
+QWidget* ControlsPanel::control_for(const std::string& field) const {
+  const std::pair<const char*, QWidget*> table[] = {{"num_gpus", num_gpus_},
+                                                    {"data_parallel_size", dp_},
+                                                    {"tensor_parallel_size", tp_},
+                                                    {"pipeline_parallel_size", pp_},
+                                                    {"decode_context_parallel_size", dcp_},
+                                                    {"enable_expert_parallel", expert_parallel_},
+                                                    {"quantization", quantization_},
+                                                    {"kv_cache_dtype", kv_dtype_},
+                                                    {"gpu_memory_utilization", utilization_},
+                                                    {"kv_cache_memory", kv_memory_},
+                                                    {"block_size", block_size_},
+                                                    {"max_model_len", max_model_len_},
+                                                    {"max_num_seqs", max_seqs_},
+                                                    {"max_num_batched_tokens", max_batched_},
+                                                    {"shared_prefix_tokens", shared_prefix_},
+                                                    {"gpu", gpu_}};
+  for (const auto& [name, w] : table)
+    if (field == name) return w;
+  return nullptr;
+}
+
+void ControlsPanel::mark_problems(const std::map<std::string, QString>& reason_by_field) {
+  for (auto& [w, tip] : tooltips_) {
+    if (w->property("problem").toBool()) {
+      w->setProperty("problem", false);
+      w->setStyleSheet(QString());
+      w->setToolTip(tip);
+    }
+  }
+  for (const auto& [field, reason] : reason_by_field) {
+    QWidget* w = control_for(field);
+    if (!w) continue;
+    w->setProperty("problem", true);
+    w->setStyleSheet(QStringLiteral("border: 2px solid #D55E00;"));
+    const QString own = tooltips_.count(w) ? tooltips_.at(w) : QString();
+    w->setToolTip(QStringLiteral("<b>%1</b>%2")
+                      .arg(reason.toHtmlEscaped(), own.isEmpty() ? QString() : "<br>" + own.toHtmlEscaped()));
+  }
+}
+
+void ControlsPanel::set_calibration_text(const QString& path) {
+  calibration_->setText(path.isEmpty() ? QStringLiteral("datasheet") : QFileInfo(path).fileName());
+  calibration_->setToolTip(path.isEmpty() ? QStringLiteral("datasheet rates \u00d7 default efficiency") : path);
+  clear_calibration_->setEnabled(!path.isEmpty());
 }
 
 void ControlsPanel::refresh_profiles() {
@@ -211,7 +320,7 @@ DashboardSettings ControlsPanel::settings() const {
   s.gpu = gpu_->currentData().toString().toStdString();
   Deployment& d = s.deployment;
   d = base_;
-  d.num_gpus = num_gpus_->value();
+  d.num_gpus = num_gpus();
   d.tensor_parallel_size = tp_->value();
   d.pipeline_parallel_size = pp_->value();
   d.decode_context_parallel_size = dcp_->value();
@@ -219,9 +328,19 @@ DashboardSettings ControlsPanel::settings() const {
   d.quantization = dtype_of(quantization_);
   d.kv_cache_dtype = dtype_of(kv_dtype_);
   d.gpu_memory_utilization = utilization_->value();
+  // Untouched, the --kv-cache-memory control keeps the bytes it was given (one value per stage, exact); changed, it
+  // gives one value for every stage. 0 shows "profiled".
+  if (kv_memory_->value() != kv_memory_shown_gib_)
+    d.kv_cache_memory_bytes = kv_memory_->value() > 0
+                                  ? std::vector<u64>{u64(std::llround(kv_memory_->value() * 1073741824.0))}
+                                  : std::vector<u64>{};
   d.block_size = block_size_->currentData().toInt();
-  d.max_num_batched_tokens =
-      max_batched_->value() > 0 ? std::optional<i64>(max_batched_->value()) : std::nullopt;  // 0 shows "auto"
+  auto optional = [](const QSpinBox* box) {
+    return box->value() > 0 ? std::optional<i64>(box->value()) : std::nullopt;
+  };
+  d.max_model_len = optional(max_model_len_);  // 0 shows "model's"
+  d.max_num_seqs = optional(max_seqs_);        // 0 shows "auto"
+  d.max_num_batched_tokens = optional(max_batched_);
   d.shared_prefix_tokens = shared_prefix_->value();
   s.speed_context_tokens = speed_context_->currentData().toLongLong();
   return s;
@@ -249,17 +368,25 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   base_ = d;
   tp_->setValue(int(d.tensor_parallel_size));
   pp_->setValue(int(d.pipeline_parallel_size));
+  const i64 per_replica = std::max<i64>(1, d.tensor_parallel_size * d.pipeline_parallel_size);
+  const i64 gpus = d.num_gpus > 0 ? d.num_gpus : per_replica;
+  dp_->setValue(int(std::max<i64>(1, gpus / per_replica)));
+  gpus_given_.reset();
+  if (gpus % per_replica != 0) gpus_given_ = gpus;  // kept as given: the planner says why it is wrong
+  update_gpu_count();
   dcp_->setValue(int(d.decode_context_parallel_size));
   expert_parallel_->setChecked(d.enable_expert_parallel);
-  num_gpus_->setSingleStep(int(d.tensor_parallel_size * d.pipeline_parallel_size));
-  num_gpus_->setValue(int(d.num_gpus > 0 ? d.num_gpus : d.tensor_parallel_size * d.pipeline_parallel_size));
   select_data(quantization_, qs(name(d.quantization)));
   select_data(kv_dtype_, qs(name(d.kv_cache_dtype)));
   utilization_->setValue(d.gpu_memory_utilization);
+  kv_memory_->setValue(d.kv_cache_memory_bytes.empty() ? 0.0 : double(d.kv_cache_memory_bytes.front()) / 1073741824.0);
+  kv_memory_shown_gib_ = kv_memory_->value();
   if (block_size_->findData(int(d.block_size)) < 0)
     block_size_->addItem(QString::number(d.block_size), int(d.block_size));
   select_data(block_size_, int(d.block_size));
-  max_batched_->setValue(int(d.max_num_batched_tokens.value_or(0)));
+  max_model_len_->setValue(int(std::min<i64>(d.max_model_len.value_or(0), max_model_len_->maximum())));
+  max_seqs_->setValue(int(std::min<i64>(d.max_num_seqs.value_or(0), max_seqs_->maximum())));
+  max_batched_->setValue(int(std::min<i64>(d.max_num_batched_tokens.value_or(0), max_batched_->maximum())));
   shared_prefix_->setValue(int(d.shared_prefix_tokens));
   if (speed_context_->findData(QVariant::fromValue<qlonglong>(s.speed_context_tokens)) < 0)
     speed_context_->addItem(tokens_label(s.speed_context_tokens),

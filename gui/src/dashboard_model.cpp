@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kvcap/escape.hpp"
+#include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "profile_library.hpp"
 
@@ -65,6 +66,7 @@ void DashboardModel::recompute() {
       r.plan = plan_memory(*r.model, *gpu_, settings_.deployment, contexts);
     } catch (const std::exception& e) {
       r.error = e.what();
+      if (const auto* se = dynamic_cast<const SpecError*>(&e)) r.error_field = se->field();
       r.exception = std::current_exception();
       r.plan.reset();
     }
@@ -76,6 +78,7 @@ void DashboardModel::recompute() {
         const auto cal = check_calibration(*calibration_, *gpu_, true);
         r.findings.insert(r.findings.end(), cal.begin(), cal.end());
       }
+      if (has_errors(r.findings)) r.fit = fit_advice(*r.model, *gpu_, settings_.deployment);
       try {
         const auto ctx = make_speed_context(*r.model, *gpu_, *r.plan, SpeedOptions{}, calibration_);
         r.decode = throughput_latency_curve(ctx, settings_.speed_context_tokens);
@@ -94,6 +97,11 @@ void DashboardModel::recompute() {
         break;
       }
   last_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  emit updated();
+}
+
+void DashboardModel::toggle_hidden(const std::string& key) {
+  if (!hidden_.erase(key)) hidden_.insert(key);
   emit updated();
 }
 
@@ -151,19 +159,80 @@ bool DashboardModel::load_timeline(const std::string& path) {
   return true;
 }
 
-QStringList DashboardModel::errors() const {
-  QStringList r = library_.errors();
-  if (!gpu_error_.empty()) r << QString::fromStdString(gpu_error_);
+namespace {
+// Problems in order of first appearance, each text once with the models it concerns.
+class ProblemList {
+ public:
+  void add(const std::string& text, const std::string& field, const std::string& who = "") {
+    for (auto& e : entries_)
+      if (e.text == text) {
+        if (!who.empty()) e.who.push_back(who);
+        return;
+      }
+    entries_.push_back({text, field, who.empty() ? std::vector<std::string>{} : std::vector<std::string>{who}});
+  }
+  std::vector<Problem> take() const {
+    std::vector<Problem> r;
+    for (const auto& e : entries_) {
+      std::string who;
+      for (const auto& w : e.who) who += (who.empty() ? "" : ", ") + w;
+      r.push_back({QString::fromStdString(who.empty() ? e.text : who + ": " + e.text), e.field});
+    }
+    return r;
+  }
+
+ private:
+  struct Entry {
+    std::string text, field;
+    std::vector<std::string> who;
+  };
+  std::vector<Entry> entries_;
+};
+
+bool is_fit_finding(const Finding& f) {
+  return f.code == "KVCAP-E101" || f.code == "KVCAP-E102";
+}
+
+// The field whose control the first fix changes ("TP >= 8 fits": tensor_parallel_size).
+std::string fix_field(const FitAdvice& a) {
+  if (a.fixes.empty()) return "gpu_memory_utilization";
+  std::string flag = a.fixes.front().flag.substr(2);  // "--tensor-parallel-size" -> "tensor_parallel_size"
+  std::replace(flag.begin(), flag.end(), '-', '_');
+  return flag;
+}
+}  // namespace
+
+std::vector<Problem> DashboardModel::problems() const {
+  ProblemList list;
+  for (const QString& e : library_.errors()) list.add(e.toStdString(), "");
+  if (!gpu_error_.empty()) list.add(gpu_error_, "gpu");
+  const std::string where = gpu_ ? std::to_string(settings_.deployment.num_gpus) + "\u00d7 " +
+                                       (gpu_->display_name.empty() ? gpu_->name : gpu_->display_name)
+                                 : settings_.gpu;
   for (const auto& m : results_) {
     // A folder profile's load error is already listed by the library; say which selection it hides.
-    if (!m.error.empty() && !r.contains(QString::fromStdString(m.error)))
-      r << QString::fromStdString(m.label + ": " + m.error);
-    if (!m.speed_error.empty()) r << QString::fromStdString(m.label + ": speed model: " + m.speed_error);
-    for (const auto& f : m.findings) r << QString::fromStdString(m.label + ": " + to_string(f));
+    if (!m.error.empty() && !library_.errors().contains(QString::fromStdString(m.error)))
+      list.add(m.error, m.error_field, m.label);
+    if (!m.speed_error.empty()) list.add("speed model: " + m.speed_error, "", m.label);
+    for (const auto& f : m.findings) {
+      if (!(m.fit && is_fit_finding(f))) {
+        list.add(to_string(f), "", m.label);
+        continue;
+      }
+      // The finding with its numbers and the smallest fix, marked on the control the fix changes.
+      if (&f == &*std::find_if(m.findings.begin(), m.findings.end(), is_fit_finding))
+        list.add("error " + f.code + ": does not fit on " + where + " (vLLM would not start): " + m.fit->text(),
+                 fix_field(*m.fit), m.label);
+    }
   }
-  if (!calibration_error_.empty()) r << QString::fromStdString(calibration_error_);
-  if (!timeline_error_.empty()) r << QString::fromStdString(timeline_error_);
-  r.removeDuplicates();
+  if (!calibration_error_.empty()) list.add(calibration_error_, "");
+  if (!timeline_error_.empty()) list.add(timeline_error_, "");
+  return list.take();
+}
+
+QStringList DashboardModel::errors() const {
+  QStringList r;
+  for (const auto& p : problems()) r << p.text;
   return r;
 }
 

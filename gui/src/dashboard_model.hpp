@@ -6,13 +6,15 @@
 #include <QStringList>
 #include <exception>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "kvcap/gui/timeline.hpp"
 #include "kvcap/planner/calibration.hpp"
-#include "kvcap/planner/plausibility.hpp"
+#include "kvcap/planner/fit.hpp"
 #include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "settings.hpp"
 
@@ -28,10 +30,19 @@ struct ModelResult {
   std::optional<ModelSpec> model;
   std::optional<MemoryPlan> plan;  ///< curve over concurrency_contexts() plus max_model_len
   std::string error;               ///< profile or deployment error (then plan is empty)
+  std::string error_field;         ///< the deployment field a SpecError names ("tensor_parallel_size"), else empty
   std::exception_ptr exception;
   std::vector<DecodeStep> decode;  ///< throughput_latency_curve at the speed context
   std::string speed_error;
   std::vector<Finding> findings;   ///< the plausibility policy's (planner/plausibility.hpp), as kvcap plan's
+  std::optional<FitAdvice> fit;    ///< why vLLM would not start it, and the smallest fixes (planner/fit.hpp)
+  bool starts() const { return plan && !has_errors(findings); }
+};
+
+/// One line of the problems panel, and the deployment field (SpecError::field() name) whose control causes it.
+struct Problem {
+  QString text;
+  std::string field;
 };
 
 class DashboardModel : public QObject {
@@ -67,7 +78,16 @@ class DashboardModel : public QObject {
   /// Increases on every successful timeline load (charts redraw the timeline only when it changes).
   std::uint64_t timeline_generation() const { return timeline_generation_; }
 
-  /// Everything the error panel lists: profile files, GPU, per-model, calibration and timeline problems.
+  /// Models the user switched off in the legend: every chart leaves them out (view state, kept across recomputes).
+  const std::set<std::string>& hidden() const { return hidden_; }
+  bool is_hidden(const std::string& key) const { return hidden_.count(key) > 0; }
+  /// Switches a model off or back on, then emits updated() (nothing is recomputed).
+  void toggle_hidden(const std::string& key);
+
+  /// Everything the error panel lists, each problem once: profile files, GPU, per-model (a problem several models
+  /// share is one line naming them), why a model does not fit with the smallest fix, calibration and timeline.
+  std::vector<Problem> problems() const;
+  /// The problems' texts.
   QStringList errors() const;
 
  signals:
@@ -77,6 +97,7 @@ class DashboardModel : public QObject {
   const ProfileLibrary& library_;
   DashboardSettings settings_ = default_settings();
   std::vector<ModelResult> results_;
+  std::set<std::string> hidden_;
   std::optional<GpuSpec> gpu_;
   std::string gpu_error_;
   std::optional<Calibration> calibration_;

@@ -12,6 +12,7 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <map>
 
 #include "export.hpp"
 
@@ -27,6 +28,7 @@ DashboardWindow::DashboardWindow(QWidget* parent)
       decode_(new DecodeSpeedChart),
       kv_bytes_(new KvBytesChart),
       kv_util_(new KvUtilizationChart),
+      legend_(new ModelLegend),
       sizing_(new SizingPanel),
       views_(new QTabWidget),
       status_(new QLabel),
@@ -47,6 +49,7 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   rlay->setContentsMargins(0, 0, 0, 0);
   rlay->setSpacing(4);
   rlay->addWidget(errors_);
+  rlay->addWidget(legend_);
   auto* grid = new QGridLayout;
   grid->setSpacing(4);
   grid->addWidget(concurrency_, 0, 0, 1, 2);
@@ -83,8 +86,13 @@ DashboardWindow::DashboardWindow(QWidget* parent)
     model_.set_settings(controls_->settings());
   });
   connect(&model_, &DashboardModel::updated, this, &DashboardWindow::redraw);
-  connect(concurrency_, &ConcurrencyChart::hidden_changed, this,
-          [this] { decode_->set_hidden(concurrency_->hidden()); });
+  connect(legend_, &ModelLegend::toggled, this, [this](const std::string& key) { model_.toggle_hidden(key); });
+  connect(controls_, &ControlsPanel::calibration_load_requested, this, [this] {
+    const QString f =
+        QFileDialog::getOpenFileName(this, QStringLiteral("Calibration"), {}, QStringLiteral("YAML (*.yaml *.yml)"));
+    if (!f.isEmpty()) load_calibration(f);
+  });
+  connect(controls_, &ControlsPanel::calibration_clear_requested, this, [this] { model_.clear_calibration(); });
   // The sizing view sizes the first selected model; a chosen deployment comes back into the controls.
   connect(sizing_, &SizingPanel::deployment_chosen, this, [this](const std::string& gpu, const Deployment& d) {
     DashboardSettings s = controls_->settings();
@@ -158,12 +166,22 @@ void DashboardWindow::redraw() {
       sizing_->set_model(*r.model);
       break;
     }
+  legend_->refresh(model_);
   concurrency_->refresh(model_);
   memory_->refresh(model_);
   decode_->refresh(model_);
   kv_bytes_->refresh(model_);
   kv_util_->refresh(model_);
-  errors_->set_errors(model_.errors());
+  const auto problems = model_.problems();
+  QStringList texts;
+  std::map<std::string, QString> by_field;
+  for (const auto& p : problems) {
+    texts << p.text;
+    if (!p.field.empty() && !by_field.count(p.field)) by_field[p.field] = p.text;
+  }
+  errors_->set_errors(texts);
+  controls_->mark_problems(by_field);
+  controls_->set_calibration_text(model_.calibration() ? QString::fromStdString(model_.calibration_path()) : QString());
   status_->setText(QStringLiteral("%1 model(s) \u00b7 recomputed in %2 ms")
                        .arg(model_.results().size())
                        .arg(model_.last_recompute_ms(), 0, 'f', 1));

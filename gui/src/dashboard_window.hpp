@@ -15,6 +15,7 @@
 #include "kv_bytes_chart.hpp"
 #include "kv_utilization_chart.hpp"
 #include "memory_breakdown_chart.hpp"
+#include "model_legend.hpp"
 #include "profile_library.hpp"
 #include "sizing_panel.hpp"
 
@@ -34,6 +35,8 @@ class DashboardWindow : public QMainWindow {
   DecodeSpeedChart* decode_chart() const { return decode_; }
   KvBytesChart* kv_bytes_chart() const { return kv_bytes_; }
   KvUtilizationChart* kv_utilization_chart() const { return kv_util_; }
+  /// The models' legend above the charts: a click hides a model in every chart.
+  ModelLegend* model_legend() const { return legend_; }
   /// The sizing view (its own tab): workload and targets in, the Pareto chart and best per GPU type out.
   SizingPanel* sizing_panel() const { return sizing_; }
   QTabWidget* views() const { return views_; }
@@ -68,6 +71,7 @@ class DashboardWindow : public QMainWindow {
   DecodeSpeedChart* decode_;
   KvBytesChart* kv_bytes_;
   KvUtilizationChart* kv_util_;
+  ModelLegend* legend_;
   SizingPanel* sizing_;
   QTabWidget* views_;
   QLabel* status_;

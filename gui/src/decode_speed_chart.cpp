@@ -184,7 +184,7 @@ void DecodeSpeedChart::refresh(const DashboardModel& model) {
     c.throughput->setName(QString::fromStdString(r.label));
     c.tpot->setName(QString::fromStdString(r.label) + QStringLiteral(" TPOT"));
   }
-  set_hidden(hidden_);
+  set_hidden(model.hidden());
   const int max_exp = std::max(4, int(std::ceil(std::log2(double(max_batch)))));
   set_log2_axis(
       x_, 0, max_exp, [](long long b) { return QString::number(b); }, max_exp > 7 ? 2 : 1, 0.4);
@@ -193,6 +193,13 @@ void DecodeSpeedChart::refresh(const DashboardModel& model) {
     y_tpot_->setRange(0, tpot_hi * 1.1);
     y_tpot_->applyNiceNumbers();
   }
+  // A batch cut short by the scheduler, not by memory, says so (max_num_seqs, at most max_num_batched_tokens).
+  i64 cap = 0;
+  for (const ModelResult& r : model.results())
+    if (r.plan && !r.decode.empty() && r.decode.back().batch == r.plan->dep.max_num_seqs)
+      cap = std::max(cap, r.plan->dep.max_num_seqs);
+  x_->setTitleText(cap > 0 ? QStringLiteral("batch, up to max_num_seqs = %1").arg(grouped(cap))
+                           : QStringLiteral("batch (concurrent requests decoding)"));
   const QString source = model.calibration() ? model.rate_source_text() : QStringLiteral("datasheet rates");
   chart_->setTitle(QStringLiteral("Decode at %1 context \u2014 %2")
                        .arg(tokens_label(model.settings().speed_context_tokens), source));

@@ -27,12 +27,27 @@ ErrorPanel::ErrorPanel(QWidget* parent) : QFrame(parent), heading_(new QLabel), 
 void ErrorPanel::set_errors(const QStringList& errors) {
   // One problem per line: a profile error lists each of its located diagnostics on its own line.
   const QString text = errors.join(QLatin1Char('\n'));
-  count_ = text.isEmpty() ? 0 : text.count(QLatin1Char('\n')) + 1;
+  lines_ = text.isEmpty() ? QStringList{} : text.split(QLatin1Char('\n'));
+  count_ = lines_.size();
   heading_->setText(count_ == 1 ? QStringLiteral("1 problem") : QStringLiteral("%1 problems").arg(count_));
-  text_->setPlainText(text);
-  const int lines = int(std::min<qsizetype>(count_, 6));
-  text_->setFixedHeight(lines * text_->fontMetrics().lineSpacing() + 10);
+  if (text != text_->toPlainText()) text_->setPlainText(text);
+  fit_height();
   setVisible(!errors.isEmpty());
+}
+
+void ErrorPanel::resizeEvent(QResizeEvent* e) {
+  QFrame::resizeEvent(e);
+  fit_height();
+}
+
+void ErrorPanel::fit_height() {
+  const QFontMetrics fm = text_->fontMetrics();
+  const int width = std::max(50, text_->viewport()->width() - 8);
+  qsizetype rows = 0;
+  for (const QString& l : lines_) rows += std::max<qsizetype>(1, (fm.horizontalAdvance(l) + width - 1) / width);
+  const int shown = int(std::clamp<qsizetype>(rows, 1, 6));
+  const int h = shown * fm.lineSpacing() + 10;
+  if (text_->height() != h) text_->setFixedHeight(h);
 }
 
 }  // namespace kvcap::gui

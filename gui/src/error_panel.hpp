@@ -17,9 +17,16 @@ class ErrorPanel : public QFrame {
   QString text() const { return text_->toPlainText(); }
   qsizetype count() const { return count_; }
 
+ protected:
+  void resizeEvent(QResizeEvent* e) override;
+
  private:
+  /// Tall enough for every wrapped line, up to 6 (then it scrolls).
+  void fit_height();
+
   QLabel* heading_;
   QPlainTextEdit* text_;
+  QStringList lines_;
   qsizetype count_ = 0;
 };
 

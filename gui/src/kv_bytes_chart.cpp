@@ -2,6 +2,7 @@
 
 #include <QBarSet>
 #include <QCursor>
+#include <QFontMetrics>
 #include <QLegend>
 #include <QToolTip>
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "axes.hpp"
 #include "dashboard_model.hpp"
+#include "model_legend.hpp"
 #include "style.hpp"
 
 namespace kvcap::gui {
@@ -34,8 +36,30 @@ KvBytesChart::KvBytesChart(QWidget* parent)
   series_->attachAxis(y_);
   series_->setBarWidth(0.5);
   style_axis(x_, QString());
+  x_->setTruncateLabels(false);  // elided in the middle here instead (elide_categories)
   style_axis(y_, QStringLiteral("KiB per token per GPU"));
   x_->setGridLineVisible(false);
+}
+
+void KvBytesChart::elide_categories() {
+  // The model's name elided in the middle, its bytes kept whole: "deepseek-v3.2" and "deepseek-v3" stay apart.
+  const int px = vertical_axis_label_px(width());
+  QStringList shown;
+  for (const QString& full : full_categories_) {
+    const QString name = full.section(QStringLiteral("  "), 0, 0), value = full.section(QStringLiteral("  "), 1);
+    const int value_px = QFontMetrics(axis_label_font()).horizontalAdvance(QStringLiteral("  ") + value);
+    QString c = elide_middle_px(name, axis_label_font(), std::max(24, px - value_px)) + QStringLiteral("  ") + value;
+    while (shown.contains(c)) c += QChar(0x200B);
+    shown << c;
+  }
+  if (shown == x_->categories()) return;
+  x_->clear();
+  x_->append(shown);
+}
+
+void KvBytesChart::resizeEvent(QResizeEvent* e) {
+  QChartView::resizeEvent(e);
+  elide_categories();
 }
 
 void KvBytesChart::refresh(const DashboardModel& model) {
@@ -49,7 +73,7 @@ void KvBytesChart::refresh(const DashboardModel& model) {
   };
   std::vector<Bar> bars;
   for (const auto& r : model.results()) {
-    if (!r.plan) continue;
+    if (!r.plan || model.is_hidden(r.key)) continue;
     const u64 b = r.plan->kv_bytes_per_token_per_rank;
     bars.push_back({QString::fromStdString(r.label) + QStringLiteral("  ") + binary_bytes_text(double(b)),
                     double(b) / 1024.0, model_colour(r.colour_index), b});
@@ -82,11 +106,12 @@ void KvBytesChart::refresh(const DashboardModel& model) {
     });
     series_->append(set);
   }
-  x_->append(categories);
+  full_categories_ = categories;
+  elide_categories();
   y_->setRange(0, hi > 0 ? std::ceil(hi * 1.1 / 16.0) * 16.0 : 16.0);
   y_->setTickType(QValueAxis::TicksDynamic);
   y_->setTickAnchor(0);
-  y_->setTickInterval(hi > 200 ? 64 : (hi > 100 ? 32 : 16));
+  y_->setTickInterval(hi > 400 ? nice_tick_interval(hi, 4) : (hi > 200 ? 64 : (hi > 100 ? 32 : 16)));
   y_->setLabelFormat(QStringLiteral("%.0f"));
 }
 

@@ -20,7 +20,12 @@ class KvBytesChart : public QChartView {
   QHorizontalStackedBarSeries* series() const { return series_; }
   QStringList categories() const { return x_->categories(); }
 
+ protected:
+  void resizeEvent(QResizeEvent* e) override;
+
  private:
+  void elide_categories();
+  QStringList full_categories_;  ///< "model  128.0 KiB", unelided
   QChart* chart_;
   QHorizontalStackedBarSeries* series_;
   QBarCategoryAxis* x_;  ///< the model axis (vertical, on the left)

@@ -8,6 +8,7 @@
 
 #include "axes.hpp"
 #include "dashboard_model.hpp"
+#include "model_legend.hpp"
 #include "style.hpp"
 
 namespace kvcap::gui {
@@ -21,14 +22,16 @@ MemoryBreakdownChart::MemoryBreakdownChart(QWidget* parent)
       chart_(new QChart),
       series_(new QHorizontalStackedBarSeries),
       y_(new QBarCategoryAxis),
-      x_(new QValueAxis) {
+      x_(new QValueAxis),
+      device_line_(new QLineSeries),
+      requested_line_(new QLineSeries) {
   setObjectName(QStringLiteral("memoryBreakdownChart"));
   setChart(chart_);
   setRenderHint(QPainter::Antialiasing);
   setMinimumSize(220, 160);
   chart_->setTitle(QStringLiteral("Memory per GPU"));
   chart_->setTitleFont(chart_title_font());
-  chart_->legend()->setAlignment(Qt::AlignBottom);
+  chart_->legend()->setAlignment(Qt::AlignRight);  // one entry per line: readable at any width
   chart_->legend()->setFont(axis_label_font());
   chart_->setMargins(QMargins(4, 4, 8, 4));
   // Short legend names (the chart is a third of the window); tooltips give the full story.
@@ -54,6 +57,10 @@ MemoryBreakdownChart::MemoryBreakdownChart(QWidget* parent)
       for (double b : r.bytes) total += b;
       text += QStringLiteral("<br>device total %1").arg(gib_text(total));
       if (r.does_not_fit) text += QStringLiteral("<br><b>no memory left for the KV cache</b>");
+      if (device_gib_ > 0 && total / kGiB > device_gib_)
+        text += QStringLiteral("<br>needs %1\u00d7 the device's %2")
+                    .arg(total / kGiB / device_gib_, 0, 'f', 1)
+                    .arg(gib_text(device_gib_ * kGiB));
       QToolTip::showText(QCursor::pos(), text, this);
     });
   }
@@ -63,15 +70,47 @@ MemoryBreakdownChart::MemoryBreakdownChart(QWidget* parent)
   chart_->addAxis(x_, Qt::AlignBottom);
   series_->attachAxis(y_);
   series_->attachAxis(x_);
-  style_axis(x_, QStringLiteral("GiB per GPU (1 GiB = 2\u00b3\u2070 B)"));
+  device_line_->setName(QStringLiteral("device"));
+  device_line_->setPen(QPen(QColor(0x202020), 1.5, Qt::SolidLine));
+  requested_line_->setName(QStringLiteral("requested"));
+  requested_line_->setPen(QPen(QColor(0xB00020), 1.5, Qt::DashLine));
+  for (auto* line : {device_line_, requested_line_}) {
+    chart_->addSeries(line);
+    line->attachAxis(x_);
+    line->attachAxis(y_);
+  }
+  style_axis(x_, QStringLiteral("GiB per GPU (2\u00b3\u2070 B)"));
   style_axis(y_, QString());
+  y_->setTruncateLabels(false);  // elided in the middle here instead (elide_categories)
   y_->setGridLineVisible(false);
+}
+
+void MemoryBreakdownChart::elide_categories() {
+  // What the legend on the right leaves of the width, 40% of it for the labels (model_legend.hpp).
+  const QFontMetrics fm(axis_label_font());
+  const int legend_px = fm.horizontalAdvance(QStringLiteral("activations")) + 40;
+  const int px = vertical_axis_label_px(std::max(100, width() - legend_px));
+  QStringList shown;
+  for (const QString& full : full_categories_) {
+    QString c = elide_middle_px(full, axis_label_font(), px);
+    while (shown.contains(c)) c += QChar(0x200B);  // categories must be unique
+    shown << c;
+  }
+  if (shown == categories_ && y_->categories() == shown) return;
+  categories_ = shown;
+  y_->clear();
+  y_->append(categories_);
+}
+
+void MemoryBreakdownChart::resizeEvent(QResizeEvent* e) {
+  QChartView::resizeEvent(e);
+  elide_categories();
 }
 
 void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   rows_.clear();
   for (const auto& r : model.results()) {
-    if (!r.plan) continue;
+    if (!r.plan || model.is_hidden(r.key)) continue;
     const auto& p = *r.plan;
     for (const StagePlan& st : p.stages) {
       Row row;
@@ -87,34 +126,49 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   }
   // A horizontal bar chart lists its first category at the bottom; show the first model on top.
   std::reverse(rows_.begin(), rows_.end());
-  categories_.clear();
+  const double device_gib = model.gpu() ? double(model.gpu()->memory_bytes) / kGiB : 0;
+  device_gib_ = device_gib;
   double max_total = 0;
   for (const Row& r : rows_) {
-    QString c = r.category;
-    while (categories_.contains(c)) c += QChar(0x200B);  // categories must be unique
-    categories_ << c;
     double t = 0;
     for (double b : r.bytes) t += b;
-    max_total = std::max(max_total, t);
+    max_total = std::max(max_total, t / kGiB);
   }
+  // Up to 1.5x the device; a bar beyond is cut and says its total.
+  const double shown = device_gib > 0 ? std::min(max_total, 1.5 * device_gib) : max_total;
+  const double interval = nice_tick_interval(std::max({shown, device_gib, 1.0}), 4);
+  const double top = std::ceil(std::max({shown, device_gib, 1.0}) * 1.02 / interval) * interval;
+  full_categories_.clear();
+  for (const Row& r : rows_) {
+    double t = 0;
+    for (double b : r.bytes) t += b;
+    // A bar cut at the axis's end points on; its tooltip gives the total.
+    full_categories_ << (t / kGiB > top ? r.category + QStringLiteral(" \u25b8") : r.category);
+  }
+  elide_categories();
   for (std::size_t k = 0; k < sets_.size(); ++k) {
     QList<qreal> values;
     for (const Row& r : rows_) values << r.bytes[k] / kGiB;
     sets_[k]->remove(0, sets_[k]->count());
     sets_[k]->append(values);
   }
-  y_->clear();
-  y_->append(categories_);
-  const double top = std::max(10.0, std::ceil(max_total / kGiB / 10.0) * 10.0);
   x_->setRange(0, top);
   x_->setTickType(QValueAxis::TicksDynamic);
   x_->setTickAnchor(0);
-  x_->setTickInterval(top > 100 ? 40 : (top > 50 ? 20 : 10));
-  x_->setLabelFormat(QStringLiteral("%.0f"));
+  x_->setTickInterval(interval);
+  x_->setLabelFormat(interval < 1 ? QStringLiteral("%.1f") : QStringLiteral("%.0f"));
+  // The lines span every bar (category i is centred on i).
+  const double lo = -0.5, hi = std::max<double>(0.5, double(rows_.size()) - 0.5);
+  const double requested_gib = device_gib * model.settings().deployment.gpu_memory_utilization;
+  device_line_->replace(QList<QPointF>{{device_gib, lo}, {device_gib, hi}});
+  requested_line_->replace(QList<QPointF>{{requested_gib, lo}, {requested_gib, hi}});
+  device_line_->setName(QStringLiteral("device %1").arg(gib_text(device_gib * kGiB, 1)));
+  requested_line_->setName(
+      QStringLiteral("\u00d7 %1").arg(model.settings().deployment.gpu_memory_utilization, 0, 'f', 2));
+  device_line_->setVisible(device_gib > 0 && !rows_.empty());
+  requested_line_->setVisible(device_gib > 0 && !rows_.empty());
   QString title = QStringLiteral("Memory per GPU");
-  if (model.gpu())
-    title += QStringLiteral(" \u2014 %1 of %2")
-                 .arg(gib_text(double(model.gpu()->memory_bytes)), display_text(model.gpu()->name));
+  if (model.gpu()) title += QStringLiteral(" \u2014 %1").arg(display_text(model.gpu()->name));
   chart_->setTitle(title);
 }
 

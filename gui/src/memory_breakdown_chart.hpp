@@ -1,11 +1,14 @@
 #pragma once
 // Memory per GPU (one rank of each pipeline stage) as stacked horizontal bars: weights, activation peak,
 // non-torch runtime memory (CUDA context, NCCL), KV cache, and what gpu_memory_utilization leaves unused.
-// The bars add up to the device memory as CUDA reports it; the axis is in GiB (2^30 bytes).
+// The bars add up to the device memory as CUDA reports it; the axis is in GiB (2^30 bytes). Vertical lines mark the
+// device's memory and what gpu_memory_utilization lets vLLM request; a deployment that needs far more than the device
+// is cut at 1.5x the device (up to a whole tick), its label ending in \u25b8, so the others stay readable.
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChartView>
 #include <QHorizontalStackedBarSeries>
+#include <QLineSeries>
 #include <QValueAxis>
 #include <string>
 #include <vector>
@@ -24,7 +27,20 @@ class MemoryBreakdownChart : public QChartView {
   const std::vector<QBarSet*>& sets() const { return sets_; }
   const QStringList& categories() const { return categories_; }
 
+  /// The vertical lines at the device memory and at gpu_memory_utilization x memory (x = GiB).
+  const QLineSeries* device_line() const { return device_line_; }
+  const QLineSeries* requested_line() const { return requested_line_; }
+  /// The axis's upper end (GiB): a bar far beyond the device is cut there, its label ends in \u25b8 and its tooltip
+  /// gives the total.
+  double axis_top_gib() const { return x_->max(); }
+  double tick_interval_gib() const { return x_->tickInterval(); }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override;
+
  private:
+  /// The categories elided in the middle to the width the axis has (two models never read the same).
+  void elide_categories();
   struct Row {
     QString category;
     std::vector<double> bytes;  ///< one per set
@@ -34,9 +50,13 @@ class MemoryBreakdownChart : public QChartView {
   QHorizontalStackedBarSeries* series_;
   QBarCategoryAxis* y_;
   QValueAxis* x_;
+  QLineSeries* device_line_;
+  QLineSeries* requested_line_;
   std::vector<QBarSet*> sets_;
   std::vector<Row> rows_;
-  QStringList categories_;
+  QStringList full_categories_;  ///< unelided: "deepseek-v3 \u25b8" for a bar cut at the axis's end
+  QStringList categories_;       ///< as shown
+  double device_gib_ = 0;
 };
 
 }  // namespace kvcap::gui

@@ -32,6 +32,7 @@ void render_main_chart(const PlotRequest& request, const std::string& out_path, 
     if (r.exception) std::rethrow_exception(r.exception);
 
   ConcurrencyChart view;
+  view.set_model_markers(true);  // no model legend beside it
   if (!request.title.empty()) view.set_title_override(QString::fromStdString(request.title));
   view.refresh(model);
   save_chart(&view, path, QSize(width_px, height_px));

@@ -39,8 +39,13 @@ Deployment with_parallelism(const MemoryPlan& p, i64 tp, i64 pp) {
   return d;
 }
 
-void add_fix(std::vector<FitFix>& fixes, std::string text, std::string flag, const Deployment& d) {
-  fixes.push_back({std::move(text), std::move(flag), d, d.num_gpus});
+void add_fix(std::vector<FitFix>& fixes, const std::string& change, const std::string& where, std::string flag,
+             const Deployment& d) {
+  fixes.push_back({change, change + " fits (" + where + ")", std::move(flag), d, d.num_gpus});
+}
+
+std::string gpus(const Deployment& d) {
+  return grouped(static_cast<u64>(d.num_gpus)) + (d.num_gpus == 1 ? " GPU" : " GPUs");
 }
 
 // The smallest tensor-parallel size (then pipeline-parallel size) at which the deployment starts.
@@ -49,16 +54,14 @@ void parallel_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, s
   for (i64 t = tp * 2; t <= kMaxTensorParallel; t *= 2) {
     const Deployment d = with_parallelism(p, t, pp);
     if (const auto q = try_plan(m, g, d); q && starts(*q)) {
-      add_fix(fixes, "TP >= " + std::to_string(t) + " fits (" + grouped(static_cast<u64>(d.num_gpus)) + " GPUs)",
-              "--tensor-parallel-size", d);
+      add_fix(fixes, "TP >= " + std::to_string(t), gpus(d), "--tensor-parallel-size", d);
       break;
     }
   }
   for (i64 s = pp * 2; s <= std::min<i64>(kMaxPipelineParallel, m.num_layers); s *= 2) {
     const Deployment d = with_parallelism(p, tp, s);
     if (const auto q = try_plan(m, g, d); q && starts(*q)) {
-      add_fix(fixes, "PP >= " + std::to_string(s) + " fits (" + grouped(static_cast<u64>(d.num_gpus)) + " GPUs)",
-              "--pipeline-parallel-size", d);
+      add_fix(fixes, "PP >= " + std::to_string(s), gpus(d), "--pipeline-parallel-size", d);
       break;
     }
   }
@@ -70,13 +73,13 @@ void format_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, std
     Deployment d = p.dep.d;
     d.quantization = DType::fp8;
     if (const auto q = try_plan(m, g, d); q && starts(*q))
-      add_fix(fixes, "--quantization fp8 fits (the same GPUs)", "--quantization", d);
+      add_fix(fixes, "--quantization fp8", "the same " + gpus(d), "--quantization", d);
   }
   if (info(p.dep.kv_dtype).payload_bits >= 16) {
     Deployment d = p.dep.d;
     d.kv_cache_dtype = DType::fp8;
     if (const auto q = try_plan(m, g, d); q && starts(*q))
-      add_fix(fixes, "--kv-cache-dtype fp8 fits (the same GPUs)", "--kv-cache-dtype", d);
+      add_fix(fixes, "--kv-cache-dtype fp8", "the same " + gpus(d), "--kv-cache-dtype", d);
   }
 }
 
@@ -95,8 +98,8 @@ std::string why_no_kv_memory(const MemoryPlan& p, const GpuSpec& g) {
 
 std::string why_request_does_not_fit(const MemoryPlan& p) {
   return "one request of max_model_len " + grouped(static_cast<u64>(p.dep.max_model_len)) + " tokens needs " +
-         fixed(1.0 / std::max(p.max_concurrency, 1e-9), 2) + "x the KV cache (" +
-         grouped(p.kv_capacity_tokens) + " tokens per replica)";
+         fixed(1.0 / std::max(p.max_concurrency, 1e-9), 2) + "x the KV cache (" + grouped(p.kv_capacity_tokens) +
+         " tokens per replica)";
 }
 
 }  // namespace
@@ -113,8 +116,8 @@ std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const 
   const auto p = try_plan(m, g, d);
   if (!p || starts(*p)) return std::nullopt;
   FitAdvice a;
-  const bool no_kv = std::any_of(p->stages.begin(), p->stages.end(),
-                                 [](const StagePlan& s) { return s.available_kv_bytes <= 0; });
+  const bool no_kv =
+      std::any_of(p->stages.begin(), p->stages.end(), [](const StagePlan& s) { return s.available_kv_bytes <= 0; });
   a.reason = no_kv ? FitAdvice::Reason::no_kv_memory : FitAdvice::Reason::request_does_not_fit;
   a.why = no_kv ? why_no_kv_memory(*p, g) : why_request_does_not_fit(*p);
   parallel_fixes(m, g, *p, a.fixes);
@@ -125,7 +128,7 @@ std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const 
     Deployment shorter = p->dep.d;
     shorter.max_model_len = p->max_model_len_that_fits;
     if (const auto q = try_plan(m, g, shorter); q && starts(*q))
-      add_fix(a.fixes, "--max-model-len " + grouped(static_cast<u64>(p->max_model_len_that_fits)) + " fits",
+      add_fix(a.fixes, "--max-model-len " + std::to_string(p->max_model_len_that_fits), "the same " + gpus(shorter),
               "--max-model-len", shorter);
   }
   return a;

@@ -9,6 +9,7 @@
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QListWidget>
@@ -25,6 +26,7 @@
 #include "common.hpp"  // cli: deployment_options / deployment_from, to check the copied command line
 #include "dashboard_model.hpp"
 #include "dashboard_window.hpp"
+#include "kvcap/planner/fit.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -139,9 +141,14 @@ TEST_CASE("changing a control redraws the series as the planner says", "[gui][da
     CHECK(fp8 == Approx(2 * bf16).epsilon(0.01));  // half the bytes per token, same memory
     CHECK(fp8 != bf16);
   }
-  SECTION("tensor parallel 2 grows the GPU count to one replica") {
+  SECTION("tensor parallel 2: the GPU count is DP x TP x PP, and comes back with PP") {
     child<QSpinBox>(w, "tensorParallelSize")->setValue(2);
-    CHECK(child<QSpinBox>(w, "numGpus")->value() == 2);
+    CHECK(child<QLabel>(w, "numGpus")->text().contains("<b>2</b> = DP 1"));
+    CHECK(w.controls()->settings().deployment.num_gpus == 2);
+    child<QSpinBox>(w, "pipelineParallelSize")->setValue(2);
+    CHECK(w.controls()->settings().deployment.num_gpus == 4);
+    child<QSpinBox>(w, "pipelineParallelSize")->setValue(1);
+    CHECK(w.controls()->settings().deployment.num_gpus == 2);  // not left doubled
     Deployment d;
     d.num_gpus = 2;
     d.tensor_parallel_size = 2;
@@ -149,7 +156,8 @@ TEST_CASE("changing a control redraws the series as the planner says", "[gui][da
     CHECK(y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768) > 2 * bf16);
   }
   SECTION("more GPUs are data-parallel replicas: the chart shows all of them") {
-    child<QSpinBox>(w, "numGpus")->setValue(4);
+    child<QSpinBox>(w, "dataParallelSize")->setValue(4);
+    CHECK(w.controls()->settings().deployment.num_gpus == 4);
     CHECK(y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768) == Approx(4 * bf16));
   }
   SECTION("gpu_memory_utilization, block size, batched tokens and shared prefix") {
@@ -192,6 +200,9 @@ TEST_CASE("changing a control redraws the series as the planner says", "[gui][da
 
 TEST_CASE("companion views follow the planner", "[gui][dashboard]") {
   DashboardWindow w;
+  w.resize(1600, 1000);  // wide enough that no name is elided
+  w.show();
+  QCoreApplication::processEvents();
   const GpuSpec g = profiles::resolve_gpu("h100-sxm");
   const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
   Deployment d;
@@ -323,26 +334,43 @@ TEST_CASE("watched profile folder: a bad file shows file:line, an edit redraws",
   CHECK(!w.concurrency_chart()->series_for(key)->points().isEmpty());
 }
 
-TEST_CASE("legend markers toggle their model", "[gui][dashboard]") {
+TEST_CASE("the model legend hides a model in every chart, and shows it again", "[gui][dashboard]") {
   DashboardWindow w;
-  w.resize(1200, 800);
-  w.show();  // legend items are visible only in a shown window
+  w.resize(1600, 1000);
+  w.show();
   QCoreApplication::processEvents();
-  QLineSeries* s = w.concurrency_chart()->series_for("mistral-7b-v0.1");
-  QLineSeries* beyond = w.concurrency_chart()->beyond_series_for("mistral-7b-v0.1");
-  const auto markers = w.concurrency_chart()->chart()->legend()->markers(s);
-  REQUIRE(markers.size() == 1);
-  CHECK(markers[0]->isVisible());
-  emit markers[0]->clicked();
+  const std::string key = "mistral-7b-v0.1";
+  QLineSeries* s = w.concurrency_chart()->series_for(key);
+  QLineSeries* beyond = w.concurrency_chart()->beyond_series_for(key);
+  auto has = [](const QStringList& l, const char* prefix) {
+    for (const QString& c : l)
+      if (c.startsWith(QString::fromLatin1(prefix))) return true;
+    return false;
+  };
+  REQUIRE(has(w.memory_chart()->categories(), "mistral-7b-v0.1"));
+  REQUIRE(has(w.kv_bytes_chart()->categories(), "mistral-7b-v0.1"));
+  // The legend names the model by its display name, with the id.
+  REQUIRE(w.model_legend()->entries().size() == 3);
+  CHECK(w.model_legend()->entries()[1] == "Mistral 7B v0.1 (mistral-7b-v0.1)");
+  emit w.model_legend()->linkActivated(QString::fromStdString("toggle:" + key));
   CHECK_FALSE(s->isVisible());
   CHECK_FALSE(beyond->isVisible());
-  CHECK(markers[0]->isVisible());  // still there to switch it back on
-  // A redraw keeps the user's choice.
+  CHECK_FALSE(w.decode_chart()->throughput_series_for(key)->isVisible());
+  CHECK_FALSE(w.decode_chart()->tpot_series_for(key)->isVisible());
+  CHECK_FALSE(has(w.memory_chart()->categories(), "mistral-7b-v0.1"));
+  CHECK_FALSE(has(w.kv_bytes_chart()->categories(), "mistral-7b-v0.1"));
+  CHECK(w.memory_chart()->categories().size() == 2);
+  CHECK(w.model_legend()->text().contains("<s>"));  // still listed, struck through, to switch it back on
+  // A recompute keeps the user's choice.
   child<QDoubleSpinBox>(w, "gpuMemoryUtilization")->setValue(0.85);
-  CHECK_FALSE(w.concurrency_chart()->series_for("mistral-7b-v0.1")->isVisible());
-  emit markers[0]->clicked();
+  CHECK_FALSE(w.concurrency_chart()->series_for(key)->isVisible());
+  CHECK_FALSE(has(w.memory_chart()->categories(), "mistral-7b-v0.1"));
+  emit w.model_legend()->linkActivated(QString::fromStdString("toggle:" + key));
   CHECK(s->isVisible());
   CHECK(beyond->isVisible());
+  CHECK(w.decode_chart()->throughput_series_for(key)->isVisible());
+  CHECK(has(w.memory_chart()->categories(), "mistral-7b-v0.1"));
+  CHECK(has(w.kv_bytes_chart()->categories(), "mistral-7b-v0.1"));
 }
 
 TEST_CASE("hovering a curve or a bar shows the exact planner values", "[gui][dashboard]") {
@@ -423,7 +451,7 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
 TEST_CASE("copied kvcap plan command lines parse back to the same deployment", "[gui][dashboard]") {
   DashboardWindow w;
   child<QSpinBox>(w, "tensorParallelSize")->setValue(2);
-  child<QSpinBox>(w, "numGpus")->setValue(8);
+  child<QSpinBox>(w, "dataParallelSize")->setValue(4);
   select_combo_data(child<QComboBox>(w, "kvCacheDtype"), "fp8");
   select_combo_data(child<QComboBox>(w, "quantization"), "fp8");
   child<QDoubleSpinBox>(w, "gpuMemoryUtilization")->setValue(0.85);
@@ -587,4 +615,134 @@ TEST_CASE("the sizing view sizes the first model and loads a chosen deployment i
   const auto& first = w.model().results().front();
   REQUIRE(first.plan);
   CHECK(static_cast<i64>(first.plan->kv_capacity_tokens) == c.kv_capacity_tokens);
+}
+
+TEST_CASE("a model that does not fit is explained with the planner's numbers and its smallest fix",
+          "[gui][dashboard][fit]") {
+  DashboardWindow w;
+  w.resize(1280, 720);
+  w.show();
+  QCoreApplication::processEvents();
+  DashboardSettings s = w.controls()->settings();
+  s.models = {"llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"};
+  w.controls()->set_settings(s);
+  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.num_gpus = 1;
+  const auto advice = fit_advice(profiles::resolve_model("llama-3.1-70b"), g, d);
+  REQUIRE(advice);
+  const std::string panel = w.error_panel()->text().toStdString();
+  // The panel's line is the planner's advice, once per model, with the finding's code.
+  CHECK_THAT(panel, Catch::Contains("llama-3.1-70b: error KVCAP-E101: does not fit on 1\u00d7 NVIDIA H100"));
+  CHECK_THAT(panel, Catch::Contains(advice->text()));
+  CHECK_THAT(panel, Catch::Contains("smallest fix: TP >= 4 fits (4 GPUs)"));
+  CHECK(w.error_panel()->count() == 2);  // 70B and V3: no E101 line repeated beside the explanation
+  // The control the fix changes is marked, with the reason.
+  auto* tp = child<QSpinBox>(w, "tensorParallelSize");
+  CHECK(tp->property("problem").toBool());
+  CHECK(tp->toolTip().contains("does not fit"));
+  // The main chart draws the gap as a note naming both models and their fixes.
+  const std::string note = w.concurrency_chart()->gap_note().toStdString();
+  CHECK_THAT(note, Catch::Contains("llama-3.1-70b (fits with TP \u2265 4)"));
+  CHECK_THAT(note, Catch::Contains("deepseek-v3 (fits with TP \u2265 16)"));
+  CHECK(w.concurrency_chart()->series_for("llama-3.1-70b")->name().contains("does not fit: TP \u2265 4"));
+  // The memory chart: lines at the device and at gpu_memory_utilization x memory, at most 5 ticks, and the
+  // 630 GiB bar cut at 1.5x the device so the others stay readable.
+  const double device_gib = double(g.memory_bytes) / 1073741824.0;
+  const auto* dev = w.memory_chart()->device_line();
+  const auto* req = w.memory_chart()->requested_line();
+  REQUIRE(dev->count() == 2);
+  CHECK(dev->at(0).x() == Approx(device_gib));
+  CHECK(req->at(0).x() == Approx(0.9 * device_gib));
+  CHECK(w.memory_chart()->axis_top_gib() <= 2 * device_gib);  // 1.5x, up to a whole tick
+  CHECK(w.memory_chart()->axis_top_gib() >= device_gib);
+  CHECK(w.memory_chart()->axis_top_gib() / w.memory_chart()->tick_interval_gib() <= 5.0);
+  CHECK(w.memory_chart()->categories().front().endsWith(QStringLiteral("\u25b8")));  // deepseek-v3, bottom bar
+  // The fix applied: TP 4 starts the 70B model; its problem, mark and note go.
+  tp->setValue(4);
+  CHECK_THAT(w.error_panel()->text().toStdString(), !Catch::Contains("llama-3.1-70b"));
+  CHECK_THAT(w.concurrency_chart()->gap_note().toStdString(), !Catch::Contains("llama-3.1-70b"));
+  CHECK(tp->property("problem").toBool());  // DeepSeek-V3 still needs TP 16
+  CHECK_FALSE(w.concurrency_chart()->series_for("llama-3.1-70b")->points().isEmpty());
+}
+
+TEST_CASE("one problem of several models is listed once, marked on its control", "[gui][dashboard][fit]") {
+  DashboardWindow w;
+  child<QSpinBox>(w, "tensorParallelSize")->setValue(3);
+  // Llama 3.1 8B and Mistral 7B share 32 heads (one message naming both); DeepSeek-V2-Lite has 16.
+  const QStringList lines = w.error_panel()->text().split('\n');
+  CHECK(w.error_panel()->count() == 2);
+  CHECK(lines.filter(QStringLiteral("llama-3.1-8b, mistral-7b-v0.1: tensor_parallel_size")).size() == 1);
+  CHECK(lines.filter(QStringLiteral("deepseek-v2-lite: tensor_parallel_size")).size() == 1);
+  CHECK(child<QSpinBox>(w, "tensorParallelSize")->property("problem").toBool());
+  child<QSpinBox>(w, "tensorParallelSize")->setValue(1);
+  CHECK(w.error_panel()->count() == 0);
+  CHECK_FALSE(child<QSpinBox>(w, "tensorParallelSize")->property("problem").toBool());
+}
+
+TEST_CASE("out-of-range input is refused in place with the reason, never clamped", "[gui][dashboard]") {
+  DashboardWindow w;
+  SECTION("gpu_memory_utilization 1.5 stays 1.5 and is refused") {
+    auto* util = child<QDoubleSpinBox>(w, "gpuMemoryUtilization");
+    util->setValue(1.5);
+    CHECK(util->value() == 1.5);
+    CHECK(w.controls()->settings().deployment.gpu_memory_utilization == 1.5);
+    CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("gpu_memory_utilization: must be in (0, 1]"));
+    CHECK(util->property("problem").toBool());
+    CHECK(w.concurrency_chart()->series_for("llama-3.1-8b")->points().isEmpty());
+    util->setValue(0.9);
+    CHECK(w.error_panel()->count() == 0);
+    CHECK_FALSE(util->property("problem").toBool());
+  }
+  SECTION("max_num_seqs above max_num_batched_tokens is refused as vLLM does; the default is capped and said") {
+    child<QSpinBox>(w, "maxNumBatchedTokens")->setValue(16);
+    // vLLM caps its default max_num_seqs at the token budget: the decode chart stops at 16 and says why.
+    REQUIRE(!w.model().results().front().decode.empty());
+    CHECK(w.model().results().front().decode.back().batch == 16);
+    child<QSpinBox>(w, "maxNumSeqs")->setValue(256);
+    CHECK_THAT(w.error_panel()->text().toStdString(),
+               Catch::Contains("max_num_batched_tokens: must be greater than or equal to max_num_seqs 256 (got 16)"));
+    CHECK(child<QSpinBox>(w, "maxNumBatchedTokens")->property("problem").toBool());
+  }
+  SECTION("a GPU count that is not a multiple of TP x PP is kept, shown and reported until DP, TP or PP change") {
+    DashboardSettings s = w.controls()->settings();
+    s.deployment.tensor_parallel_size = 2;
+    s.deployment.num_gpus = 3;
+    w.controls()->set_settings(s);
+    CHECK(w.controls()->settings().deployment.num_gpus == 3);
+    CHECK(child<QLabel>(w, "numGpus")->text().contains("not a multiple of TP \u00d7 PP = 2"));
+    CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("num_gpus: must be a multiple"));
+    CHECK(child<QLabel>(w, "numGpus")->property("problem").toBool());
+    child<QSpinBox>(w, "dataParallelSize")->setValue(2);
+    CHECK(w.controls()->settings().deployment.num_gpus == 4);
+    CHECK(w.error_panel()->count() == 0);
+  }
+}
+
+TEST_CASE("max_model_len, max_num_seqs and --kv-cache-memory controls reach the planner", "[gui][dashboard]") {
+  DashboardWindow w;
+  child<QSpinBox>(w, "maxModelLen")->setValue(32768);
+  child<QSpinBox>(w, "maxNumSeqs")->setValue(128);
+  child<QDoubleSpinBox>(w, "kvCacheMemory")->setValue(20.0);
+  const Deployment got = w.controls()->settings().deployment;
+  CHECK(got.max_model_len == 32768);
+  CHECK(got.max_num_seqs == 128);
+  REQUIRE(got.kv_cache_memory_bytes.size() == 1);
+  CHECK(got.kv_cache_memory_bytes[0] == 20ull << 30);
+  Deployment d;
+  d.num_gpus = 1;
+  d.max_model_len = 32768;
+  d.max_num_seqs = 128;
+  d.kv_cache_memory_bytes = {20ull << 30};
+  check_series_against_planner(*w.concurrency_chart(), "llama-3.1-8b", profiles::resolve_model("llama-3.1-8b"),
+                               profiles::resolve_gpu("h100-sxm"), d);
+  CHECK(w.plan_command_text().contains("--max-model-len 32768 --max-num-seqs 128 --kv-cache-memory 21474836480"));
+  // Back to automatic: the model's max_model_len, vLLM's max_num_seqs, the profiled KV memory.
+  child<QSpinBox>(w, "maxModelLen")->setValue(0);
+  child<QSpinBox>(w, "maxNumSeqs")->setValue(0);
+  child<QDoubleSpinBox>(w, "kvCacheMemory")->setValue(0);
+  const Deployment back = w.controls()->settings().deployment;
+  CHECK_FALSE(back.max_model_len.has_value());
+  CHECK_FALSE(back.max_num_seqs.has_value());
+  CHECK(back.kv_cache_memory_bytes.empty());
 }

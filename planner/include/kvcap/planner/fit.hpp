@@ -16,7 +16,8 @@
 namespace kvcap {
 
 struct FitFix {
-  std::string text;       ///< "TP >= 8 fits (8 GPUs)", "--quantization fp8 fits", "--max-model-len 65,536 fits"
+  std::string change;     ///< "TP >= 8", "--quantization fp8", "--max-model-len 65,536"
+  std::string text;       ///< change + " fits" and the GPUs: "TP >= 8 fits (8 GPUs)"
   std::string flag;       ///< the vLLM flag changed, e.g. "--tensor-parallel-size"
   Deployment deployment;  ///< the deployment with the fix applied (num_gpus kept at the same number of replicas)
   i64 num_gpus = 0;       ///< GPUs the fixed deployment uses
