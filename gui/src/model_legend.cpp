@@ -18,7 +18,7 @@ QString elide_middle_px(const QString& s, const QFont& font, int px) {
   const QFontMetrics fm(font);
   if (fm.horizontalAdvance(s) <= px) return s;
   for (int n = int(s.size()) - 1; n > 3; --n) {
-    const QString e = elide_middle(s, n);
+    QString e = elide_middle(s, n);
     if (fm.horizontalAdvance(e) <= px) return e;
   }
   return elide_middle(s, 3);
