@@ -3,14 +3,15 @@
 #include <QCursor>
 #include <QLegend>
 #include <QLegendMarker>
+#include <QMouseEvent>
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "axes.hpp"
-#include "kvcap/escape.hpp"
 #include "dashboard_model.hpp"
+#include "kvcap/escape.hpp"
 #include "style.hpp"
 
 namespace kvcap::gui {
@@ -41,7 +42,9 @@ ConcurrencyChart::ConcurrencyChart(QWidget* parent)
       y_(new QLogValueAxis),
       one_request_(new QLineSeries),
       beyond_legend_(new QLineSeries),
-      gap_note_(new QGraphicsTextItem(chart_)) {
+      gap_note_(new QGraphicsTextItem(chart_)),
+      crosshair_(new QLineSeries),
+      cap_line_(new QLineSeries) {
   setObjectName(QStringLiteral("concurrencyChart"));
   setChart(chart_);
   setRenderHint(QPainter::Antialiasing);
@@ -66,11 +69,73 @@ ConcurrencyChart::ConcurrencyChart(QWidget* parent)
   one_request_->replace(QList<QPointF>{{double(kMinExp), 1.0}, {double(kMaxExp), 1.0}});
   beyond_legend_->setName(QStringLiteral("beyond max_model_len"));
   beyond_legend_->setPen(QPen(QColor(0x707070), 1.6, Qt::DashLine));
-  for (auto* s : {one_request_, beyond_legend_}) {
+  cap_line_->setName(QStringLiteral("max_num_seqs \u00d7 replicas"));
+  cap_line_->setPen(QPen(QColor(0x8E44AD), 1.2, Qt::DashDotLine));
+  crosshair_->setPen(QPen(QColor(0x404040), 1.0, Qt::SolidLine));
+  for (auto* s : {one_request_, beyond_legend_, cap_line_, crosshair_}) {
     chart_->addSeries(s);
     s->attachAxis(x_);
     s->attachAxis(y_);
   }
+  crosshair_->setVisible(false);
+  setMouseTracking(true);
+}
+
+i64 ConcurrencyChart::snap_context(double x) {
+  const double e = std::clamp(std::round(x), double(kMinExp), double(kMaxExp));
+  return i64(1) << int(e);
+}
+
+QString ConcurrencyChart::readout(i64 context_tokens) const {
+  QStringList rows;
+  for (const auto& c : curves_) {
+    if (hidden_.count(c.key)) continue;
+    for (const Point& p : c.points) {
+      if (p.context_tokens != context_tokens) continue;
+      QString row = QStringLiteral("<tr><td><span style='color:%1'>\u25a0</span> %2</td><td align=right><b>%3</b></td>")
+                        .arg(c.colour.name(), QString::fromStdString(c.label).toHtmlEscaped(),
+                             QString::number(p.per_replica * double(c.replicas), 'f', 2));
+      row += context_tokens > c.max_model_len ? QStringLiteral("<td><i>beyond max_model_len</i></td></tr>")
+                                              : QStringLiteral("<td></td></tr>");
+      rows << row;
+    }
+  }
+  if (rows.isEmpty()) return {};
+  QString text = QStringLiteral("<b>%1</b> tokens per request (%2)<table>%3</table>")
+                     .arg(tokens_label(context_tokens), grouped(context_tokens), rows.join(QString()));
+  if (running_cap_ > 0)
+    text +=
+        QStringLiteral("running at once: at most max_num_seqs \u00d7 replicas = %1").arg(grouped(i64(running_cap_)));
+  return text;
+}
+
+void ConcurrencyChart::show_crosshair(i64 context_tokens, const QPoint& global_pos) {
+  const double x = x_of(context_tokens);
+  crosshair_->replace(QList<QPointF>{{x, y_->min()}, {x, y_->max()}});
+  crosshair_->setVisible(true);
+  for (QLegendMarker* m : chart_->legend()->markers(crosshair_)) m->setVisible(false);
+  const QString text = readout(context_tokens);
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(global_pos, text, this);
+}
+
+void ConcurrencyChart::mouseMoveEvent(QMouseEvent* e) {
+  QChartView::mouseMoveEvent(e);
+  const QPointF scene = mapToScene(e->position().toPoint());
+  const QPointF in_chart = chart_->mapFromScene(scene);
+  if (!chart_->plotArea().contains(in_chart)) {
+    crosshair_->setVisible(false);
+    return;
+  }
+  const QPointF value = chart_->mapToValue(in_chart, one_request_);
+  show_crosshair(snap_context(value.x()), e->globalPosition().toPoint());
+}
+
+void ConcurrencyChart::leaveEvent(QEvent* e) {
+  QChartView::leaveEvent(e);
+  crosshair_->setVisible(false);
 }
 
 QLineSeries* ConcurrencyChart::series_for(const std::string& key) const {
@@ -102,6 +167,7 @@ void ConcurrencyChart::rebuild_series(const DashboardModel& model) {
       s->attachAxis(x_);
       s->attachAxis(y_);
     }
+    c.colour = model_colour(r.colour_index);
     c.within->setPen(model_pen(r.colour_index, false));
     c.beyond->setPen(model_pen(r.colour_index, true));
     const std::string key = r.key;
@@ -118,7 +184,7 @@ void ConcurrencyChart::rebuild_series(const DashboardModel& model) {
     curves_.push_back(std::move(c));
   }
   // Reference series last in the legend.
-  for (auto* s : {one_request_, beyond_legend_}) {
+  for (auto* s : {one_request_, beyond_legend_, cap_line_, crosshair_}) {
     chart_->removeSeries(s);
     chart_->addSeries(s);
     s->attachAxis(x_);
@@ -133,7 +199,11 @@ void ConcurrencyChart::connect_markers() {
   for (QLegendMarker* m : chart_->legend()->markers()) {
     m->disconnect(this);
     QAbstractSeries* s = m->series();
-    if (s != beyond_legend_ && s != one_request_) {
+    if (s == crosshair_) {
+      m->setVisible(false);
+      continue;
+    }
+    if (s != beyond_legend_ && s != one_request_ && s != cap_line_) {
       m->setVisible(show_model_markers_);
       continue;
     }
@@ -141,9 +211,9 @@ void ConcurrencyChart::connect_markers() {
       if (s == beyond_legend_)
         beyond_hidden_ = !beyond_hidden_;
       else
-        one_request_->setVisible(!one_request_->isVisible());
+        s->setVisible(!s->isVisible());
       apply_visibility();
-      const bool off = s == beyond_legend_ ? beyond_hidden_ : !one_request_->isVisible();
+      const bool off = s == beyond_legend_ ? beyond_hidden_ : !s->isVisible();
       m->setVisible(true);
       QColor lc = m->labelBrush().color();
       lc.setAlphaF(off ? 0.4f : 1.0f);
@@ -162,12 +232,12 @@ void ConcurrencyChart::apply_visibility() {
     QAbstractSeries* s = m->series();
     bool beyond_of_model = false;
     for (const auto& c : curves_) beyond_of_model |= s == c.beyond;
-    if (beyond_of_model)
-      m->setVisible(false);  // the model's own entry stands for both halves
-    else if (s != beyond_legend_ && s != one_request_)
+    if (beyond_of_model || s == crosshair_)
+      m->setVisible(false);  // the model's own entry stands for both halves; the crosshair has none
+    else if (s != beyond_legend_ && s != one_request_ && s != cap_line_)
       m->setVisible(show_model_markers_);
     else
-      m->setVisible(true);
+      m->setVisible(s != cap_line_ || running_cap_ > 0);
   }
 }
 
@@ -177,10 +247,12 @@ void ConcurrencyChart::show_tooltip(const Curve& c, const QPointF& at) {
   const auto it = std::min_element(c.points.begin(), c.points.end(), [&](const Point& a, const Point& b) {
     return std::fabs(x_of(a.context_tokens) - at.x()) < std::fabs(x_of(b.context_tokens) - at.x());
   });
-  QString text =
-      QStringLiteral("<b>%1</b><br>context %2 tokens (%3)<br>max concurrent requests: <b>%4</b>")
-          .arg(QString::fromStdString(c.label), grouped(it->context_tokens), tokens_label(it->context_tokens),
-               QString::number(it->per_replica * double(c.replicas), 'f', 2));
+  QString text = QStringLiteral("<b>%1</b><br>context %2 tokens%3<br>max concurrent requests: <b>%4</b>")
+                     .arg(QString::fromStdString(c.label).toHtmlEscaped(), grouped(it->context_tokens),
+                          tokens_label(it->context_tokens) == grouped(it->context_tokens)
+                              ? QString()
+                              : QStringLiteral(" (%1)").arg(tokens_label(it->context_tokens)),
+                          QString::number(it->per_replica * double(c.replicas), 'f', 2));
   if (c.replicas > 1)
     text += QStringLiteral(" (%1 per replica \u00d7 %2)").arg(QString::number(it->per_replica, 'f', 2)).arg(c.replicas);
   text += QStringLiteral("<br>KV per request: %1 per GPU").arg(binary_bytes_text(double(it->kv_bytes_per_request)));
@@ -265,6 +337,16 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
                                .arg(gaps.join(QStringLiteral(" \u00b7 "))));
   gap_note_->setVisible(!gaps.isEmpty());
   place_gap_note();
+  // The scheduler's cap: vLLM runs at most max_num_seqs requests per replica, whatever the KV cache holds.
+  running_cap_ = 0;
+  for (const ModelResult& r : model.results())
+    if (r.plan) {
+      running_cap_ = double(r.plan->dep.max_num_seqs) * double(r.plan->dep.replicas);
+      break;
+    }
+  if (hi > 0 && running_cap_ > 0 && running_cap_ <= 4 * hi) hi = std::max(hi, running_cap_);
+  cap_line_->replace(QList<QPointF>{{double(kMinExp), running_cap_}, {double(kMaxExp), running_cap_}});
+  cap_line_->setName(QStringLiteral("max_num_seqs \u00d7 replicas = %1").arg(grouped(i64(running_cap_))));
   if (!(hi > 0)) lo = 0.1, hi = 1000;
   set_log10_axis(y_, std::min(lo, 0.5), hi);
   y_->setTitleText(replicas > 1 ? QStringLiteral("max concurrent requests, all %1 replicas (log scale)").arg(replicas)

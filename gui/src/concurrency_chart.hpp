@@ -39,8 +39,22 @@ class ConcurrencyChart : public QChartView {
   static double x_of(i64 context_tokens);
   /// The note drawn in the plot area naming the models that do not fit and their smallest fix (empty: all fit).
   QString gap_note() const { return gap_note_->toPlainText(); }
+  /// The context a cursor at chart x (log2 tokens) snaps to: the nearest round context, 1K, 2K, 4K, ... 1M.
+  static i64 snap_context(double x);
+  /// Every visible model's value at a curve context, one row each, as the crosshair's tooltip shows it (HTML):
+  /// "<b>1K</b> ... llama-3.1-8b: 848.19 ...". Empty when no visible model has a point there.
+  QString readout(i64 context_tokens) const;
+  /// The crosshair: a vertical line at `context_tokens` and the readout as a tooltip (what a mouse move does).
+  void show_crosshair(i64 context_tokens, const QPoint& global_pos);
+  const QLineSeries* crosshair() const { return crosshair_; }
+  /// The scheduler's cap on running requests, max_num_seqs x replicas (a horizontal line; 0 when none).
+  double running_cap() const { return running_cap_; }
   /// Whether the chart's own legend lists the models too (kvcap-plot's chart, which has no model legend beside it).
   void set_model_markers(bool on) { show_model_markers_ = on; }
+
+ protected:
+  void mouseMoveEvent(QMouseEvent* e) override;
+  void leaveEvent(QEvent* e) override;
 
  private:
   struct Point {
@@ -55,6 +69,7 @@ class ConcurrencyChart : public QChartView {
     std::vector<Point> points;
     i64 max_model_len = 0;
     i64 replicas = 1;
+    QColor colour;
   };
 
   void rebuild_series(const DashboardModel& model);
@@ -68,7 +83,10 @@ class ConcurrencyChart : public QChartView {
   QLogValueAxis* y_;
   QLineSeries* one_request_;    ///< y = 1
   QLineSeries* beyond_legend_;  ///< legend entry explaining the dashed style
-  QGraphicsTextItem* gap_note_;  ///< "does not fit: ..." in the plot area, where the missing curves would be
+  QGraphicsTextItem* gap_note_;
+  QLineSeries* crosshair_;  ///< vertical line at the snapped context (no legend entry)
+  QLineSeries* cap_line_;   ///< max_num_seqs x replicas
+  double running_cap_ = 0;  ///< "does not fit: ..." in the plot area, where the missing curves would be
   std::vector<Curve> curves_;
   std::set<std::string> hidden_;  ///< the model's hidden keys at the last refresh
   bool show_model_markers_ = false;

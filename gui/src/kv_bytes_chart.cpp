@@ -64,6 +64,7 @@ void KvBytesChart::resizeEvent(QResizeEvent* e) {
 
 void KvBytesChart::refresh(const DashboardModel& model) {
   series_->clear();  // deletes the old sets
+  tip_ = nullptr;
   x_->clear();
   struct Bar {
     QString category;
@@ -97,8 +98,13 @@ void KvBytesChart::refresh(const DashboardModel& model) {
     set->setBorderColor(bars[i].colour.darker(130));
     const QString name = categories[qsizetype(i)];
     const u64 bytes = bars[i].bytes;
-    connect(set, &QBarSet::hovered, this, [this, name, bytes](bool on, int) {
-      if (!on) return QToolTip::hideText();
+    connect(set, &QBarSet::hovered, this, [this, name, bytes, set](bool on, int) {
+      // Only the bar whose tooltip is shown hides it (the next bar may report itself first).
+      if (!on) {
+        if (tip_ == set) QToolTip::hideText(), tip_ = nullptr;
+        return;
+      }
+      tip_ = set;
       QToolTip::showText(QCursor::pos(),
                          QStringLiteral("<b>%1</b><br>%2 B of KV per token on each GPU")
                              .arg(name.section(QStringLiteral("  "), 0, 0), grouped(i64(bytes))),

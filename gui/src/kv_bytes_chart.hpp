@@ -25,7 +25,8 @@ class KvBytesChart : public QChartView {
 
  private:
   void elide_categories();
-  QStringList full_categories_;  ///< "model  128.0 KiB", unelided
+  const QBarSet* tip_ = nullptr;  ///< the bar whose tooltip is shown
+  QStringList full_categories_;   ///< "model  128.0 KiB", unelided
   QChart* chart_;
   QHorizontalStackedBarSeries* series_;
   QBarCategoryAxis* x_;  ///< the model axis (vertical, on the left)

@@ -48,14 +48,23 @@ MemoryBreakdownChart::MemoryBreakdownChart(QWidget* parent)
     sets_.push_back(set);
     const std::size_t which = sets_.size() - 1;
     connect(set, &QBarSet::hovered, this, [this, which](bool on, int index) {
-      if (!on || index < 0 || std::size_t(index) >= rows_.size()) return QToolTip::hideText();
+      // Moving between two segments may report the new one before leaving the old: only the segment whose
+      // tooltip is shown hides it.
+      const std::pair<int, int> segment{int(which), index};
+      if (!on || index < 0 || std::size_t(index) >= rows_.size()) {
+        if (tip_ == segment) QToolTip::hideText(), tip_ = {-1, -1};
+        return;
+      }
+      tip_ = segment;
       const Row& r = rows_[std::size_t(index)];
       QString text = QStringLiteral("<b>%1</b><br>%2: <b>%3</b> (%4 GB)")
                          .arg(r.category, sets_[which]->label(), gib_text(r.bytes[which]),
                               QString::number(r.bytes[which] / 1e9, 'f', 2));
       double total = 0;
-      for (double b : r.bytes) total += b;
-      text += QStringLiteral("<br>device total %1").arg(gib_text(total));
+      for (std::size_t k = 0; k + 1 < r.bytes.size(); ++k) total += r.bytes[k];  // all but "unused"
+      text += device_gib_ > 0
+                  ? QStringLiteral("<br>held: %1 of the device's %2").arg(gib_text(total), gib_text(device_gib_ * kGiB))
+                  : QStringLiteral("<br>held: %1").arg(gib_text(total));
       if (r.does_not_fit) text += QStringLiteral("<br><b>no memory left for the KV cache</b>");
       if (device_gib_ > 0 && total / kGiB > device_gib_)
         text += QStringLiteral("<br>needs %1\u00d7 the device's %2")

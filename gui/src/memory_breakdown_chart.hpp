@@ -11,6 +11,7 @@
 #include <QLineSeries>
 #include <QValueAxis>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvcap::gui {
@@ -57,6 +58,7 @@ class MemoryBreakdownChart : public QChartView {
   QStringList full_categories_;  ///< unelided: "deepseek-v3 \u25b8" for a bar cut at the axis's end
   QStringList categories_;       ///< as shown
   double device_gib_ = 0;
+  std::pair<int, int> tip_{-1, -1};  ///< (set, bar) whose tooltip is shown
 };
 
 }  // namespace kvcap::gui

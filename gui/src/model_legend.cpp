@@ -40,14 +40,22 @@ ModelLegend::ModelLegend(QWidget* parent) : QLabel(parent) {
   });
 }
 
+namespace {
+// The profile's display name ("Meta Llama 3.1 8B"); the id until the profile loads.
+QString display_name(const ModelResult& r) {
+  return r.model && !r.model->display_name.empty() ? display_text(r.model->display_name)
+                                                   : QString::fromStdString(r.label);
+}
+}  // namespace
+
 void ModelLegend::refresh(const DashboardModel& model) {
   entries_.clear();
   QStringList items;
   for (const ModelResult& r : model.results()) {
     // The profile's display name ("Meta Llama 3.1 8B"), its id after it; the id alone until it loads.
-    QString name = QString::fromStdString(r.label);
-    if (r.model && !r.model->display_name.empty() && r.model->display_name != r.model->name)
-      name = display_text(r.model->display_name) + QStringLiteral(" (") + name + QStringLiteral(")");
+    QString name = display_name(r);
+    for (const ModelResult& o : model.results())
+      if (&o != &r && display_name(o) == name) name += QStringLiteral(" (") + QString::fromStdString(r.label) + ")";
     const QString shown = elide_middle(name, kMaxChars);
     entries_.push_back(shown);
     const bool off = model.is_hidden(r.key);
@@ -71,6 +79,12 @@ void ModelLegend::refresh(const DashboardModel& model) {
     items << item;
   }
   setText(items.join(QStringLiteral(" &nbsp;&nbsp; ")));
+  QStringList ids;
+  for (const ModelResult& r : model.results())
+    ids << display_name(r).toHtmlEscaped() + QStringLiteral(": <tt>") + QString::fromStdString(r.key).toHtmlEscaped() +
+               QStringLiteral("</tt>");
+  setToolTip(QStringLiteral("Click a model to hide it in every chart (again to show it)<br>") +
+             ids.join(QStringLiteral("<br>")));
   setVisible(!items.isEmpty());
 }
 

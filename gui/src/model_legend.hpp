@@ -1,8 +1,9 @@
 #pragma once
 // The dashboard's one legend for the models: every selected model in its colour and line style, by the profile's
-// display name elided in the middle (two models that share a prefix stay distinguishable), wrapping onto more lines
-// in a narrow window. A click switches the model off (or back on) in every chart (DashboardModel::toggle_hidden).
-// The charts' own legends keep only what is theirs (reference lines, memory kinds, bound markers).
+// display name (its id added when two share one; every id in the tooltip), elided in the middle so that two models
+// sharing a prefix stay distinguishable, wrapping onto more lines in a narrow window. A click switches the model off
+// (or back on) in every chart (DashboardModel::toggle_hidden). The charts' own legends keep only what is theirs
+// (reference lines, memory kinds, bound markers).
 #include <QLabel>
 #include <string>
 #include <vector>

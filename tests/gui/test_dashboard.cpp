@@ -13,6 +13,7 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QListWidget>
+#include <QMouseEvent>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QToolTip>
@@ -351,7 +352,8 @@ TEST_CASE("the model legend hides a model in every chart, and shows it again", "
   REQUIRE(has(w.kv_bytes_chart()->categories(), "mistral-7b-v0.1"));
   // The legend names the model by its display name, with the id.
   REQUIRE(w.model_legend()->entries().size() == 3);
-  CHECK(w.model_legend()->entries()[1] == "Mistral 7B v0.1 (mistral-7b-v0.1)");
+  CHECK(w.model_legend()->entries()[1] == "Mistral 7B v0.1");
+  CHECK(w.model_legend()->toolTip().contains("Mistral 7B v0.1: <tt>mistral-7b-v0.1</tt>"));
   emit w.model_legend()->linkActivated(QString::fromStdString("toggle:" + key));
   CHECK_FALSE(s->isVisible());
   CHECK_FALSE(beyond->isVisible());
@@ -745,4 +747,76 @@ TEST_CASE("max_model_len, max_num_seqs and --kv-cache-memory controls reach the 
   CHECK_FALSE(back.max_model_len.has_value());
   CHECK_FALSE(back.max_num_seqs.has_value());
   CHECK(back.kv_cache_memory_bytes.empty());
+}
+
+TEST_CASE("the crosshair snaps to round contexts and reads every visible model there", "[gui][dashboard][crosshair]") {
+  CHECK(ConcurrencyChart::snap_context(13.04) == 8192);
+  CHECK(ConcurrencyChart::snap_context(14.6) == 32768);
+  CHECK(ConcurrencyChart::snap_context(3.0) == 1024);      // clamped to the chart's 1K ..
+  CHECK(ConcurrencyChart::snap_context(25.0) == 1 << 20);  // .. 1M
+  DashboardWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  QCoreApplication::processEvents();
+  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.num_gpus = 1;
+  const QString text = w.concurrency_chart()->readout(32768);
+  for (const char* key : {"llama-3.1-8b", "mistral-7b-v0.1", "deepseek-v2-lite"}) {
+    const ModelSpec m = profiles::resolve_model(key);
+    const MemoryPlan plan = plan_memory(m, g, d);
+    INFO(key);
+    CHECK(text.contains(QStringLiteral("%1</td><td align=right><b>%2</b>")
+                            .arg(QString::fromLatin1(key), QString::number(concurrency_at(m, plan, 32768), 'f', 2))));
+  }
+  CHECK(text.contains(QStringLiteral("<b>32K</b> tokens per request (32,768)")));
+  // vLLM's scheduler cap is drawn and read: max_num_seqs 1,024 on an 80 GiB GPU (vllm serve's default).
+  CHECK(w.concurrency_chart()->running_cap() == 1024);
+  CHECK(text.contains(QStringLiteral("max_num_seqs \u00d7 replicas = 1,024")));
+  // A hidden model leaves the readout.
+  emit w.model_legend()->linkActivated(QStringLiteral("toggle:mistral-7b-v0.1"));
+  CHECK_FALSE(w.concurrency_chart()->readout(32768).contains(QStringLiteral("mistral-7b-v0.1")));
+  // A mouse move over the plot near 32K draws the line at exactly 32K and shows the readout.
+  auto* chart = w.concurrency_chart()->chart();
+  const QPointF at_chart = chart->mapToPosition(QPointF(15.3, 10.0), chart->series().front());
+  const QPoint at_view = w.concurrency_chart()->mapFromScene(chart->mapToScene(at_chart));
+  QMouseEvent move(QEvent::MouseMove, QPointF(at_view),
+                   QPointF(w.concurrency_chart()->viewport()->mapToGlobal(at_view)), Qt::NoButton, Qt::NoButton,
+                   Qt::NoModifier);
+  QApplication::sendEvent(w.concurrency_chart()->viewport(), &move);
+  REQUIRE(w.concurrency_chart()->crosshair()->isVisible());
+  CHECK(w.concurrency_chart()->crosshair()->at(0).x() == Approx(15.0));
+  CHECK(QToolTip::text().contains(QStringLiteral("<b>32K</b>")));
+  CHECK(QToolTip::text().contains(QStringLiteral("llama-3.1-8b")));
+}
+
+TEST_CASE("at 1280x720 no elided name makes two models read the same", "[gui][dashboard][layout]") {
+  DashboardWindow w;
+  w.resize(1280, 720);
+  w.show();
+  DashboardSettings s = w.controls()->settings();
+  s.models = {"llama-3.1-8b",  "llama-3.1-70b", "llama-3.1-405b", "deepseek-v3",
+              "deepseek-v3.2", "deepseek-r1",   "qwen3-30b-a3b",  "qwen3-235b-a22b"};
+  s.deployment.tensor_parallel_size = 8;
+  s.deployment.num_gpus = 8;
+  w.controls()->set_settings(s);
+  QCoreApplication::processEvents();
+  // Labels are made unique for Qt with zero-width spaces; what a reader sees must differ without them.
+  auto distinct = [](const QStringList& shown, qsizetype expected) {
+    QStringList seen;
+    for (QString t : shown) {
+      t.remove(QChar(0x200B));
+      INFO(t.toStdString());
+      CHECK_FALSE(seen.contains(t));
+      seen << t;
+    }
+    CHECK(seen.size() == expected);
+  };
+  QStringList legend;
+  for (const QString& e : w.model_legend()->entries()) legend << e;
+  distinct(legend, 8);
+  distinct(w.kv_bytes_chart()->categories(), 8);
+  // The memory chart has a bar per model that starts (405B and V3 on 8 H100s do not).
+  distinct(w.memory_chart()->categories(), qsizetype(w.memory_chart()->categories().size()));
+  CHECK(w.memory_chart()->categories().size() >= 6);
 }
