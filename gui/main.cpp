@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption models("models", "comma-separated models: built-in names or profile paths", "list");
   const QCommandLineOption gpu("gpu", "GPU: built-in name or YAML profile", "name");
   const QCommandLineOption num_gpus("num-gpus", "total GPUs (default TP x PP)", "n");
+  const QCommandLineOption dp("data-parallel-size", "data-parallel replicas (GPUs = DP x TP x PP)", "n");
   const QCommandLineOption tp("tensor-parallel-size", "tensor-parallel size", "n");
   const QCommandLineOption pp("pipeline-parallel-size", "pipeline-parallel size", "n");
   const QCommandLineOption dcp("decode-context-parallel-size", "split each request's KV over n TP ranks (vLLM DCP)",
@@ -80,6 +81,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption kv("kv-cache-dtype", "KV format: auto, bf16, fp8, int8, int4, ...", "dtype");
   const QCommandLineOption util("gpu-memory-utilization", "fraction of device memory vLLM may use", "f");
   const QCommandLineOption block("block-size", "tokens per KV block", "n");
+  const QCommandLineOption seqs("max-num-seqs", "requests running at once per replica", "n");
+  const QCommandLineOption kv_memory("kv-cache-memory", "KV cache bytes per GPU given outright (e.g. 20GiB)", "bytes");
   const QCommandLineOption batched("max-num-batched-tokens", "token budget per step", "n");
   const QCommandLineOption prefix("shared-prefix-tokens", "a common prefix held once", "n");
   const QCommandLineOption speed_ctx("speed-context", "context of the decode-speed view (default 4K)", "n");
@@ -91,9 +94,9 @@ int main(int argc, char** argv) {
                                 "open on a view: capacity (the charts) or sizing (runs the sizing search for the "
                                 "first model with the form's defaults)",
                                 "name", "capacity");
-  for (const auto* o : {&screenshot, &size,   &models,    &gpu,     &num_gpus,    &tp,       &pp,
-                        &dcp,        &ep,     &max_len,   &quant,   &kv,          &util,     &block,
-                        &batched,    &prefix, &speed_ctx, &folders, &calibration, &timeline, &view})
+  for (const auto* o : {&screenshot, &size,    &models,  &gpu,       &num_gpus, &dp,          &tp,       &pp,
+                        &dcp,        &ep,      &max_len, &quant,     &kv,       &util,        &block,    &seqs,
+                        &kv_memory,  &batched, &prefix,  &speed_ctx, &folders,  &calibration, &timeline, &view})
     p.addOption(*o);
   p.process(app);
   if (!p.positionalArguments().isEmpty())
@@ -127,13 +130,14 @@ int main(int argc, char** argv) {
   // The deployment flags through the one reader every front end uses (profiles/flags.hpp): "1.5K" means here what
   // it means to `kvcap plan`.
   kvcap::profiles::FlagTexts flags;
-  for (const auto* o : {&num_gpus, &tp, &pp, &dcp, &max_len, &quant, &kv, &util, &block, &batched, &prefix})
+  for (const auto* o :
+       {&num_gpus, &dp, &tp, &pp, &dcp, &max_len, &quant, &kv, &util, &block, &seqs, &kv_memory, &batched, &prefix})
     if (p.isSet(*o)) flags[o->names().first().toStdString()] = p.value(*o).toStdString();
   if (p.isSet(ep)) flags["enable-expert-parallel"] = "";
   try {
     kvcap::Deployment& d = s.deployment;
     d = kvcap::profiles::deployment_from_flags(flags, d);
-    if (!p.isSet(num_gpus)) d.num_gpus = d.tensor_parallel_size * d.pipeline_parallel_size;
+    if (!p.isSet(num_gpus) && !p.isSet(dp)) d.num_gpus = d.tensor_parallel_size * d.pipeline_parallel_size;
     if (p.isSet(speed_ctx))
       s.speed_context_tokens = kvcap::profiles::parse_tokens(p.value(speed_ctx).toStdString(), "--speed-context");
   } catch (const kvcap::profiles::InputError& e) {

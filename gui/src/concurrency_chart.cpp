@@ -24,6 +24,25 @@ QString fix_text(const FitFix& f) {
   return QString::fromStdString(f.change).replace(QStringLiteral(">="), QStringLiteral("\u2265"));
 }
 
+// Every setting the planner used, resolved (the formats, block and limits vLLM runs), one CSV field each.
+constexpr const char* kSettingsCsvHeader =
+    "num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,decode_context_parallel_size,"
+    "enable_expert_parallel,dtype,quantization,kv_cache_dtype,gpu_memory_utilization,kv_cache_memory_bytes,block_size,"
+    "max_model_len,max_num_seqs,max_num_batched_tokens,shared_prefix_tokens,vllm_version";
+
+std::string settings_csv(const ResolvedDeployment& r) {
+  const Deployment& d = r.d;
+  std::string kv_memory;  // empty: profiled; else one value per stage, ';'-separated
+  for (u64 b : d.kv_cache_memory_bytes) (kv_memory += kv_memory.empty() ? "" : ";") += std::to_string(b);
+  std::ostringstream o;
+  o << d.num_gpus << "," << d.tensor_parallel_size << "," << d.pipeline_parallel_size << "," << r.replicas << ","
+    << d.decode_context_parallel_size << "," << (d.enable_expert_parallel ? 1 : 0) << "," << name(r.dtype) << ","
+    << name(r.weight_dtype) << "," << name(r.kv_dtype) << "," << d.gpu_memory_utilization << "," << kv_memory << ","
+    << r.block_size << "," << r.max_model_len << "," << r.max_num_seqs << "," << r.max_num_batched_tokens << ","
+    << d.shared_prefix_tokens << "," << escape::csv_field(d.vllm_version);
+  return o.str();
+}
+
 QPen model_pen(std::size_t i, bool beyond) {
   QPen p(model_colour(i), beyond ? 1.6 : 2.4);
   p.setStyle(beyond ? Qt::DashLine : model_pen_style(i));
@@ -276,8 +295,8 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
   const auto& dep = model.settings().deployment;
   double lo = INFINITY, hi = 0;
   std::ostringstream csv;
-  csv << "model,gpu,num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,context_tokens,"
-         "max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n";
+  csv << "model,gpu," << kSettingsCsvHeader
+      << ",context_tokens,max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n";
   for (std::size_t i = 0; i < curves_.size(); ++i) {
     const ModelResult& r = model.results()[i];
     Curve& c = curves_[i];
@@ -289,10 +308,9 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
       c.replicas = r.plan->dep.replicas;
       for (const CurvePoint& p : r.plan->curve) {
         c.points.push_back({p.context_tokens, p.max_concurrency, p.kv_bytes_per_request});
-        csv << escape::csv_field(r.label) << "," << escape::csv_field(model.settings().gpu) << "," << r.plan->dep.d.num_gpus << ","
-            << r.plan->dep.d.tensor_parallel_size << "," << r.plan->dep.d.pipeline_parallel_size << "," << c.replicas
-            << "," << p.context_tokens << "," << p.max_concurrency << "," << p.max_concurrency * double(c.replicas)
-            << "," << (p.context_tokens > c.max_model_len ? 1 : 0) << "\n";
+        csv << escape::csv_field(r.label) << "," << escape::csv_field(model.settings().gpu) << ","
+            << settings_csv(r.plan->dep) << "," << p.context_tokens << "," << p.max_concurrency << ","
+            << p.max_concurrency * double(c.replicas) << "," << (p.context_tokens > c.max_model_len ? 1 : 0) << "\n";
         const double y = p.max_concurrency * double(c.replicas);
         // A log axis drops a whole series holding a zero (or a non-finite value, which the planner no longer gives:
         // every request owns at least the block of its last token).

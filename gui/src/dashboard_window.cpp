@@ -3,11 +3,17 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
 #include <QGridLayout>
 #include <QMessageBox>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QToolBar>
@@ -139,20 +145,18 @@ void DashboardWindow::build_actions() {
     if (!f.isEmpty()) load_timeline(f);
   });
   bar->addSeparator();
-  add(QStringLiteral("Export PNG\u2026"), QStringLiteral("The main chart as PNG"), [this] {
-    const QString f = QFileDialog::getSaveFileName(this, QStringLiteral("Export PNG"),
-                                                   QStringLiteral("concurrency.png"), QStringLiteral("PNG (*.png)"));
-    if (!f.isEmpty()) guarded(QStringLiteral("Export PNG"), [&] { export_main_chart(f); });
-  });
-  add(QStringLiteral("Export SVG\u2026"), QStringLiteral("The main chart as SVG"), [this] {
-    const QString f = QFileDialog::getSaveFileName(this, QStringLiteral("Export SVG"),
-                                                   QStringLiteral("concurrency.svg"), QStringLiteral("SVG (*.svg)"));
-    if (!f.isEmpty()) guarded(QStringLiteral("Export SVG"), [&] { export_main_chart(f); });
-  });
+  add(QStringLiteral("Export\u2026"),
+      QStringLiteral("The whole dashboard or one chart as PNG or SVG, at the resolution you choose"),
+      [this] { ask_export(); });
   add(QStringLiteral("Export CSV\u2026"), QStringLiteral("The main chart's data as CSV"), [this] {
     const QString f = QFileDialog::getSaveFileName(this, QStringLiteral("Export CSV"),
                                                    QStringLiteral("concurrency.csv"), QStringLiteral("CSV (*.csv)"));
-    if (!f.isEmpty()) guarded(QStringLiteral("Export CSV"), [&] { export_main_csv(f); });
+    if (!f.isEmpty())
+      guarded(QStringLiteral("Export CSV"), [&] {
+        export_main_csv(f);
+        statusBar()->showMessage(QStringLiteral("Wrote %1: the main chart's data and every setting, CSV").arg(f),
+                                 10000);
+      });
   });
   add(QStringLiteral("Copy kvcap plan"), QStringLiteral("Copy the equivalent kvcap plan command lines"), [this] {
     copy_plan_command();
@@ -190,6 +194,10 @@ void DashboardWindow::redraw() {
                                         : QString()));
 }
 
+QString DashboardWindow::status_message() const {
+  return statusBar()->currentMessage();
+}
+
 void DashboardWindow::add_profile_folder(const QString& dir) {
   library_.add_folder(dir);
 }
@@ -200,6 +208,99 @@ bool DashboardWindow::load_calibration(const QString& path) {
 
 bool DashboardWindow::load_timeline(const QString& path) {
   return model_.load_timeline(path.toStdString());
+}
+
+const std::vector<std::pair<DashboardWindow::ExportView, QString>>& DashboardWindow::export_views() {
+  static const std::vector<std::pair<ExportView, QString>> views = {
+      {ExportView::dashboard, QStringLiteral("the whole dashboard")},
+      {ExportView::concurrency, QStringLiteral("main chart: concurrency vs context")},
+      {ExportView::memory, QStringLiteral("memory per GPU")},
+      {ExportView::decode, QStringLiteral("decode speed")},
+      {ExportView::kv_bytes, QStringLiteral("KV cache per token")},
+      {ExportView::kv_utilization, QStringLiteral("KV utilisation over time")}};
+  return views;
+}
+
+namespace {
+// A chart of type T drawn afresh from the model at the export's size (the one on screen keeps its size).
+template <class T>
+void save_fresh(const DashboardModel& model, const QString& path, QSize size) {
+  T chart;
+  chart.refresh(model);
+  save_chart(&chart, path, size);
+}
+}  // namespace
+
+QString DashboardWindow::export_view(ExportView view, const QString& path, QSize size) {
+  switch (view) {
+    case ExportView::dashboard: {
+      const QSize before = this->size();
+      struct Restore {
+        QWidget* w;
+        QSize s;
+        ~Restore() { w->resize(s); }
+      } restore{this, before};
+      save_widget(this, path, size, windowTitle());
+      break;
+    }
+    case ExportView::concurrency:
+      save_fresh<ConcurrencyChart>(model_, path, size);
+      break;
+    case ExportView::memory:
+      save_fresh<MemoryBreakdownChart>(model_, path, size);
+      break;
+    case ExportView::decode:
+      save_fresh<DecodeSpeedChart>(model_, path, size);
+      break;
+    case ExportView::kv_bytes:
+      save_fresh<KvBytesChart>(model_, path, size);
+      break;
+    case ExportView::kv_utilization:
+      save_fresh<KvUtilizationChart>(model_, path, size);
+      break;
+  }
+  QString what;
+  for (const auto& [v, name] : export_views())
+    if (v == view) what = name;
+  const QString msg = QStringLiteral("Wrote %1: %2, %3\u00d7%4 %5")
+                          .arg(QFileInfo(path).absoluteFilePath(), what)
+                          .arg(size.width())
+                          .arg(size.height())
+                          .arg(QFileInfo(path).suffix().toUpper());
+  statusBar()->showMessage(msg, 10000);
+  return msg;
+}
+
+void DashboardWindow::ask_export() {
+  QDialog dialog(this);
+  dialog.setWindowTitle(QStringLiteral("Export"));
+  auto* form = new QFormLayout(&dialog);
+  auto* what = new QComboBox;
+  for (const auto& [v, name] : export_views()) what->addItem(name, int(v));
+  auto* width = new QSpinBox;
+  auto* height = new QSpinBox;
+  for (auto* s : {width, height}) s->setRange(100, 20000);
+  width->setValue(1920);
+  height->setValue(1080);
+  auto* format = new QComboBox;
+  format->addItems({QStringLiteral("PNG"), QStringLiteral("SVG")});
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  form->addRow(QStringLiteral("what"), what);
+  form->addRow(QStringLiteral("width (px)"), width);
+  form->addRow(QStringLiteral("height (px)"), height);
+  form->addRow(QStringLiteral("format"), format);
+  form->addRow(buttons);
+  if (dialog.exec() != QDialog::Accepted) return;
+  const QString ext = format->currentText().toLower();
+  const QString f = QFileDialog::getSaveFileName(this, QStringLiteral("Export"), QStringLiteral("kvcap.") + ext,
+                                                 format->currentText() + QStringLiteral(" (*.") + ext + ")");
+  if (f.isEmpty()) return;
+  guarded(QStringLiteral("Export"), [&] {
+    const QString msg = export_view(ExportView(what->currentData().toInt()), f, QSize(width->value(), height->value()));
+    QMessageBox::information(this, QStringLiteral("Export"), msg);
+  });
 }
 
 void DashboardWindow::export_main_chart(const QString& path) {

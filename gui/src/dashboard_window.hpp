@@ -6,6 +6,8 @@
 #include <QLabel>
 #include <QMainWindow>
 #include <QTabWidget>
+#include <utility>
+#include <vector>
 
 #include "concurrency_chart.hpp"
 #include "controls_panel.hpp"
@@ -41,10 +43,20 @@ class DashboardWindow : public QMainWindow {
   SizingPanel* sizing_panel() const { return sizing_; }
   QTabWidget* views() const { return views_; }
   QString status_text() const { return status_->text(); }
+  /// The status bar's passing message (an export's confirmation, a copy).
+  QString status_message() const;
 
   void add_profile_folder(const QString& dir);
   bool load_calibration(const QString& path);
   bool load_timeline(const QString& path);
+  /// What Export writes: the whole dashboard window or one chart.
+  enum class ExportView { dashboard, concurrency, memory, decode, kv_bytes, kv_utilization };
+  /// Every view with its name in the export dialog.
+  static const std::vector<std::pair<ExportView, QString>>& export_views();
+  /// Writes `view` as .png or .svg (by the suffix) at `size` pixels: a chart is drawn afresh at that size from the
+  /// current results (hidden models stay hidden), the dashboard is laid out at it. Returns the confirmation the
+  /// status bar shows ("Wrote /path/c.png: main chart, 1920x1080 PNG"); throws on failure.
+  QString export_view(ExportView view, const QString& path, QSize size);
   /// The main chart as .png or .svg at its current size; throws on failure.
   void export_main_chart(const QString& path);
   /// The main chart's data as CSV; throws on failure.
@@ -59,6 +71,7 @@ class DashboardWindow : public QMainWindow {
  private:
   void redraw();
   void build_actions();
+  void ask_export();
   template <class F>
   void guarded(const QString& what, F f);
 

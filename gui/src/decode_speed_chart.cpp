@@ -198,7 +198,7 @@ void DecodeSpeedChart::refresh(const DashboardModel& model) {
   for (const ModelResult& r : model.results())
     if (r.plan && !r.decode.empty() && r.decode.back().batch == r.plan->dep.max_num_seqs)
       cap = std::max(cap, r.plan->dep.max_num_seqs);
-  x_->setTitleText(cap > 0 ? QStringLiteral("batch, up to max_num_seqs = %1").arg(grouped(cap))
+  x_->setTitleText(cap > 0 ? QStringLiteral("batch (\u2264 max_num_seqs %1)").arg(grouped(cap))
                            : QStringLiteral("batch (concurrent requests decoding)"));
   const QString source = model.calibration() ? model.rate_source_text() : QStringLiteral("datasheet rates");
   chart_->setTitle(QStringLiteral("Decode at %1 context \u2014 %2")

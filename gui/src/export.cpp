@@ -64,28 +64,19 @@ QImage render_image(QWidget* w, QSize size) {
   return img;
 }
 
-void save_chart(QChartView* view, const QString& path, QSize size) {
+void save_widget(QWidget* w, const QString& path, QSize size, const QString& title) {
   const QString suffix = QFileInfo(path).suffix().toLower();
   if (suffix != QLatin1String("png") && suffix != QLatin1String("svg"))
     throw std::invalid_argument(path.toStdString() + ": expected a .png or .svg file name");
   if (size.width() < 100 || size.height() < 100 || size.width() > 20000 || size.height() > 20000)
     throw std::invalid_argument("image size " + std::to_string(size.width()) + "x" + std::to_string(size.height()) +
                                 ": expected between 100x100 and 20000x20000 pixels");
-  // A file gets a white page around the chart, not the window's grey; restored afterwards.
-  struct WhiteBackground {
-    QChartView* v;
-    QBrush old;
-    explicit WhiteBackground(QChartView* view) : v(view), old(view->backgroundBrush()) {
-      v->setBackgroundBrush(Qt::white);
-    }
-    ~WhiteBackground() { v->setBackgroundBrush(old); }
-  } white(view);
   if (suffix == QLatin1String("png")) {
-    const QImage img = render_image(view, size);
+    const QImage img = render_image(w, size);
     if (!img.save(path, "PNG")) throw std::runtime_error(path.toStdString() + ": cannot write the PNG file");
     return;
   }
-  lay_out_at(view, size);
+  lay_out_at(w, size);
   {
     QFile probe(path);  // QSvgGenerator fails silently on an unwritable path
     if (!probe.open(QIODevice::WriteOnly)) throw std::runtime_error(path.toStdString() + ": cannot write the SVG file");
@@ -96,14 +87,26 @@ void save_chart(QChartView* view, const QString& path, QSize size) {
   svg.setViewBox(QRect(QPoint(0, 0), size));
   // QSvgGenerator writes the title into <title> as given (no escaping): a title such as "<script>" or "a & b"
   // would make the file malformed XML, or active content. escape::xml_text makes it character data.
-  const QString title = view->chart() ? view->chart()->title() : QString();
   svg.setTitle(QString::fromStdString(escape::xml_text(title.toStdString())));
   svg.setDescription(QStringLiteral("kvcap chart"));
   QPainter p(&svg);
   p.setRenderHint(QPainter::Antialiasing);
-  view->render(&p, QRectF(QPointF(0, 0), QSizeF(size)), QRect(QPoint(0, 0), size));
+  w->render(&p, QPoint(), QRegion(QRect(QPoint(0, 0), size)), QWidget::DrawChildren);
   p.end();
   if (QFileInfo(path).size() == 0) throw std::runtime_error(path.toStdString() + ": the SVG file came out empty");
+}
+
+void save_chart(QChartView* view, const QString& path, QSize size) {
+  // A file gets a white page around the chart, not the window's grey; restored afterwards.
+  struct WhiteBackground {
+    QChartView* v;
+    QBrush old;
+    explicit WhiteBackground(QChartView* view) : v(view), old(view->backgroundBrush()) {
+      v->setBackgroundBrush(Qt::white);
+    }
+    ~WhiteBackground() { v->setBackgroundBrush(old); }
+  } white(view);
+  save_widget(view, path, size, view->chart() ? view->chart()->title() : QString());
 }
 
 void save_text(const QString& path, const QByteArray& text) {

@@ -29,6 +29,9 @@ class EnsureApplication {
 void lay_out_at(QWidget* w, QSize size);
 /// `w` rendered at `size` (white background).
 QImage render_image(QWidget* w, QSize size);
+/// Saves any widget (a chart, the whole dashboard) as .png or .svg (by the path's suffix) at `size`, laid out at that
+/// size; `title` goes into the SVG's <title>, escaped. Throws as save_chart.
+void save_widget(QWidget* w, const QString& path, QSize size, const QString& title);
 /// Saves a chart view as .png or .svg (by the path's suffix) at `size`. Throws std::invalid_argument
 /// for another suffix and std::runtime_error when the file cannot be written.
 void save_chart(QChartView* view, const QString& path, QSize size);

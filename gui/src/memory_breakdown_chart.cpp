@@ -88,7 +88,7 @@ MemoryBreakdownChart::MemoryBreakdownChart(QWidget* parent)
     line->attachAxis(x_);
     line->attachAxis(y_);
   }
-  style_axis(x_, QStringLiteral("GiB per GPU (2\u00b3\u2070 B)"));
+  style_axis(x_, QStringLiteral("GiB (2\u00b3\u2070 B)"));
   style_axis(y_, QString());
   y_->setTruncateLabels(false);  // elided in the middle here instead (elide_categories)
   y_->setGridLineVisible(false);

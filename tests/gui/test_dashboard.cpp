@@ -521,7 +521,11 @@ TEST_CASE("exports: PNG and SVG of the main chart, CSV of its data, a screenshot
 
   w.export_main_csv(dir.filePath("c.csv"));
   const std::string csv = read_file(dir.filePath("c.csv").toStdString());
-  CHECK(csv.rfind("model,gpu,num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,context_tokens,"
+  // Every setting the planner used, resolved: formats, memory utilisation, block, limits.
+  CHECK(csv.rfind("model,gpu,num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,"
+                  "decode_context_parallel_size,enable_expert_parallel,dtype,quantization,kv_cache_dtype,"
+                  "gpu_memory_utilization,kv_cache_memory_bytes,block_size,max_model_len,max_num_seqs,"
+                  "max_num_batched_tokens,shared_prefix_tokens,vllm_version,context_tokens,"
                   "max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n",
                   0) == 0);
   const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
@@ -529,7 +533,9 @@ TEST_CASE("exports: PNG and SVG of the main chart, CSV of its data, a screenshot
   d.num_gpus = 1;
   const double want = concurrency_at(llama, plan_memory(llama, profiles::resolve_gpu("h100-sxm"), d), 32768);
   std::ostringstream row;
-  row << "llama-3.1-8b,h100-sxm,1,1,1,1,32768," << want << "," << want << ",0\n";
+  const ResolvedDeployment r = resolve(llama, profiles::resolve_gpu("h100-sxm"), d);
+  row << "llama-3.1-8b,h100-sxm,1,1,1,1,1,0,bf16,bf16,bf16,0.9,,16,131072,1024,8192,0," << r.d.vllm_version << ",32768,"
+      << want << "," << want << ",0\n";
   CHECK_THAT(csv, Catch::Contains(row.str()));
 }
 
@@ -819,4 +825,43 @@ TEST_CASE("at 1280x720 no elided name makes two models read the same", "[gui][da
   // The memory chart has a bar per model that starts (405B and V3 on 8 H100s do not).
   distinct(w.memory_chart()->categories(), qsizetype(w.memory_chart()->categories().size()));
   CHECK(w.memory_chart()->categories().size() >= 6);
+}
+
+TEST_CASE("Export writes the dashboard or any chart at the chosen resolution and says where", "[gui][export]") {
+  QTemporaryDir dir;
+  REQUIRE(dir.isValid());
+  DashboardWindow w;
+  w.resize(1400, 900);
+  w.show();
+  QCoreApplication::processEvents();
+  const QSize on_screen = w.concurrency_chart()->size();
+  using V = DashboardWindow::ExportView;
+  const QString whole = dir.filePath("dashboard.png");
+  const QString msg = w.export_view(V::dashboard, whole, QSize(1920, 1080));
+  CHECK(QImage(whole).size() == QSize(1920, 1080));
+  CHECK(msg ==
+        QStringLiteral("Wrote %1: the whole dashboard, 1920\u00d71080 PNG").arg(QFileInfo(whole).absoluteFilePath()));
+  CHECK(w.status_message() == msg);
+  CHECK(w.size() == QSize(1400, 900));  // the window is back at its own size
+  for (const auto& [view, name] : DashboardWindow::export_views()) {
+    if (view == V::dashboard) continue;
+    INFO(name.toStdString());
+    const QString png = dir.filePath(QStringLiteral("chart%1.png").arg(int(view)));
+    w.export_view(view, png, QSize(2400, 1500));
+    const QImage img(png);
+    CHECK(img.size() == QSize(2400, 1500));
+    int non_white = 0;
+    for (int y = 0; y < img.height(); y += 8)
+      for (int x = 0; x < img.width(); x += 8) non_white += img.pixel(x, y) != qRgb(255, 255, 255);
+    CHECK(non_white > 500);  // a chart, not a blank page
+    const QString svg = dir.filePath(QStringLiteral("chart%1.svg").arg(int(view)));
+    w.export_view(view, svg, QSize(1280, 720));
+    const std::string text = read_file(svg.toStdString());
+    CHECK_THAT(text, Catch::Contains("<svg"));
+    CHECK_THAT(text, Catch::Contains("width=\"1280\""));
+  }
+  CHECK(w.concurrency_chart()->size() == on_screen);  // drawn afresh: the chart on screen keeps its size
+  CHECK_THROWS_AS(w.export_view(V::memory, dir.filePath("m.jpg"), QSize(800, 600)), std::invalid_argument);
+  CHECK_THROWS_AS(w.export_view(V::memory, dir.filePath("m.png"), QSize(50, 600)), std::invalid_argument);
+  CHECK_THROWS(w.export_view(V::memory, dir.filePath("no/such/folder/m.png"), QSize(800, 600)));
 }
