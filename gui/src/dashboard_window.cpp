@@ -262,7 +262,7 @@ QString DashboardWindow::export_view(ExportView view, const QString& path, QSize
   QString what;
   for (const auto& [v, name] : export_views())
     if (v == view) what = name;
-  const QString msg = QStringLiteral("Wrote %1: %2, %3\u00d7%4 %5")
+  QString msg = QStringLiteral("Wrote %1: %2, %3\u00d7%4 %5")
                           .arg(QFileInfo(path).absoluteFilePath(), what)
                           .arg(size.width())
                           .arg(size.height())
