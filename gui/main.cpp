@@ -3,6 +3,7 @@
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QRegularExpression>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +35,46 @@ bool has_flag(int argc, char** argv, const char* flag) {
 bool needs_no_window(int argc, char** argv) {
   return has_flag(argc, argv, "--screenshot") || has_flag(argc, argv, "--help") || has_flag(argc, argv, "-h") ||
          has_flag(argc, argv, "--help-all") || has_flag(argc, argv, "--version") || has_flag(argc, argv, "-v");
+}
+
+// `base` with the vLLM flags in `text` applied ("--kv-cache-dtype fp8 --gpu h200"): the deployment flags through the
+// one reader every front end uses, the replicas kept when TP or PP change. InputError for anything else.
+DashboardSettings settings_with(DashboardSettings base, const QString& text) {
+  static const QRegularExpression blanks(QStringLiteral("\\s+"));
+  const QStringList words = text.split(blanks, Qt::SkipEmptyParts);
+  kvcap::profiles::FlagTexts flags;
+  for (qsizetype i = 0; i < words.size(); ++i) {
+    QString name = words[i];
+    if (!name.startsWith(QLatin1String("--")))
+      throw kvcap::profiles::InputError("expected a flag such as --kv-cache-dtype, got '" + name.toStdString() + "'");
+    name = name.mid(2);
+    QString value;
+    const bool inline_value = name.contains(QLatin1Char('='));
+    if (inline_value) value = name.section(QLatin1Char('='), 1), name = name.section(QLatin1Char('='), 0, 0);
+    const std::string n = name.toStdString();
+    if (n != "gpu" && !kvcap::profiles::is_deployment_flag(n))
+      throw kvcap::profiles::InputError("unknown flag '--" + n +
+                                        "'; expected --gpu or a deployment flag of kvcap plan (vLLM's names)");
+    if (kvcap::profiles::is_deployment_switch(n)) {
+      flags[n] = "";
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= words.size()) throw kvcap::profiles::InputError("--" + n + " needs a value");
+      value = words[++i];
+    }
+    if (n == "gpu")
+      base.gpu = value.toStdString();
+    else
+      flags[n] = value.toStdString();
+  }
+  kvcap::Deployment& d = base.deployment;
+  const std::int64_t replicas = std::max<std::int64_t>(
+      1, d.num_gpus / std::max<std::int64_t>(1, d.tensor_parallel_size * d.pipeline_parallel_size));
+  d = kvcap::profiles::deployment_from_flags(flags, d);
+  if (!flags.count("num-gpus") && !flags.count("data-parallel-size"))
+    d.num_gpus = replicas * d.tensor_parallel_size * d.pipeline_parallel_size;
+  return base;
 }
 
 }  // namespace
@@ -90,13 +131,19 @@ int main(int argc, char** argv) {
                                    "dir");
   const QCommandLineOption calibration("calibration", "calibration.yaml for the speed view", "file");
   const QCommandLineOption timeline("timeline", "simulator timeline CSV (kvcap simulate --timeline)", "file");
+  const QCommandLineOption compare_with(
+      "compare-with",
+      "pin the deployment the other flags give as the baseline, then apply these flags on top, e.g. "
+      "\"--kv-cache-dtype fp8\" or \"--gpu a100-80gb --tensor-parallel-size 8\"",
+      "flags");
   const QCommandLineOption view("view",
                                 "open on a view: capacity (the charts) or sizing (runs the sizing search for the "
                                 "first model with the form's defaults)",
                                 "name", "capacity");
-  for (const auto* o : {&screenshot, &size,    &models,  &gpu,       &num_gpus, &dp,          &tp,       &pp,
-                        &dcp,        &ep,      &max_len, &quant,     &kv,       &util,        &block,    &seqs,
-                        &kv_memory,  &batched, &prefix,  &speed_ctx, &folders,  &calibration, &timeline, &view})
+  for (const auto* o :
+       {&screenshot, &size,      &models,  &gpu,         &num_gpus, &dp,    &tp,          &pp,        &dcp,
+        &ep,         &max_len,   &quant,   &kv,          &util,     &block, &seqs,        &kv_memory, &batched,
+        &prefix,     &speed_ctx, &folders, &calibration, &timeline, &view,  &compare_with})
     p.addOption(*o);
   p.process(app);
   if (!p.positionalArguments().isEmpty())
@@ -146,6 +193,14 @@ int main(int argc, char** argv) {
   w.controls()->set_settings(s);
   if (p.isSet(calibration)) w.load_calibration(p.value(calibration));  // a bad file shows in the panel
   if (p.isSet(timeline)) w.load_timeline(p.value(timeline));
+  if (p.isSet(compare_with)) {
+    w.model().pin_baseline();
+    try {
+      w.controls()->set_settings(settings_with(w.controls()->settings(), p.value(compare_with)));
+    } catch (const kvcap::profiles::InputError& e) {
+      usage_error(QStringLiteral("--compare-with: ") + QString::fromStdString(e.what()));
+    }
+  }
   if (p.value(view) == QLatin1String("sizing")) {
     w.views()->setCurrentWidget(w.sizing_panel());
     w.sizing_panel()->search();  // a failure is shown in the panel's status line

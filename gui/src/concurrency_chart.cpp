@@ -114,6 +114,11 @@ QString ConcurrencyChart::readout(i64 context_tokens) const {
       QString row = QStringLiteral("<tr><td><span style='color:%1'>\u25a0</span> %2</td><td align=right><b>%3</b></td>")
                         .arg(c.colour.name(), QString::fromStdString(c.label).toHtmlEscaped(),
                              QString::number(p.per_replica * double(c.replicas), 'f', 2));
+      for (const auto& [key, pts] : baseline_points_)
+        if (key == c.key)
+          for (const Point& b : pts)
+            if (b.context_tokens == context_tokens)
+              row += QStringLiteral("<td>(baseline %1)</td>").arg(QString::number(b.per_replica, 'f', 2));
       row += context_tokens > c.max_model_len ? QStringLiteral("<td><i>beyond max_model_len</i></td></tr>")
                                               : QStringLiteral("<td></td></tr>");
       rows << row;
@@ -280,6 +285,46 @@ void ConcurrencyChart::show_tooltip(const Curve& c, const QPointF& at) {
   QToolTip::showText(QCursor::pos(), text, this);
 }
 
+const QLineSeries* ConcurrencyChart::baseline_series_for(const std::string& key) const {
+  for (std::size_t i = 0; i < baseline_points_.size(); ++i)
+    if (baseline_points_[i].first == key) return baseline_series_[i];
+  return nullptr;
+}
+
+void ConcurrencyChart::draw_baseline(const DashboardModel& model) {
+  for (QLineSeries* b : baseline_series_) {
+    chart_->removeSeries(b);
+    delete b;
+  }
+  baseline_series_.clear();
+  baseline_points_.clear();
+  if (!model.baseline()) return;
+  for (const ModelResult& r : model.results()) {
+    const ModelResult* b = model.baseline_result(r.key);
+    if (!b || !b->plan || model.is_hidden(r.key)) continue;
+    // The same colour, wide and faint: the baseline stays readable under the current curve.
+    QColor c = model_colour(r.colour_index);
+    c.setAlphaF(0.3f);
+    auto* s = new QLineSeries;
+    s->setName(QStringLiteral("baseline"));
+    s->setPen(QPen(c, 6.0, Qt::SolidLine, Qt::RoundCap));
+    std::vector<Point> pts;
+    QList<QPointF> line;
+    for (const CurvePoint& p : b->plan->curve) {
+      const double y = p.max_concurrency * double(b->plan->dep.replicas);
+      pts.push_back({p.context_tokens, p.max_concurrency * double(b->plan->dep.replicas), p.kv_bytes_per_request});
+      if (y > 0 && std::isfinite(y)) line.append({x_of(p.context_tokens), y});
+    }
+    s->replace(line);
+    chart_->addSeries(s);
+    s->attachAxis(x_);
+    s->attachAxis(y_);
+    for (QLegendMarker* m : chart_->legend()->markers(s)) m->setVisible(false);
+    baseline_series_.push_back(s);
+    baseline_points_.emplace_back(r.key, std::move(pts));
+  }
+}
+
 void ConcurrencyChart::place_gap_note() {
   const QRectF area = chart_->plotArea();
   gap_note_->setTextWidth(std::max(120.0, area.width() * 0.62));
@@ -355,6 +400,12 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
                                .arg(gaps.join(QStringLiteral(" \u00b7 "))));
   gap_note_->setVisible(!gaps.isEmpty());
   place_gap_note();
+  if (model.baseline())
+    for (const ModelResult& b : model.baseline()->results)
+      if (b.plan && !model.is_hidden(b.key))
+        for (const CurvePoint& p : b.plan->curve)
+          if (const double y = p.max_concurrency * double(b.plan->dep.replicas); y > 0 && std::isfinite(y))
+            lo = std::min(lo, y), hi = std::max(hi, y);
   // The scheduler's cap: vLLM runs at most max_num_seqs requests per replica, whatever the KV cache holds.
   running_cap_ = 0;
   for (const ModelResult& r : model.results())
@@ -369,6 +420,7 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
   set_log10_axis(y_, std::min(lo, 0.5), hi);
   y_->setTitleText(replicas > 1 ? QStringLiteral("max concurrent requests, all %1 replicas (log scale)").arg(replicas)
                                 : QStringLiteral("max concurrent requests per replica (log scale)"));
+  draw_baseline(model);
   // Legend markers are recreated by replace()/setName in some Qt versions: set them again.
   apply_visibility();
 

@@ -49,6 +49,8 @@ class ConcurrencyChart : public QChartView {
   const QLineSeries* crosshair() const { return crosshair_; }
   /// The scheduler's cap on running requests, max_num_seqs x replicas (a horizontal line; 0 when none).
   double running_cap() const { return running_cap_; }
+  /// The pinned baseline's curve of a model key (nullptr when there is none).
+  const QLineSeries* baseline_series_for(const std::string& key) const;
   /// Whether the chart's own legend lists the models too (kvcap-plot's chart, which has no model legend beside it).
   void set_model_markers(bool on) { show_model_markers_ = on; }
 
@@ -77,6 +79,7 @@ class ConcurrencyChart : public QChartView {
   void apply_visibility();
   void show_tooltip(const Curve& c, const QPointF& at);
   void place_gap_note();
+  void draw_baseline(const DashboardModel& model);
 
   QChart* chart_;
   QCategoryAxis* x_;
@@ -84,8 +87,10 @@ class ConcurrencyChart : public QChartView {
   QLineSeries* one_request_;    ///< y = 1
   QLineSeries* beyond_legend_;  ///< legend entry explaining the dashed style
   QGraphicsTextItem* gap_note_;
-  QLineSeries* crosshair_;  ///< vertical line at the snapped context (no legend entry)
-  QLineSeries* cap_line_;   ///< max_num_seqs x replicas
+  QLineSeries* crosshair_;                     ///< vertical line at the snapped context (no legend entry)
+  QLineSeries* cap_line_;                      ///< max_num_seqs x replicas
+  std::vector<QLineSeries*> baseline_series_;  ///< the pinned baseline's curves, dimmed (no legend entries)
+  std::vector<std::pair<std::string, std::vector<Point>>> baseline_points_;  ///< per key, for the readout
   double running_cap_ = 0;  ///< "does not fit: ..." in the plot area, where the missing curves would be
   std::vector<Curve> curves_;
   std::set<std::string> hidden_;  ///< the model's hidden keys at the last refresh

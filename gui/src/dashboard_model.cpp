@@ -100,6 +100,38 @@ void DashboardModel::recompute() {
   emit updated();
 }
 
+void DashboardModel::pin_baseline() {
+  Baseline b;
+  b.settings = settings_;
+  b.gpu = gpu_;
+  b.results = results_;
+  const Deployment& d = settings_.deployment;
+  const std::string kv = d.kv_cache_dtype == DType::auto_ ? "auto" : std::string(name(d.kv_cache_dtype));
+  b.description = QStringLiteral("%1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4 \u00b7 KV %5")
+                      .arg(d.num_gpus)
+                      .arg(QString::fromStdString(gpu_ ? gpu_->name : settings_.gpu))
+                      .arg(d.tensor_parallel_size)
+                      .arg(d.pipeline_parallel_size)
+                      .arg(QString::fromStdString(kv));
+  if (d.quantization != DType::auto_)
+    b.description +=
+        QStringLiteral(" \u00b7 weights %1").arg(QString::fromStdString(std::string(name(d.quantization))));
+  baseline_ = std::move(b);
+  emit updated();
+}
+
+void DashboardModel::clear_baseline() {
+  baseline_.reset();
+  emit updated();
+}
+
+const ModelResult* DashboardModel::baseline_result(const std::string& key) const {
+  if (!baseline_) return nullptr;
+  for (const auto& r : baseline_->results)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
 void DashboardModel::toggle_hidden(const std::string& key) {
   if (!hidden_.erase(key)) hidden_.insert(key);
   emit updated();

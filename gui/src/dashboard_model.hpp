@@ -39,6 +39,15 @@ struct ModelResult {
   bool starts() const { return plan && !has_errors(findings); }
 };
 
+/// A pinned deployment: its settings and results as they were, drawn dimmed beside the current ones.
+struct Baseline {
+  DashboardSettings settings;
+  std::optional<GpuSpec> gpu;
+  std::vector<ModelResult> results;
+  /// "1\u00d7 H200 \u00b7 TP 4 \u00b7 KV fp8": what the charts and the comparison call it.
+  QString description;
+};
+
 /// One line of the problems panel, and the deployment field (SpecError::field() name) whose control causes it.
 struct Problem {
   QString text;
@@ -78,6 +87,13 @@ class DashboardModel : public QObject {
   /// Increases on every successful timeline load (charts redraw the timeline only when it changes).
   std::uint64_t timeline_generation() const { return timeline_generation_; }
 
+  /// Pins the current settings and results as the baseline (replacing any), then emits updated().
+  void pin_baseline();
+  void clear_baseline();
+  const std::optional<Baseline>& baseline() const { return baseline_; }
+  /// The baseline's result for a model key (nullptr when not pinned or not in it).
+  const ModelResult* baseline_result(const std::string& key) const;
+
   /// Models the user switched off in the legend: every chart leaves them out (view state, kept across recomputes).
   const std::set<std::string>& hidden() const { return hidden_; }
   bool is_hidden(const std::string& key) const { return hidden_.count(key) > 0; }
@@ -98,6 +114,7 @@ class DashboardModel : public QObject {
   DashboardSettings settings_ = default_settings();
   std::vector<ModelResult> results_;
   std::set<std::string> hidden_;
+  std::optional<Baseline> baseline_;
   std::optional<GpuSpec> gpu_;
   std::string gpu_error_;
   std::optional<Calibration> calibration_;

@@ -35,6 +35,7 @@ DashboardWindow::DashboardWindow(QWidget* parent)
       kv_bytes_(new KvBytesChart),
       kv_util_(new KvUtilizationChart),
       legend_(new ModelLegend),
+      comparison_(new ComparisonTable),
       sizing_(new SizingPanel),
       views_(new QTabWidget),
       status_(new QLabel),
@@ -56,6 +57,7 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   rlay->setSpacing(4);
   rlay->addWidget(errors_);
   rlay->addWidget(legend_);
+  rlay->addWidget(comparison_);
   auto* grid = new QGridLayout;
   grid->setSpacing(4);
   grid->addWidget(concurrency_, 0, 0, 1, 2);
@@ -145,6 +147,13 @@ void DashboardWindow::build_actions() {
     if (!f.isEmpty()) load_timeline(f);
   });
   bar->addSeparator();
+  pin_ = add(QStringLiteral("Pin baseline"),
+             QStringLiteral("Keep the current deployment drawn, dimmed, in every chart and compare what you "
+                            "change against it (again: unpin)"),
+             [this](bool on) { on ? model_.pin_baseline() : model_.clear_baseline(); });
+  pin_->setCheckable(true);
+  pin_->setObjectName(QStringLiteral("pinBaseline"));
+  bar->addSeparator();
   add(QStringLiteral("Export\u2026"),
       QStringLiteral("The whole dashboard or one chart as PNG or SVG, at the resolution you choose"),
       [this] { ask_export(); });
@@ -171,6 +180,8 @@ void DashboardWindow::redraw() {
       break;
     }
   legend_->refresh(model_);
+  comparison_->refresh(model_);
+  if (pin_) pin_->setChecked(model_.baseline().has_value());
   concurrency_->refresh(model_);
   memory_->refresh(model_);
   decode_->refresh(model_);
@@ -263,10 +274,10 @@ QString DashboardWindow::export_view(ExportView view, const QString& path, QSize
   for (const auto& [v, name] : export_views())
     if (v == view) what = name;
   QString msg = QStringLiteral("Wrote %1: %2, %3\u00d7%4 %5")
-                          .arg(QFileInfo(path).absoluteFilePath(), what)
-                          .arg(size.width())
-                          .arg(size.height())
-                          .arg(QFileInfo(path).suffix().toUpper());
+                    .arg(QFileInfo(path).absoluteFilePath(), what)
+                    .arg(size.width())
+                    .arg(size.height())
+                    .arg(QFileInfo(path).suffix().toUpper());
   statusBar()->showMessage(msg, 10000);
   return msg;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "comparison.hpp"
 #include "concurrency_chart.hpp"
 #include "controls_panel.hpp"
 #include "dashboard_model.hpp"
@@ -39,6 +40,8 @@ class DashboardWindow : public QMainWindow {
   KvUtilizationChart* kv_utilization_chart() const { return kv_util_; }
   /// The models' legend above the charts: a click hides a model in every chart.
   ModelLegend* model_legend() const { return legend_; }
+  /// Baseline against now, shown while a baseline is pinned (toolbar: Pin baseline).
+  ComparisonTable* comparison_table() const { return comparison_; }
   /// The sizing view (its own tab): workload and targets in, the Pareto chart and best per GPU type out.
   SizingPanel* sizing_panel() const { return sizing_; }
   QTabWidget* views() const { return views_; }
@@ -85,6 +88,8 @@ class DashboardWindow : public QMainWindow {
   KvBytesChart* kv_bytes_;
   KvUtilizationChart* kv_util_;
   ModelLegend* legend_;
+  ComparisonTable* comparison_;
+  QAction* pin_ = nullptr;  ///< Pin baseline (checked while one is pinned)
   SizingPanel* sizing_;
   QTabWidget* views_;
   QLabel* status_;

@@ -91,6 +91,31 @@ void DecodeSpeedChart::set_hidden(const std::set<std::string>& keys) {
   compute_bound_->replace(comp);
 }
 
+void DecodeSpeedChart::draw_baseline(const DashboardModel& model) {
+  for (QLineSeries* b : baseline_) {
+    chart_->removeSeries(b);
+    delete b;
+  }
+  baseline_.clear();
+  if (!model.baseline()) return;
+  for (const ModelResult& r : model.results()) {
+    const ModelResult* b = model.baseline_result(r.key);
+    if (!b || b->decode.empty() || model.is_hidden(r.key)) continue;
+    QColor c = model_colour(r.colour_index);
+    c.setAlphaF(0.3f);
+    auto* s = new QLineSeries;
+    s->setPen(QPen(c, 6.0, Qt::SolidLine, Qt::RoundCap));
+    QList<QPointF> pts;
+    for (const DecodeStep& st : b->decode) pts.append({std::log2(double(st.batch)), st.tokens_per_s / 1e3});
+    s->replace(pts);
+    chart_->addSeries(s);
+    s->attachAxis(x_);
+    s->attachAxis(y_tokens_);
+    for (QLegendMarker* m : chart_->legend()->markers(s)) m->setVisible(false);
+    baseline_.push_back(s);
+  }
+}
+
 void DecodeSpeedChart::rebuild(const DashboardModel& model) {
   for (auto& c : curves_) {
     chart_->removeSeries(c.throughput);
@@ -185,6 +210,14 @@ void DecodeSpeedChart::refresh(const DashboardModel& model) {
     c.tpot->setName(QString::fromStdString(r.label) + QStringLiteral(" TPOT"));
   }
   set_hidden(model.hidden());
+  draw_baseline(model);
+  if (model.baseline())
+    for (const ModelResult& b : model.baseline()->results)
+      for (const DecodeStep& st : b.decode) {
+        tok_lo = std::min(tok_lo, st.tokens_per_s / 1e3);
+        tok_hi = std::max(tok_hi, st.tokens_per_s / 1e3);
+        max_batch = std::max(max_batch, st.batch);
+      }
   const int max_exp = std::max(4, int(std::ceil(std::log2(double(max_batch)))));
   set_log2_axis(
       x_, 0, max_exp, [](long long b) { return QString::number(b); }, max_exp > 7 ? 2 : 1, 0.4);

@@ -30,6 +30,8 @@ class DecodeSpeedChart : public QChartView {
   QScatterSeries* memory_bound_markers() const { return memory_bound_; }
   QScatterSeries* compute_bound_markers() const { return compute_bound_; }
   QString title() const;
+  /// The pinned baseline's throughput curves (dimmed), one per model in both.
+  const std::vector<QLineSeries*>& baseline_series() const { return baseline_; }
   /// Hides the curves (and bound markers) of these model keys (the main chart's legend toggles).
   void set_hidden(const std::set<std::string>& keys);
 
@@ -41,6 +43,7 @@ class DecodeSpeedChart : public QChartView {
     std::vector<DecodeStep> steps;
   };
   void rebuild(const DashboardModel& model);
+  void draw_baseline(const DashboardModel& model);
   void show_tooltip(const Curve& c, const QPointF& at, bool tpot_axis);
 
   QChart* chart_;
@@ -50,6 +53,7 @@ class DecodeSpeedChart : public QChartView {
   QScatterSeries* memory_bound_;
   QScatterSeries* compute_bound_;
   std::vector<Curve> curves_;
+  std::vector<QLineSeries*> baseline_;  ///< the pinned baseline's throughput curves, dimmed
   std::set<std::string> hidden_;
 };
 

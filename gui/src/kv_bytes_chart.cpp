@@ -74,10 +74,21 @@ void KvBytesChart::refresh(const DashboardModel& model) {
   };
   std::vector<Bar> bars;
   for (const auto& r : model.results()) {
-    if (!r.plan || model.is_hidden(r.key)) continue;
-    const u64 b = r.plan->kv_bytes_per_token_per_rank;
-    bars.push_back({QString::fromStdString(r.label) + QStringLiteral("  ") + binary_bytes_text(double(b)),
-                    double(b) / 1024.0, model_colour(r.colour_index), b});
+    if (model.is_hidden(r.key)) continue;
+    if (r.plan) {
+      const u64 b = r.plan->kv_bytes_per_token_per_rank;
+      bars.push_back({QString::fromStdString(r.label) + QStringLiteral("  ") + binary_bytes_text(double(b)),
+                      double(b) / 1024.0, model_colour(r.colour_index), b});
+    }
+    // The pinned baseline's bar under the model's own, faint.
+    if (const ModelResult* base = model.baseline_result(r.key); base && base->plan) {
+      const u64 b = base->plan->kv_bytes_per_token_per_rank;
+      QColor faint = model_colour(r.colour_index);
+      faint.setAlphaF(0.3f);
+      bars.push_back({QStringLiteral("base: ") + QString::fromStdString(r.label) + QStringLiteral("  ") +
+                          binary_bytes_text(double(b)),
+                      double(b) / 1024.0, faint, b});
+    }
   }
   // Horizontal bars list the first category at the bottom; put the first model on top.
   std::reverse(bars.begin(), bars.end());

@@ -116,22 +116,31 @@ void MemoryBreakdownChart::resizeEvent(QResizeEvent* e) {
   elide_categories();
 }
 
+void MemoryBreakdownChart::add_rows(const ModelResult& r, const std::optional<GpuSpec>& gpu, bool baseline) {
+  if (!r.plan) return;
+  const auto& p = *r.plan;
+  for (const StagePlan& st : p.stages) {
+    Row row;
+    // "base: " first, so that eliding the middle keeps both it and the name's end.
+    row.category = (baseline ? QStringLiteral("base: ") : QString()) + QString::fromStdString(r.label);
+    if (p.stages.size() > 1) row.category += QStringLiteral(" \u00b7 stage %1").arg(st.stage);
+    row.baseline = baseline;
+    const double device = gpu ? double(gpu->memory_bytes) : double(st.requested_bytes);
+    const double kv = std::max<double>(0, double(st.available_kv_bytes));
+    row.does_not_fit = st.available_kv_bytes <= 0;
+    row.bytes = {double(st.weights_bytes), double(st.activation_peak_bytes), double(st.non_torch_bytes), kv,
+                 std::max(0.0, device - double(st.requested_bytes))};
+    rows_.push_back(std::move(row));
+  }
+}
+
 void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   rows_.clear();
   for (const auto& r : model.results()) {
-    if (!r.plan || model.is_hidden(r.key)) continue;
-    const auto& p = *r.plan;
-    for (const StagePlan& st : p.stages) {
-      Row row;
-      row.category = QString::fromStdString(r.label);
-      if (p.stages.size() > 1) row.category += QStringLiteral(" \u00b7 stage %1").arg(st.stage);
-      const double device = model.gpu() ? double(model.gpu()->memory_bytes) : double(st.requested_bytes);
-      const double kv = std::max<double>(0, double(st.available_kv_bytes));
-      row.does_not_fit = st.available_kv_bytes <= 0;
-      row.bytes = {double(st.weights_bytes), double(st.activation_peak_bytes), double(st.non_torch_bytes), kv,
-                   std::max(0.0, device - double(st.requested_bytes))};
-      rows_.push_back(std::move(row));
-    }
+    if (model.is_hidden(r.key)) continue;
+    add_rows(r, model.gpu(), false);
+    // The pinned baseline's bars under the model's own, dimmed.
+    if (const ModelResult* b = model.baseline_result(r.key)) add_rows(*b, model.baseline()->gpu, true);
   }
   // A horizontal bar chart lists its first category at the bottom; show the first model on top.
   std::reverse(rows_.begin(), rows_.end());
@@ -160,6 +169,13 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
     for (const Row& r : rows_) values << r.bytes[k] / kGiB;
     sets_[k]->remove(0, sets_[k]->count());
     sets_[k]->append(values);
+    // Baseline bars are drawn "selected", in a faint version of the set's colour.
+    QColor faint = sets_[k]->color();
+    faint.setAlphaF(0.3f);
+    sets_[k]->setSelectedColor(faint);
+    sets_[k]->deselectAllBars();
+    for (std::size_t i = 0; i < rows_.size(); ++i)
+      if (rows_[i].baseline) sets_[k]->selectBar(int(i));
   }
   x_->setRange(0, top);
   x_->setTickType(QValueAxis::TicksDynamic);

@@ -10,13 +10,17 @@
 #include <QHorizontalStackedBarSeries>
 #include <QLineSeries>
 #include <QValueAxis>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "kvcap/planner/gpu.hpp"
+
 namespace kvcap::gui {
 
 class DashboardModel;
+struct ModelResult;
 
 class MemoryBreakdownChart : public QChartView {
   Q_OBJECT
@@ -46,7 +50,9 @@ class MemoryBreakdownChart : public QChartView {
     QString category;
     std::vector<double> bytes;  ///< one per set
     bool does_not_fit = false;
+    bool baseline = false;  ///< the pinned baseline's, drawn faint
   };
+  void add_rows(const ModelResult& r, const std::optional<GpuSpec>& gpu, bool baseline);
   QChart* chart_;
   QHorizontalStackedBarSeries* series_;
   QBarCategoryAxis* y_;

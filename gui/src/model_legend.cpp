@@ -78,7 +78,11 @@ void ModelLegend::refresh(const DashboardModel& model) {
     if (off) item = QStringLiteral("<s>") + item + QStringLiteral("</s>");
     items << item;
   }
-  setText(items.join(QStringLiteral(" &nbsp;&nbsp; ")));
+  QString text = items.join(QStringLiteral(" &nbsp;&nbsp; "));
+  if (model.baseline())
+    text += QStringLiteral(" &nbsp;&nbsp; <span style=\"color:#707070\">wide and faint: baseline %1</span>")
+                .arg(model.baseline()->description.toHtmlEscaped());
+  setText(text);
   QStringList ids;
   for (const ModelResult& r : model.results())
     ids << display_name(r).toHtmlEscaped() + QStringLiteral(": <tt>") + QString::fromStdString(r.key).toHtmlEscaped() +

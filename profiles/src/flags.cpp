@@ -99,6 +99,44 @@ Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
 
 }  // namespace
 
+namespace {
+constexpr const char* kValueFlags[] = {"activation-peak-memory",
+                                       "block-size",
+                                       "data-parallel-size",
+                                       "decode-context-parallel-size",
+                                       "dtype",
+                                       "gpu-memory-utilization",
+                                       "kv-cache-dtype",
+                                       "kv-cache-dtype-skip-layers",
+                                       "kv-cache-memory",
+                                       "kv-eviction",
+                                       "kv-layer-sharing",
+                                       "kv-quant-group-size",
+                                       "mamba-cache-mode",
+                                       "mamba-ssm-cache-dtype",
+                                       "max-model-len",
+                                       "max-num-batched-tokens",
+                                       "max-num-seqs",
+                                       "non-torch-memory",
+                                       "num-gpus",
+                                       "pipeline-parallel-size",
+                                       "quantization",
+                                       "shared-prefix-tokens",
+                                       "tensor-parallel-size",
+                                       "vllm-version"};
+constexpr const char* kSwitchFlags[] = {"enable-expert-parallel", "hybrid-chunked-local", "language-model-only",
+                                        "disable-hybrid-kv-cache-manager"};
+}  // namespace
+
+bool is_deployment_switch(const std::string& name) {
+  return std::find(std::begin(kSwitchFlags), std::end(kSwitchFlags), name) != std::end(kSwitchFlags);
+}
+
+bool is_deployment_flag(const std::string& name) {
+  return is_deployment_switch(name) ||
+         std::find(std::begin(kValueFlags), std::end(kValueFlags), name) != std::end(kValueFlags);
+}
+
 Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   // In the order of `kvcap plan --help`: the first malformed flag is the one reported.
   const auto given = [&](const char* k) { return f.count(k) > 0; };

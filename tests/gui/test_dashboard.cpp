@@ -14,6 +14,7 @@
 #include <QLegendMarker>
 #include <QListWidget>
 #include <QMouseEvent>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QToolTip>
@@ -33,6 +34,7 @@
 #include "kvcap/profiles/profiles.hpp"
 #include "pareto_chart.hpp"
 #include "profile_library.hpp"
+#include "style.hpp"
 
 using namespace kvcap;
 using namespace kvcap::gui;
@@ -864,4 +866,67 @@ TEST_CASE("Export writes the dashboard or any chart at the chosen resolution and
   CHECK_THROWS_AS(w.export_view(V::memory, dir.filePath("m.jpg"), QSize(800, 600)), std::invalid_argument);
   CHECK_THROWS_AS(w.export_view(V::memory, dir.filePath("m.png"), QSize(50, 600)), std::invalid_argument);
   CHECK_THROWS(w.export_view(V::memory, dir.filePath("no/such/folder/m.png"), QSize(800, 600)));
+}
+
+TEST_CASE("a pinned baseline stays drawn, dimmed, in every chart, with the differences in a table",
+          "[gui][dashboard][compare]") {
+  DashboardWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  QCoreApplication::processEvents();
+  const GpuSpec h100 = profiles::resolve_gpu("h100-sxm");
+  const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
+  Deployment d;
+  d.num_gpus = 1;
+  const MemoryPlan bf16 = plan_memory(llama, h100, d);
+  d.kv_cache_dtype = DType::fp8;
+  const MemoryPlan fp8 = plan_memory(llama, h100, d);
+
+  w.model().pin_baseline();
+  select_combo_data(child<QComboBox>(w, "kvCacheDtype"), "fp8");
+  // Main chart: the baseline curve is the bf16 plan, the current one the fp8 plan.
+  const QLineSeries* base = w.concurrency_chart()->baseline_series_for("llama-3.1-8b");
+  REQUIRE(base != nullptr);
+  for (const QPointF& p : base->points()) {
+    const auto tokens = static_cast<i64>(std::llround(std::exp2(p.x())));
+    CHECK(p.y() == Approx(concurrency_at(llama, bf16, tokens)));
+  }
+  CHECK(y_at(w.concurrency_chart()->series_for("llama-3.1-8b"), 32768) == Approx(concurrency_at(llama, fp8, 32768)));
+  CHECK(w.concurrency_chart()->readout(32768).contains(
+      QStringLiteral("(baseline %1)").arg(QString::number(concurrency_at(llama, bf16, 32768), 'f', 2))));
+  // The other charts: a faint baseline bar or curve beside each model.
+  CHECK(w.memory_chart()->categories().contains(QStringLiteral("base: llama-3.1-8b")));
+  // (names elided in the middle to the chart's width; the bytes are kept whole)
+  const QStringList kv = w.kv_bytes_chart()->categories();
+  CHECK(kv.filter(QRegularExpression(QStringLiteral("^base: .*8b  128\\.0 KiB$"))).size() == 1);
+  CHECK(kv.filter(QRegularExpression(QStringLiteral("^ll.*8b  64\\.0 KiB$"))).size() == 1);
+  CHECK(w.decode_chart()->baseline_series().size() == 3);
+  // The table: the flag that changed, then the planner's numbers with their change.
+  const auto rows = comparison_rows(w.model());
+  REQUIRE(!rows.empty());
+  CHECK(rows[0].what == "--kv-cache-dtype");
+  CHECK(rows[0].baseline == "default");
+  CHECK(rows[0].now == "fp8");
+  bool kv_row = false;
+  for (const auto& r : rows)
+    if (r.what == "llama-3.1-8b: KV cache tokens, all replicas") {
+      kv_row = true;
+      CHECK(r.baseline == kvcap::gui::grouped(i64(bf16.kv_capacity_tokens)));
+      CHECK(r.now == kvcap::gui::grouped(i64(fp8.kv_capacity_tokens)));
+      const double pct = (double(fp8.kv_capacity_tokens) / double(bf16.kv_capacity_tokens) - 1) * 100;
+      CHECK(r.change == QStringLiteral("+%1%").arg(pct, 0, 'f', 1));
+    }
+  CHECK(kv_row);
+  CHECK(w.comparison_table()->isVisible());
+  CHECK(w.comparison_table()->rowCount() == int(rows.size()));
+  // Another GPU type: named first.
+  select_combo_data(child<QComboBox>(w, "gpu"), "a100-80gb");
+  CHECK(comparison_rows(w.model()).front().what == "GPU");
+  // Unpinned: nothing of it remains.
+  w.model().clear_baseline();
+  CHECK(w.concurrency_chart()->baseline_series_for("llama-3.1-8b") == nullptr);
+  CHECK(w.decode_chart()->baseline_series().empty());
+  CHECK_FALSE(w.memory_chart()->categories().contains(QStringLiteral("base: llama-3.1-8b")));
+  CHECK_FALSE(w.comparison_table()->isVisible());
+  CHECK(comparison_rows(w.model()).empty());
 }

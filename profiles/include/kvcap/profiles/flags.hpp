@@ -18,6 +18,11 @@ using FlagTexts = std::map<std::string, std::string>;
 /// the flag ("--block-size: ...") for a malformed or contradictory value.
 Deployment deployment_from_flags(const FlagTexts& flags, Deployment base = {});
 
+/// The flags deployment_from_flags reads (names without dashes), and which of them are switches (no value).
+/// Front ends that take a free-form flag string (the dashboard's --compare-with) refuse any other name.
+bool is_deployment_flag(const std::string& name);
+bool is_deployment_switch(const std::string& name);
+
 /// A dtype flag's value among those `accept` takes; InputError listing them otherwise.
 DType parse_dtype_text(const std::string& text, const std::string& what, bool (*accept)(const DTypeInfo&));
 
