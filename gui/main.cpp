@@ -77,6 +77,142 @@ DashboardSettings settings_with(DashboardSettings base, const QString& text) {
   return base;
 }
 
+// Every option of kvcap-gui.
+struct Options {
+  const QCommandLineOption screenshot{"screenshot", "render the dashboard to a PNG file offscreen and exit", "out.png"};
+  const QCommandLineOption size{"size", "window / screenshot size (default 1600x1000)", "WxH", "1600x1000"};
+  const QCommandLineOption models{"models", "comma-separated models: built-in names or profile paths", "list"};
+  const QCommandLineOption gpu{"gpu", "GPU: built-in name or YAML profile", "name"};
+  const QCommandLineOption num_gpus{"num-gpus", "total GPUs (default TP x PP)", "n"};
+  const QCommandLineOption dp{"data-parallel-size", "data-parallel replicas (GPUs = DP x TP x PP)", "n"};
+  const QCommandLineOption tp{"tensor-parallel-size", "tensor-parallel size", "n"};
+  const QCommandLineOption pp{"pipeline-parallel-size", "pipeline-parallel size", "n"};
+  const QCommandLineOption dcp{"decode-context-parallel-size", "split each request's KV over n TP ranks (vLLM DCP)",
+                               "n"};
+  const QCommandLineOption ep{"enable-expert-parallel", "routed experts split over all GPUs, data-parallel attention"};
+  const QCommandLineOption max_len{"max-model-len", "context limit per request (default: the model's)", "n"};
+  const QCommandLineOption quant{"quantization", "weight format: auto, bf16, fp8, int4, mxfp4, ...", "dtype"};
+  const QCommandLineOption kv{"kv-cache-dtype", "KV format: auto, bf16, fp8, int8, int4, ...", "dtype"};
+  const QCommandLineOption util{"gpu-memory-utilization", "fraction of device memory vLLM may use", "f"};
+  const QCommandLineOption block{"block-size", "tokens per KV block", "n"};
+  const QCommandLineOption seqs{"max-num-seqs", "requests running at once per replica", "n"};
+  const QCommandLineOption kv_memory{"kv-cache-memory", "KV cache bytes per GPU given outright (e.g. 20GiB)", "bytes"};
+  const QCommandLineOption batched{"max-num-batched-tokens", "token budget per step", "n"};
+  const QCommandLineOption prefix{"shared-prefix-tokens", "a common prefix held once", "n"};
+  const QCommandLineOption speed_ctx{"speed-context", "context of the decode-speed view (default 4K)", "n"};
+  const QCommandLineOption folders{"profiles", "a folder of model / GPU profiles to list and watch (repeatable)",
+                                   "dir"};
+  const QCommandLineOption calibration{"calibration", "calibration.yaml for the speed view", "file"};
+  const QCommandLineOption timeline{"timeline", "simulator timeline CSV (kvcap simulate --timeline)", "file"};
+  const QCommandLineOption compare_with{
+      "compare-with",
+      "pin the deployment the other flags give as the baseline, then apply these flags on top, e.g. "
+      "\"--kv-cache-dtype fp8\" or \"--gpu a100-80gb --tensor-parallel-size 8\"",
+      "flags"};
+  const QCommandLineOption simulate{
+      "simulate",
+      "simulate the deployment before showing it (repeatable: the last run is drawn, the one before faint beside it): "
+      "rate=4,prompt=4K,output=512,duration=120s[,seed=1] or trace=FILE,duration=300s",
+      "spec"};
+  const QCommandLineOption view{"view",
+                                "open on a view: capacity (the charts) or sizing (runs the sizing search for the "
+                                "first model with the form's defaults)",
+                                "name", "capacity"};
+
+  void add_to(QCommandLineParser& p) const {
+    for (const auto* o :
+         {&screenshot, &size,      &models,  &gpu,         &num_gpus, &dp,           &tp,       &pp,        &dcp,
+          &ep,         &max_len,   &quant,   &kv,          &util,     &block,        &seqs,     &kv_memory, &batched,
+          &prefix,     &speed_ctx, &folders, &calibration, &timeline, &compare_with, &simulate, &view})
+      p.addOption(*o);
+  }
+};
+
+QSize window_size(const QCommandLineParser& p, const Options& o) {
+  static const QRegularExpression size_re(QStringLiteral("^(\\d+)x(\\d+)$"));
+  const auto sm = size_re.match(p.value(o.size));
+  if (!sm.hasMatch())
+    usage_error(QStringLiteral("--size: expected WIDTHxHEIGHT such as 1600x1000, got '%1'").arg(p.value(o.size)));
+  const QSize size(sm.captured(1).toInt(), sm.captured(2).toInt());
+  if (size.width() < 200 || size.height() < 150 || size.width() > 10000 || size.height() > 10000)
+    usage_error(QStringLiteral("--size: expected between 200x150 and 10000x10000, got '%1'").arg(p.value(o.size)));
+  return size;
+}
+
+// A profile path is keyed by its absolute path, as folder entries are.
+std::string profile_key(const QString& text) {
+  const QFileInfo fi(text.trimmed());
+  return fi.exists() ? fi.absoluteFilePath().toStdString() : text.trimmed().toStdString();
+}
+
+DashboardSettings settings_from(const QCommandLineParser& p, const Options& o, DashboardSettings s) {
+  if (p.isSet(o.models)) {
+    s.models.clear();
+    for (const QString& m : p.value(o.models).split(QLatin1Char(','), Qt::SkipEmptyParts))
+      s.models.push_back(profile_key(m));
+  }
+  if (p.isSet(o.gpu)) s.gpu = profile_key(p.value(o.gpu));
+  // The deployment flags through the one reader every front end uses (profiles/flags.hpp): "1.5K" means here what
+  // it means to `kvcap plan`.
+  kvcap::profiles::FlagTexts flags;
+  for (const auto* f : {&o.num_gpus, &o.dp, &o.tp, &o.pp, &o.dcp, &o.max_len, &o.quant, &o.kv, &o.util, &o.block,
+                        &o.seqs, &o.kv_memory, &o.batched, &o.prefix})
+    if (p.isSet(*f)) flags[f->names().first().toStdString()] = p.value(*f).toStdString();
+  if (p.isSet(o.ep)) flags["enable-expert-parallel"] = "";
+  try {
+    kvcap::Deployment& d = s.deployment;
+    d = kvcap::profiles::deployment_from_flags(flags, d);
+    if (!p.isSet(o.num_gpus) && !p.isSet(o.dp)) d.num_gpus = d.tensor_parallel_size * d.pipeline_parallel_size;
+    if (p.isSet(o.speed_ctx))
+      s.speed_context_tokens = kvcap::profiles::parse_tokens(p.value(o.speed_ctx).toStdString(), "--speed-context");
+  } catch (const kvcap::profiles::InputError& e) {
+    usage_error(QString::fromStdString(e.what()));
+  }
+  return s;
+}
+
+// --simulate, each run to its end before the next: false (said on stderr) when one cannot run.
+bool run_simulations(const QCommandLineParser& p, const Options& o, kvcap::gui::DashboardWindow& w) {
+  for (const QString& spec_text : p.values(o.simulate)) {
+    kvcap::gui::SimulationSpec spec;
+    try {
+      spec = kvcap::gui::parse_simulation_spec(spec_text.toStdString());
+    } catch (const kvcap::profiles::InputError& e) {
+      usage_error(QStringLiteral("--simulate: ") + QString::fromStdString(e.what()));
+    }
+    if (w.start_simulation(spec))
+      while (w.simulation_runner()->running()) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+    if (!w.status_message().startsWith(QLatin1String("Simulated"))) {
+      std::fprintf(stderr, "kvcap-gui: error: --simulate: %s\n",
+                   kvcap::escape::terminal_text(w.status_message().toStdString()).c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+int save_screenshot(kvcap::gui::DashboardWindow& w, const QString& out, QSize size) {
+  const QImage img = w.screenshot(size);
+  if (!img.save(out, "PNG")) {
+    std::fprintf(stderr, "kvcap-gui: error: %s: cannot write the PNG file\n", qPrintable(out));
+    return 1;
+  }
+  for (const QString& e : w.model().errors())
+    std::fprintf(stderr, "kvcap-gui: problem shown in the window: %s\n",
+                 kvcap::escape::terminal_text(e.toStdString()).c_str());
+  std::printf("%s: %dx%d dashboard (%s)\n", qPrintable(out), img.width(), img.height(), qPrintable(w.status_text()));
+  return 0;
+}
+
+void open_view(const QCommandLineParser& p, const Options& o, kvcap::gui::DashboardWindow& w) {
+  if (p.value(o.view) == QLatin1String("sizing")) {
+    w.views()->setCurrentWidget(w.sizing_panel());
+    w.sizing_panel()->search();  // a failure is shown in the panel's status line
+  } else if (p.value(o.view) != QLatin1String("capacity")) {
+    usage_error(QStringLiteral("--view: expected capacity or sizing, got '%1'").arg(p.value(o.view)));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,123 +242,30 @@ int main(int argc, char** argv) {
       "         kvcap-gui --screenshot dashboard.png --size 1600x1000"));
   p.addHelpOption();
   p.addVersionOption();
-  const QCommandLineOption screenshot("screenshot", "render the dashboard to a PNG file offscreen and exit", "out.png");
-  const QCommandLineOption size("size", "window / screenshot size (default 1600x1000)", "WxH", "1600x1000");
-  const QCommandLineOption models("models", "comma-separated models: built-in names or profile paths", "list");
-  const QCommandLineOption gpu("gpu", "GPU: built-in name or YAML profile", "name");
-  const QCommandLineOption num_gpus("num-gpus", "total GPUs (default TP x PP)", "n");
-  const QCommandLineOption dp("data-parallel-size", "data-parallel replicas (GPUs = DP x TP x PP)", "n");
-  const QCommandLineOption tp("tensor-parallel-size", "tensor-parallel size", "n");
-  const QCommandLineOption pp("pipeline-parallel-size", "pipeline-parallel size", "n");
-  const QCommandLineOption dcp("decode-context-parallel-size", "split each request's KV over n TP ranks (vLLM DCP)",
-                               "n");
-  const QCommandLineOption ep("enable-expert-parallel", "routed experts split over all GPUs, data-parallel attention");
-  const QCommandLineOption max_len("max-model-len", "context limit per request (default: the model's)", "n");
-  const QCommandLineOption quant("quantization", "weight format: auto, bf16, fp8, int4, mxfp4, ...", "dtype");
-  const QCommandLineOption kv("kv-cache-dtype", "KV format: auto, bf16, fp8, int8, int4, ...", "dtype");
-  const QCommandLineOption util("gpu-memory-utilization", "fraction of device memory vLLM may use", "f");
-  const QCommandLineOption block("block-size", "tokens per KV block", "n");
-  const QCommandLineOption seqs("max-num-seqs", "requests running at once per replica", "n");
-  const QCommandLineOption kv_memory("kv-cache-memory", "KV cache bytes per GPU given outright (e.g. 20GiB)", "bytes");
-  const QCommandLineOption batched("max-num-batched-tokens", "token budget per step", "n");
-  const QCommandLineOption prefix("shared-prefix-tokens", "a common prefix held once", "n");
-  const QCommandLineOption speed_ctx("speed-context", "context of the decode-speed view (default 4K)", "n");
-  const QCommandLineOption folders("profiles", "a folder of model / GPU profiles to list and watch (repeatable)",
-                                   "dir");
-  const QCommandLineOption calibration("calibration", "calibration.yaml for the speed view", "file");
-  const QCommandLineOption timeline("timeline", "simulator timeline CSV (kvcap simulate --timeline)", "file");
-  const QCommandLineOption compare_with(
-      "compare-with",
-      "pin the deployment the other flags give as the baseline, then apply these flags on top, e.g. "
-      "\"--kv-cache-dtype fp8\" or \"--gpu a100-80gb --tensor-parallel-size 8\"",
-      "flags");
-  const QCommandLineOption view("view",
-                                "open on a view: capacity (the charts) or sizing (runs the sizing search for the "
-                                "first model with the form's defaults)",
-                                "name", "capacity");
-  for (const auto* o :
-       {&screenshot, &size,      &models,  &gpu,         &num_gpus, &dp,    &tp,          &pp,        &dcp,
-        &ep,         &max_len,   &quant,   &kv,          &util,     &block, &seqs,        &kv_memory, &batched,
-        &prefix,     &speed_ctx, &folders, &calibration, &timeline, &view,  &compare_with})
-    p.addOption(*o);
+  const Options o;
+  o.add_to(p);
   p.process(app);
   if (!p.positionalArguments().isEmpty())
     usage_error(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
-
-  static const QRegularExpression size_re(QStringLiteral("^(\\d+)x(\\d+)$"));
-  const auto sm = size_re.match(p.value(size));
-  if (!sm.hasMatch())
-    usage_error(QStringLiteral("--size: expected WIDTHxHEIGHT such as 1600x1000, got '%1'").arg(p.value(size)));
-  const QSize window_size(sm.captured(1).toInt(), sm.captured(2).toInt());
-  if (window_size.width() < 200 || window_size.height() < 150 || window_size.width() > 10000 ||
-      window_size.height() > 10000)
-    usage_error(QStringLiteral("--size: expected between 200x150 and 10000x10000, got '%1'").arg(p.value(size)));
+  const QSize size = window_size(p, o);
 
   kvcap::gui::DashboardWindow w;
-  for (const QString& dir : p.values(folders)) w.add_profile_folder(dir);
-
-  DashboardSettings s = w.controls()->settings();
-  if (p.isSet(models)) {
-    s.models.clear();
-    for (const QString& m : p.value(models).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-      // A profile path is keyed by its absolute path, as folder entries are.
-      const QFileInfo fi(m.trimmed());
-      s.models.push_back(fi.exists() ? fi.absoluteFilePath().toStdString() : m.trimmed().toStdString());
-    }
-  }
-  if (p.isSet(gpu)) {
-    const QFileInfo fi(p.value(gpu));
-    s.gpu = fi.exists() ? fi.absoluteFilePath().toStdString() : p.value(gpu).toStdString();
-  }
-  // The deployment flags through the one reader every front end uses (profiles/flags.hpp): "1.5K" means here what
-  // it means to `kvcap plan`.
-  kvcap::profiles::FlagTexts flags;
-  for (const auto* o :
-       {&num_gpus, &dp, &tp, &pp, &dcp, &max_len, &quant, &kv, &util, &block, &seqs, &kv_memory, &batched, &prefix})
-    if (p.isSet(*o)) flags[o->names().first().toStdString()] = p.value(*o).toStdString();
-  if (p.isSet(ep)) flags["enable-expert-parallel"] = "";
-  try {
-    kvcap::Deployment& d = s.deployment;
-    d = kvcap::profiles::deployment_from_flags(flags, d);
-    if (!p.isSet(num_gpus) && !p.isSet(dp)) d.num_gpus = d.tensor_parallel_size * d.pipeline_parallel_size;
-    if (p.isSet(speed_ctx))
-      s.speed_context_tokens = kvcap::profiles::parse_tokens(p.value(speed_ctx).toStdString(), "--speed-context");
-  } catch (const kvcap::profiles::InputError& e) {
-    usage_error(QString::fromStdString(e.what()));
-  }
-  w.controls()->set_settings(s);
-  if (p.isSet(calibration)) w.load_calibration(p.value(calibration));  // a bad file shows in the panel
-  if (p.isSet(timeline)) w.load_timeline(p.value(timeline));
-  if (p.isSet(compare_with)) {
+  for (const QString& dir : p.values(o.folders)) w.add_profile_folder(dir);
+  w.controls()->set_settings(settings_from(p, o, w.controls()->settings()));
+  if (p.isSet(o.calibration)) w.load_calibration(p.value(o.calibration));  // a bad file shows in the panel
+  if (p.isSet(o.timeline)) w.load_timeline(p.value(o.timeline));
+  if (p.isSet(o.compare_with)) {
     w.model().pin_baseline();
     try {
-      w.controls()->set_settings(settings_with(w.controls()->settings(), p.value(compare_with)));
+      w.controls()->set_settings(settings_with(w.controls()->settings(), p.value(o.compare_with)));
     } catch (const kvcap::profiles::InputError& e) {
       usage_error(QStringLiteral("--compare-with: ") + QString::fromStdString(e.what()));
     }
   }
-  if (p.value(view) == QLatin1String("sizing")) {
-    w.views()->setCurrentWidget(w.sizing_panel());
-    w.sizing_panel()->search();  // a failure is shown in the panel's status line
-  } else if (p.value(view) != QLatin1String("capacity")) {
-    usage_error(QStringLiteral("--view: expected capacity or sizing, got '%1'").arg(p.value(view)));
-  }
-
-  if (p.isSet(screenshot)) {
-    const QString out = p.value(screenshot);
-    const QImage img = w.screenshot(window_size);
-    if (!img.save(out, "PNG")) {
-      std::fprintf(stderr, "kvcap-gui: error: %s: cannot write the PNG file\n", qPrintable(out));
-      return 1;
-    }
-    const auto errors = w.model().errors();
-    for (const QString& e : errors)
-      std::fprintf(stderr, "kvcap-gui: problem shown in the window: %s\n",
-                   kvcap::escape::terminal_text(e.toStdString()).c_str());
-    std::printf("%s: %dx%d dashboard (%s)\n", qPrintable(out), img.width(), img.height(), qPrintable(w.status_text()));
-    return 0;
-  }
-  w.resize(window_size);
+  if (!run_simulations(p, o, w)) return 1;
+  open_view(p, o, w);
+  if (p.isSet(o.screenshot)) return save_screenshot(w, p.value(o.screenshot), size);
+  w.resize(size);
   w.show();
   return app.exec();
 }

@@ -177,9 +177,19 @@ QString DashboardModel::rate_source_text() const {
   return calibration_ ? QStringLiteral("calibrated") : QStringLiteral("datasheet \u00d7 default efficiency");
 }
 
+void DashboardModel::set_timeline(Timeline t) {
+  if (timeline_) previous_timeline_ = std::move(timeline_);
+  timeline_ = std::move(t);
+  ++timeline_generation_;
+  timeline_error_.clear();
+  emit updated();
+}
+
 bool DashboardModel::load_timeline(const std::string& path) {
   try {
-    timeline_ = read_timeline_csv(path);
+    Timeline t = read_timeline_csv(path);
+    if (timeline_) previous_timeline_ = std::move(timeline_);
+    timeline_ = std::move(t);
     ++timeline_generation_;
     timeline_error_.clear();
   } catch (const std::exception& e) {

@@ -84,6 +84,10 @@ class DashboardModel : public QObject {
   /// Loads a simulator timeline CSV; on failure keeps the previous one and records the error.
   bool load_timeline(const std::string& path);
   const std::optional<Timeline>& timeline() const { return timeline_; }
+  /// A run's timeline (a simulation run in the dashboard); the one shown before stays as previous_timeline().
+  void set_timeline(Timeline t);
+  /// The run shown before the current one (drawn faint beside it), if any.
+  const std::optional<Timeline>& previous_timeline() const { return previous_timeline_; }
   /// Increases on every successful timeline load (charts redraw the timeline only when it changes).
   std::uint64_t timeline_generation() const { return timeline_generation_; }
 
@@ -120,6 +124,7 @@ class DashboardModel : public QObject {
   std::optional<Calibration> calibration_;
   std::string calibration_path_, calibration_error_;
   std::optional<Timeline> timeline_;
+  std::optional<Timeline> previous_timeline_;
   std::string timeline_error_;
   std::uint64_t timeline_generation_ = 0;
   double last_ms_ = 0;

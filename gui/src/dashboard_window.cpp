@@ -6,10 +6,12 @@
 #include <QComboBox>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -39,7 +41,9 @@ DashboardWindow::DashboardWindow(QWidget* parent)
       sizing_(new SizingPanel),
       views_(new QTabWidget),
       status_(new QLabel),
-      rates_(new QLabel) {
+      rates_(new QLabel),
+      sim_progress_(new QProgressBar),
+      sim_cancel_(new QToolButton) {
   setWindowTitle(QStringLiteral("kvcap \u2014 LLM serving capacity"));
   setObjectName(QStringLiteral("dashboard"));
 
@@ -86,6 +90,32 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   rates_->setObjectName(QStringLiteral("rateSource"));
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(rates_);
+  sim_progress_->setObjectName(QStringLiteral("simulationProgress"));
+  sim_progress_->setRange(0, 100);
+  sim_progress_->setMaximumWidth(220);
+  sim_cancel_->setObjectName(QStringLiteral("cancelSimulation"));
+  sim_cancel_->setText(QStringLiteral("Cancel"));
+  statusBar()->addPermanentWidget(sim_progress_);
+  statusBar()->addPermanentWidget(sim_cancel_);
+  sim_progress_->setVisible(false);
+  sim_cancel_->setVisible(false);
+  connect(sim_cancel_, &QToolButton::clicked, &runner_, &SimulationRunner::cancel);
+  connect(&runner_, &SimulationRunner::progress, this, [this](int percent, const QString& text) {
+    sim_progress_->setValue(percent);
+    sim_progress_->setToolTip(text);
+  });
+  auto idle = [this](const QString& message) {
+    sim_progress_->setVisible(false);
+    sim_cancel_->setVisible(false);
+    statusBar()->showMessage(message, 10000);
+  };
+  connect(&runner_, &SimulationRunner::finished, this, [this, idle](const Timeline& t) {
+    model_.set_timeline(t);
+    idle(QStringLiteral("Simulated: ") + QString::fromStdString(t.file));
+  });
+  connect(&runner_, &SimulationRunner::failed, this,
+          [idle](const QString& e) { idle(QStringLiteral("Simulation failed: ") + e); });
+  connect(&runner_, &SimulationRunner::cancelled, this, [idle] { idle(QStringLiteral("Simulation cancelled")); });
   build_actions();
 
   connect(controls_, &ControlsPanel::settings_changed, this, [this] { model_.set_settings(controls_->settings()); });
@@ -141,6 +171,10 @@ void DashboardWindow::build_actions() {
         QFileDialog::getOpenFileName(this, QStringLiteral("Calibration"), {}, QStringLiteral("YAML (*.yaml *.yml)"));
     if (!f.isEmpty()) load_calibration(f);
   });
+  add(QStringLiteral("Simulate\u2026"),
+      QStringLiteral(
+          "Simulate this deployment on a workload or a trace (off the GUI thread; cancel in the status bar)"),
+      [this] { ask_simulation(); });
   add(QStringLiteral("Load simulation\u2026"), QStringLiteral("timeline CSV from kvcap simulate --timeline"), [this] {
     const QString f =
         QFileDialog::getOpenFileName(this, QStringLiteral("Simulation timeline"), {}, QStringLiteral("CSV (*.csv)"));
@@ -312,6 +346,69 @@ void DashboardWindow::ask_export() {
     const QString msg = export_view(ExportView(what->currentData().toInt()), f, QSize(width->value(), height->value()));
     QMessageBox::information(this, QStringLiteral("Export"), msg);
   });
+}
+
+bool DashboardWindow::start_simulation(const SimulationSpec& spec) {
+  try {
+    QString label;
+    sim::SimulationRequest request = simulation_request(model_, spec, &label);
+    if (!runner_.start(std::move(request), label)) {
+      statusBar()->showMessage(QStringLiteral("A simulation is running: cancel it first"), 10000);
+      return false;
+    }
+    last_simulation_ = spec;
+    sim_progress_->setValue(0);
+    sim_progress_->setVisible(true);
+    sim_cancel_->setVisible(true);
+    statusBar()->showMessage(QStringLiteral("Simulating: ") + label);
+    return true;
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(QStringLiteral("Cannot simulate: ") + QString::fromStdString(e.what()), 15000);
+    return false;
+  }
+}
+
+void DashboardWindow::ask_simulation() {
+  QDialog dialog(this);
+  dialog.setWindowTitle(QStringLiteral("Simulate this deployment"));
+  auto* form = new QFormLayout(&dialog);
+  const SimulationSpec& s = last_simulation_;
+  auto* rate = new QDoubleSpinBox;
+  rate->setRange(0.01, 1e6);
+  rate->setDecimals(2);
+  rate->setValue(s.rate_per_s);
+  rate->setSuffix(QStringLiteral(" req/s"));
+  auto* prompt = new QSpinBox;
+  auto* output = new QSpinBox;
+  for (auto* b : {prompt, output}) {
+    b->setRange(1, 1 << 24);
+    b->setSuffix(QStringLiteral(" tokens"));
+  }
+  prompt->setValue(int(s.prompt_tokens));
+  output->setValue(int(s.output_tokens));
+  auto* duration = new QDoubleSpinBox;
+  duration->setRange(1, 86400);
+  duration->setValue(s.duration_s);
+  duration->setSuffix(QStringLiteral(" s"));
+  auto* trace = new QLineEdit(QString::fromStdString(s.trace_path));
+  trace->setPlaceholderText(QStringLiteral("optional: a CSV trace replaces the Poisson workload"));
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  form->addRow(QStringLiteral("Poisson arrivals"), rate);
+  form->addRow(QStringLiteral("prompt"), prompt);
+  form->addRow(QStringLiteral("output"), output);
+  form->addRow(QStringLiteral("duration"), duration);
+  form->addRow(QStringLiteral("trace (CSV)"), trace);
+  form->addRow(buttons);
+  if (dialog.exec() != QDialog::Accepted) return;
+  SimulationSpec spec = s;
+  spec.rate_per_s = rate->value();
+  spec.prompt_tokens = prompt->value();
+  spec.output_tokens = output->value();
+  spec.duration_s = duration->value();
+  spec.trace_path = trace->text().trimmed().toStdString();
+  if (!start_simulation(spec)) QMessageBox::warning(this, QStringLiteral("Simulate"), status_message());
 }
 
 void DashboardWindow::export_main_chart(const QString& path) {

@@ -5,7 +5,9 @@
 // sizing view, which sizes the first selected model and loads a chosen deployment back into the controls.
 #include <QLabel>
 #include <QMainWindow>
+#include <QProgressBar>
 #include <QTabWidget>
+#include <QToolButton>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "memory_breakdown_chart.hpp"
 #include "model_legend.hpp"
 #include "profile_library.hpp"
+#include "simulation_runner.hpp"
 #include "sizing_panel.hpp"
 
 namespace kvcap::gui {
@@ -64,6 +67,11 @@ class DashboardWindow : public QMainWindow {
   void export_main_chart(const QString& path);
   /// The main chart's data as CSV; throws on failure.
   void export_main_csv(const QString& path);
+  /// Simulates the dashboard's deployment off the GUI thread (simulation_request); progress and a Cancel button
+  /// show in the status bar, the run's timeline replaces the shown one (which stays as the previous run). Returns
+  /// false, with the reason in the status bar, when the run cannot start.
+  bool start_simulation(const SimulationSpec& spec);
+  SimulationRunner* simulation_runner() { return &runner_; }
   /// `kvcap plan` lines equivalent to the current settings (one per model), newline-separated.
   QString plan_command_text() const;
   /// Copies plan_command_text() to the clipboard.
@@ -75,6 +83,7 @@ class DashboardWindow : public QMainWindow {
   void redraw();
   void build_actions();
   void ask_export();
+  void ask_simulation();
   template <class F>
   void guarded(const QString& what, F f);
 
@@ -90,10 +99,14 @@ class DashboardWindow : public QMainWindow {
   ModelLegend* legend_;
   ComparisonTable* comparison_;
   QAction* pin_ = nullptr;  ///< Pin baseline (checked while one is pinned)
+  SimulationRunner runner_;
+  SimulationSpec last_simulation_;
   SizingPanel* sizing_;
   QTabWidget* views_;
   QLabel* status_;
   QLabel* rates_;
+  QProgressBar* sim_progress_;
+  QToolButton* sim_cancel_;
 };
 
 }  // namespace kvcap::gui

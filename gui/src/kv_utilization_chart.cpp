@@ -6,15 +6,25 @@
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <map>
 
 #include "axes.hpp"
 #include "dashboard_model.hpp"
+#include "model_legend.hpp"
 #include "style.hpp"
 
 namespace kvcap::gui {
 
 KvUtilizationChart::KvUtilizationChart(QWidget* parent)
-    : QChartView(parent), chart_(new QChart), x_(new QValueAxis), y_(new QValueAxis) {
+    : QChartView(parent),
+      chart_(new QChart),
+      x_(new QValueAxis),
+      y_(new QValueAxis),
+      y_waiting_(new QValueAxis),
+      waiting_(new QLineSeries),
+      preemptions_(new QScatterSeries),
+      previous_(new QLineSeries) {
   setObjectName(QStringLiteral("kvUtilizationChart"));
   setChart(chart_);
   setRenderHint(QPainter::Antialiasing);
@@ -33,6 +43,26 @@ KvUtilizationChart::KvUtilizationChart(QWidget* parent)
   y_->setTickCount(6);
   y_->setLabelFormat(QStringLiteral("%.0f"));
   x_->setLabelFormat(QStringLiteral("%g"));
+  chart_->addAxis(y_waiting_, Qt::AlignRight);
+  style_axis(y_waiting_, QStringLiteral("waiting (dashed)"));
+  y_waiting_->setGridLineVisible(false);
+  y_waiting_->setLabelFormat(QStringLiteral("%.0f"));
+  waiting_->setName(QStringLiteral("waiting"));
+  waiting_->setPen(QPen(QColor(0x505050), 1.2, Qt::DashLine));
+  preemptions_->setName(QStringLiteral("preemption"));
+  preemptions_->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+  preemptions_->setMarkerSize(6);
+  preemptions_->setColor(QColor(0xB00020));
+  preemptions_->setBorderColor(QColor(0xB00020));
+  QColor faint(0x707070);
+  faint.setAlphaF(0.35f);
+  previous_->setPen(QPen(faint, 5.0, Qt::SolidLine, Qt::RoundCap));
+  for (QXYSeries* s : std::initializer_list<QXYSeries*>{previous_, waiting_, preemptions_}) {
+    chart_->addSeries(s);
+    s->attachAxis(x_);
+    s->attachAxis(s == waiting_ ? y_waiting_ : y_);
+    s->setVisible(false);
+  }
   chart_->setTitle(QStringLiteral("KV utilisation over time \u2014 no simulation loaded"));
 }
 
@@ -51,13 +81,30 @@ void KvUtilizationChart::refresh(const DashboardModel& model) {
   series_.clear();
   samples_.clear();
   shown_generation_ = generation;
+  for (QXYSeries* s : std::initializer_list<QXYSeries*>{previous_, waiting_, preemptions_}) {
+    s->clear();
+    s->setVisible(false);
+  }
   if (!tl) {
+    run_label_.clear();
     chart_->setTitle(QStringLiteral("KV utilisation over time \u2014 no simulation loaded"));
     return;
   }
-  samples_.resize(std::size_t(tl->num_replicas));
-  for (const auto& s : tl->samples) samples_[std::size_t(s.replica)].push_back(s);
   double t_max = 0;
+  draw_replicas(*tl, t_max);
+  draw_waiting_and_preemptions(*tl);
+  draw_previous(model, t_max);
+  x_->setRange(0, t_max > 0 ? t_max : 1);
+  x_->applyNiceNumbers();
+  // A run names its deployment and workload; a file read from disk, its name.
+  const QString name = QString::fromStdString(tl->file);
+  run_label_ = QFileInfo::exists(name) ? QFileInfo(name).fileName() : display_text(tl->file);
+  chart_->setTitle(QStringLiteral("KV utilisation \u2014 %1").arg(run_label_));
+}
+
+void KvUtilizationChart::draw_replicas(const Timeline& tl, double& t_max) {
+  samples_.resize(std::size_t(tl.num_replicas));
+  for (const auto& s : tl.samples) samples_[std::size_t(s.replica)].push_back(s);
   for (std::size_t r = 0; r < samples_.size(); ++r) {
     auto* series = new QLineSeries;
     series->setName(QStringLiteral("replica %1").arg(r));
@@ -93,11 +140,62 @@ void KvUtilizationChart::refresh(const DashboardModel& model) {
     });
     series_.push_back(series);
   }
-  chart_->legend()->setVisible(series_.size() > 1);
-  x_->setRange(0, t_max > 0 ? t_max : 1);
-  x_->applyNiceNumbers();
-  chart_->setTitle(
-      QStringLiteral("KV utilisation \u2014 %1").arg(QFileInfo(QString::fromStdString(tl->file)).fileName()));
+}
+
+void KvUtilizationChart::draw_waiting_and_preemptions(const Timeline& tl) {
+  // Waiting requests summed over the replicas at each sampled instant (samples of one instant share its time).
+  std::map<double, i64> waiting;
+  QList<QPointF> crosses;
+  for (const auto& per_replica : samples_) {
+    std::uint64_t before = 0;
+    for (const auto& s : per_replica) {
+      waiting[s.time_s] += s.waiting;
+      if (s.preemptions > before) crosses.append({s.time_s, s.kv_utilization * 100.0});
+      before = s.preemptions;
+    }
+  }
+  QList<QPointF> w;
+  i64 w_max = 0;
+  for (const auto& [t, n] : waiting) {
+    w.append({t, double(n)});
+    w_max = std::max(w_max, n);
+  }
+  waiting_->replace(w);
+  preemptions_->replace(crosses);
+  waiting_->setVisible(!tl.samples.empty());
+  preemptions_->setVisible(!crosses.isEmpty());
+  y_waiting_->setRange(0, std::max<double>(4, double(w_max) * 1.1));
+  y_waiting_->applyNiceNumbers();
+}
+
+void KvUtilizationChart::draw_previous(const DashboardModel& model, double& t_max) {
+  const auto& prev = model.previous_timeline();
+  if (!prev || prev->samples.empty()) return;
+  // The mean over the replicas at each instant.
+  std::map<double, std::pair<double, int>> mean;
+  for (const auto& s : prev->samples) {
+    auto& [sum, n] = mean[s.time_s];
+    sum += s.kv_utilization * 100.0;
+    ++n;
+  }
+  QList<QPointF> pts;
+  for (const auto& [t, v] : mean) {
+    pts.append({t, v.first / v.second});
+    t_max = std::max(t_max, t);
+  }
+  previous_->replace(pts);
+  // Named by what differs from the shown run: its deployment, its workload, or both (labels "deployment · workload").
+  const QStringList was = display_text(prev->file).split(QStringLiteral(" \u00b7 "));
+  const QStringList now =
+      model.timeline() ? display_text(model.timeline()->file).split(QStringLiteral(" \u00b7 ")) : QStringList{};
+  QStringList differs;
+  for (qsizetype i = 0; i < was.size(); ++i)
+    if (i >= now.size() || was[i] != now[i]) differs << was[i];
+  previous_->setName(QStringLiteral("previous: %1")
+                         .arg(elide_middle(differs.isEmpty() ? was.join(QStringLiteral(" \u00b7 "))
+                                                             : differs.join(QStringLiteral(" \u00b7 ")),
+                                           60)));
+  previous_->setVisible(true);
 }
 
 }  // namespace kvcap::gui

@@ -930,3 +930,74 @@ TEST_CASE("a pinned baseline stays drawn, dimmed, in every chart, with the diffe
   CHECK_FALSE(w.comparison_table()->isVisible());
   CHECK(comparison_rows(w.model()).empty());
 }
+
+TEST_CASE("a simulation runs off the GUI thread, draws its run beside the previous one, and can be cancelled",
+          "[gui][simulation]") {
+  SECTION("the spec's grammar") {
+    const SimulationSpec s = parse_simulation_spec("rate=2.5,prompt=4K,output=512,duration=2min,seed=7");
+    CHECK(s.rate_per_s == 2.5);
+    CHECK(s.prompt_tokens == 4096);
+    CHECK(s.output_tokens == 512);
+    CHECK(s.duration_s == 120);
+    CHECK(s.seed == 7);
+    CHECK_THROWS_WITH(parse_simulation_spec("rate=0"), Catch::Contains("rate"));
+    CHECK_THROWS_WITH(parse_simulation_spec("rte=2"), Catch::Contains("unknown key 'rte'"));
+    CHECK_THROWS_WITH(parse_simulation_spec("prompt"), Catch::Contains("expected key=value"));
+  }
+  DashboardWindow w;
+  DashboardSettings s = w.controls()->settings();
+  s.models = {"llama-3.1-8b"};
+  w.controls()->set_settings(s);
+  auto wait_idle = [&] { return wait_for([&] { return !w.simulation_runner()->running(); }, 60000); };
+  SECTION("the run is the simulator's own, named by its deployment and workload") {
+    SimulationSpec spec;
+    spec.rate_per_s = 2;
+    spec.duration_s = 20;
+    REQUIRE(w.start_simulation(spec));
+    REQUIRE(wait_idle());
+    REQUIRE(w.model().timeline().has_value());
+    const Timeline& tl = *w.model().timeline();
+    CHECK(tl.file == "llama-3.1-8b on 1\u00d7 h100-sxm, TP 1 \u00b7 Poisson 2 req/s, 1,024 / 256 tokens, 20 s");
+    CHECK(w.kv_utilization_chart()->run_label().toStdString() == tl.file);
+    CHECK(w.status_message().startsWith(QStringLiteral("Simulated: ")));
+    // The same request run directly gives the same samples.
+    QString label;
+    sim::SimulationRequest q = simulation_request(w.model(), spec, &label);
+    struct Samples : sim::Observer {
+      std::vector<TimelineSample> v;
+      void on_sample(const TimelineSample& x) override { v.push_back(x); }
+    } direct;
+    q.observer = &direct;
+    sim::run_simulation(q);
+    REQUIRE(direct.v.size() == tl.samples.size());
+    REQUIRE(!direct.v.empty());
+    CHECK(direct.v.back().time_s == tl.samples.back().time_s);
+    CHECK(direct.v.back().kv_used_blocks == tl.samples.back().kv_used_blocks);
+    CHECK(w.kv_utilization_chart()->waiting_series()->count() > 0);
+    CHECK(w.kv_utilization_chart()->previous_series()->count() == 0);
+    // A second run: drawn, with the first faint beside it.
+    spec.rate_per_s = 4;
+    REQUIRE(w.start_simulation(spec));
+    REQUIRE(wait_idle());
+    CHECK_THAT(w.model().timeline()->file, Catch::Contains("Poisson 4 req/s"));
+    CHECK(w.kv_utilization_chart()->previous_series()->count() > 0);
+    CHECK(w.kv_utilization_chart()->previous_series()->name().contains(QStringLiteral("2 req/s")));
+  }
+  SECTION("cancel stops a long run and keeps what was shown") {
+    SimulationSpec spec;
+    spec.rate_per_s = 200;
+    spec.duration_s = 3600;  // 720,000 requests: minutes of work if it were not cancelled
+    REQUIRE(w.start_simulation(spec));
+    CHECK(w.simulation_runner()->running());
+    CHECK_FALSE(w.start_simulation(spec));  // one at a time
+    w.simulation_runner()->cancel();
+    REQUIRE(wait_idle());
+    CHECK(w.status_message() == QStringLiteral("Simulation cancelled"));
+    CHECK_FALSE(w.model().timeline().has_value());
+  }
+  SECTION("nothing to simulate is said, not crashed") {
+    child<QSpinBox>(w, "tensorParallelSize")->setValue(3);  // 32 heads: vLLM refuses TP 3
+    CHECK_FALSE(w.start_simulation(SimulationSpec{}));
+    CHECK(w.status_message().contains(QStringLiteral("no selected model starts")));
+  }
+}

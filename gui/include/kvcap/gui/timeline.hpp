@@ -17,7 +17,7 @@ namespace kvcap::gui {
 using TimelineSample = sim::TimelineSample;
 
 struct Timeline {
-  std::string file;                     ///< where it was read from
+  std::string file;                     ///< where it was read from, or what the run was (a run in the dashboard)
   std::vector<TimelineSample> samples;  ///< in file order
   std::int64_t num_replicas = 0;        ///< 1 + the largest replica index
 };
