@@ -48,6 +48,7 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   setObjectName(QStringLiteral("dashboard"));
 
   auto* left = new QScrollArea;
+  controls_area_ = left;
   left->setWidget(controls_);
   left->setWidgetResizable(true);
   left->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -161,6 +162,14 @@ void DashboardWindow::build_actions() {
     connect(a, &QAction::triggered, this, fn);
     return a;
   };
+  QAction* controls =
+      add(QStringLiteral("Controls"),
+          QStringLiteral("Show or hide the controls column (more room for the charts in a small window)"),
+          [this](bool on) { controls_area_->setVisible(on); });
+  controls->setCheckable(true);
+  controls->setChecked(true);
+  controls->setObjectName(QStringLiteral("toggleControls"));
+  controls->setShortcut(QKeySequence(QStringLiteral("Ctrl+B")));
   add(QStringLiteral("Add profile folder\u2026"), QStringLiteral("Watch a folder of model / GPU YAML profiles"),
       [this] {
         const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Profile folder"));

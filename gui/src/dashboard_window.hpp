@@ -98,7 +98,8 @@ class DashboardWindow : public QMainWindow {
   KvUtilizationChart* kv_util_;
   ModelLegend* legend_;
   ComparisonTable* comparison_;
-  QAction* pin_ = nullptr;  ///< Pin baseline (checked while one is pinned)
+  QWidget* controls_area_ = nullptr;  ///< the controls' scroll area (the Controls action hides it)
+  QAction* pin_ = nullptr;            ///< Pin baseline (checked while one is pinned)
   SimulationRunner runner_;
   SimulationSpec last_simulation_;
   SizingPanel* sizing_;

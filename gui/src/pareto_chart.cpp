@@ -43,6 +43,7 @@ ParetoChart::ParetoChart(QWidget* parent)
   setMinimumSize(240, 180);
   chart_->setTitleFont(chart_title_font());
   chart_->legend()->setAlignment(Qt::AlignBottom);
+  chart_->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);  // past 8 colours, the shape tells types apart
   chart_->legend()->setFont(axis_label_font());
   chart_->setMargins(QMargins(4, 4, 8, 4));
   chart_->addAxis(x_, Qt::AlignBottom);
@@ -76,6 +77,10 @@ void ParetoChart::show_result(const SizingRequest& q, const SizingResult& r, con
       s->setName(display_text(c.gpu));
       s->setMarkerSize(7);
       s->setColor(model_colour(types.size()));
+      // Past the palette's colours, the shape tells two GPU types of one colour apart.
+      constexpr QScatterSeries::MarkerShape kShapes[] = {
+          QScatterSeries::MarkerShapeCircle, QScatterSeries::MarkerShapeRectangle, QScatterSeries::MarkerShapeTriangle};
+      s->setMarkerShape(kShapes[(types.size() / palette_size()) % 3]);
       s->setBorderColor(Qt::transparent);
       by_type[c.gpu] = s;
       types.push_back(c.gpu);
@@ -136,19 +141,19 @@ void ParetoChart::show_result(const SizingRequest& q, const SizingResult& r, con
   const auto& w = q.workload;
   const QString load = w.open_loop() ? QStringLiteral("%1 req/s").arg(w.arrival_rate_per_s, 0, 'g', 4)
                                      : QStringLiteral("%1 users").arg(w.concurrent_users);
-  // A chart title is rich text: "<" would open a tag, so the text is HTML-escaped (a profile's name included).
-  chart_->setTitle((!title.isEmpty() ? title
-                                     : QStringLiteral("%1: %2 deployments meeting TTFT p%3 <= %4 ms and TPOT <= %5 ms "
-                                                      "at %6, %7 / %8 tokens")
-                                           .arg(display_text(q.model.display_name))
-                                           .arg(r.feasible)
-                                           .arg(q.targets.ttft_percentile * 100, 0, 'g', 4)
-                                           .arg(q.targets.ttft_s * 1e3, 0, 'f', 0)
-                                           .arg(q.targets.tpot_s * 1e3, 0, 'g', 4)
-                                           .arg(load)
-                                           .arg(w.prompt_tokens, 0, 'f', 0)
-                                           .arg(w.output_tokens, 0, 'f', 0))
-                       .toHtmlEscaped());
+  // A chart title is rich text: "<" would open a tag, so the text is HTML-escaped (a profile's name included); the
+  // generated title breaks into two lines so that a narrow chart does not cut it.
+  const QString first =
+      QStringLiteral("%1: %2 deployments meeting").arg(display_text(q.model.display_name)).arg(r.feasible);
+  const QString second = QStringLiteral("TTFT p%1 <= %2 ms and TPOT <= %3 ms at %4, %5 / %6 tokens")
+                             .arg(q.targets.ttft_percentile * 100, 0, 'g', 4)
+                             .arg(q.targets.ttft_s * 1e3, 0, 'f', 0)
+                             .arg(q.targets.tpot_s * 1e3, 0, 'g', 4)
+                             .arg(load)
+                             .arg(w.prompt_tokens, 0, 'f', 0)
+                             .arg(w.output_tokens, 0, 'f', 0);
+  chart_->setTitle(!title.isEmpty() ? title.toHtmlEscaped()
+                                    : first.toHtmlEscaped() + QStringLiteral("<br>") + second.toHtmlEscaped());
   csv_ = csv.str();
 }
 

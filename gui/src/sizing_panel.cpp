@@ -34,6 +34,8 @@ SizingPanel::SizingPanel(QWidget* parent)
       chart_(new ParetoChart),
       best_(new QTableWidget) {
   setObjectName(QStringLiteral("sizingPanel"));
+  // One GPU type per line on the right: thirteen types stay readable in a 1280-pixel window.
+  chart_->chart()->legend()->setAlignment(Qt::AlignRight);
   prompt_->setObjectName(QStringLiteral("sizingPromptTokens"));
   output_->setObjectName(QStringLiteral("sizingOutputTokens"));
   load_kind_->setObjectName(QStringLiteral("sizingLoadKind"));

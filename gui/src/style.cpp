@@ -23,6 +23,10 @@ QColor model_colour(std::size_t i) {
   return QColor::fromRgb(kOkabeIto[i % kOkabeIto.size()]);
 }
 
+std::size_t palette_size() {
+  return kOkabeIto.size();
+}
+
 Qt::PenStyle model_pen_style(std::size_t i) {
   switch ((i / kOkabeIto.size()) % 3) {
     case 0:

@@ -16,8 +16,10 @@ namespace kvcap::gui {
 /// visible (\x1b, \n; kvcap::escape::terminal_text), so a name cannot break a legend line or the SVG file.
 QString display_text(std::string_view s);
 
-/// Colour of the i-th selected model (wraps after 8).
+/// Colour of the i-th selected model (wraps after palette_size()).
 QColor model_colour(std::size_t i);
+/// Colours in the palette (8): past them, line styles and marker shapes tell series apart.
+std::size_t palette_size();
 /// Line style of the i-th model: solid for the first 8, dashed for the next 8, ...
 Qt::PenStyle model_pen_style(std::size_t i);
 

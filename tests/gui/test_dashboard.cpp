@@ -1,5 +1,6 @@
 // The dashboard driven offscreen: controls change, charts follow the planner's numbers; bad profiles
 // and files show their located errors in the window.
+#include <QAction>
 #include <QApplication>
 #include <QBarSet>
 #include <QCheckBox>
@@ -15,6 +16,7 @@
 #include <QListWidget>
 #include <QMouseEvent>
 #include <QRegularExpression>
+#include <QScatterSeries>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QToolTip>
@@ -611,6 +613,14 @@ TEST_CASE("the sizing view sizes the first model and loads a chosen deployment i
   REQUIRE(panel->best_table()->rowCount() == static_cast<int>(r.best_per_gpu.size()));
   CHECK(panel->best_table()->item(0, 1)->text().toStdString() == r.candidates[r.best_per_gpu[0]].gpu);
   CHECK(panel->chart()->series_count() == r.best_per_gpu.size() + 2);
+  // Past the palette's 8 colours, a GPU type of a colour already used has another marker shape.
+  std::vector<std::pair<QRgb, int>> looks;
+  for (QAbstractSeries* s : panel->chart()->chart()->series())
+    if (auto* sc = qobject_cast<QScatterSeries*>(s); sc && sc->markerSize() == 7)
+      looks.emplace_back(sc->color().rgb(), int(sc->markerShape()));
+  REQUIRE(looks.size() > 8);
+  for (std::size_t i = 0; i < looks.size(); ++i)
+    for (std::size_t j = i + 1; j < looks.size(); ++j) CHECK(looks[i] != looks[j]);
   // Clicking the second row loads that GPU type's best into the controls, and the capacity view shows its plan.
   REQUIRE(r.best_per_gpu.size() >= 2);
   const auto& c = r.candidates[r.best_per_gpu[1]];
@@ -1000,4 +1010,21 @@ TEST_CASE("a simulation runs off the GUI thread, draws its run beside the previo
     CHECK_FALSE(w.start_simulation(SimulationSpec{}));
     CHECK(w.status_message().contains(QStringLiteral("no selected model starts")));
   }
+}
+
+TEST_CASE("the controls column collapses for a small window", "[gui][layout]") {
+  DashboardWindow w;
+  w.resize(1280, 720);
+  w.show();
+  QCoreApplication::processEvents();
+  auto* toggle = w.findChild<QAction*>(QStringLiteral("toggleControls"));
+  REQUIRE(toggle != nullptr);
+  const int before = w.concurrency_chart()->width();
+  toggle->trigger();
+  QCoreApplication::processEvents();
+  CHECK_FALSE(w.controls()->isVisible());
+  CHECK(w.concurrency_chart()->width() > before);
+  toggle->trigger();
+  QCoreApplication::processEvents();
+  CHECK(w.controls()->isVisible());
 }
