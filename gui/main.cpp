@@ -1,6 +1,7 @@
 // kvcap-gui: the capacity dashboard. With --screenshot it renders itself offscreen to a PNG and exits.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QEventLoop>
 #include <QFileInfo>
 #include <QRegularExpression>
 #include <algorithm>
@@ -56,6 +57,7 @@ DashboardSettings settings_with(DashboardSettings base, const QString& text) {
       throw kvcap::profiles::InputError("unknown flag '--" + n +
                                         "'; expected --gpu or a deployment flag of kvcap plan (vLLM's names)");
     if (kvcap::profiles::is_deployment_switch(n)) {
+      if (inline_value) throw kvcap::profiles::InputError("--" + n + " is a switch and takes no value");
       flags[n] = "";
       continue;
     }
@@ -63,8 +65,8 @@ DashboardSettings settings_with(DashboardSettings base, const QString& text) {
       if (i + 1 >= words.size()) throw kvcap::profiles::InputError("--" + n + " needs a value");
       value = words[++i];
     }
-    if (n == "gpu")
-      base.gpu = value.toStdString();
+    if (n == "gpu")  // a profile path keyed by its absolute path, as --gpu itself
+      base.gpu = QFileInfo(value).exists() ? QFileInfo(value).absoluteFilePath().toStdString() : value.toStdString();
     else
       flags[n] = value.toStdString();
   }
@@ -171,7 +173,8 @@ DashboardSettings settings_from(const QCommandLineParser& p, const Options& o, D
   return s;
 }
 
-// --simulate, each run to its end before the next: false (said on stderr) when one cannot run.
+// --simulate, each run to its end before the next: false (said on stderr) when one cannot run or ends in an error;
+// the plausibility policy's warnings on a run (KVCAP-W202) are said and do not fail it.
 bool run_simulations(const QCommandLineParser& p, const Options& o, kvcap::gui::DashboardWindow& w) {
   for (const QString& spec_text : p.values(o.simulate)) {
     kvcap::gui::SimulationSpec spec;
@@ -180,13 +183,27 @@ bool run_simulations(const QCommandLineParser& p, const Options& o, kvcap::gui::
     } catch (const kvcap::profiles::InputError& e) {
       usage_error(QStringLiteral("--simulate: ") + QString::fromStdString(e.what()));
     }
-    if (w.start_simulation(spec))
-      while (w.simulation_runner()->running()) QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
-    if (!w.status_message().startsWith(QLatin1String("Simulated"))) {
+    bool ok = false;
+    QString warnings;
+    QEventLoop loop;
+    auto* runner = w.simulation_runner();
+    QObject::connect(runner, &kvcap::gui::SimulationRunner::finished, &loop,
+                     [&](const kvcap::gui::Timeline&, const QString& found) {
+                       ok = true;
+                       warnings = found;
+                       loop.quit();
+                     });
+    QObject::connect(runner, &kvcap::gui::SimulationRunner::failed, &loop, &QEventLoop::quit);
+    QObject::connect(runner, &kvcap::gui::SimulationRunner::cancelled, &loop, &QEventLoop::quit);
+    if (w.start_simulation(spec)) loop.exec();
+    QCoreApplication::processEvents();  // the window's own handlers of the run's end
+    if (!ok) {
       std::fprintf(stderr, "kvcap-gui: error: --simulate: %s\n",
                    kvcap::escape::terminal_text(w.status_message().toStdString()).c_str());
       return false;
     }
+    if (!warnings.isEmpty())
+      std::fprintf(stderr, "kvcap-gui: --simulate: %s\n", kvcap::escape::terminal_text(warnings.toStdString()).c_str());
   }
   return true;
 }

@@ -358,6 +358,9 @@ nlohmann::ordered_json fit_advice_json(const FitAdvice& a) {
     x["num_gpus"] = f.num_gpus;
     x["tensor_parallel_size"] = f.deployment.tensor_parallel_size;
     x["pipeline_parallel_size"] = f.deployment.pipeline_parallel_size;
+    x["quantization"] = std::string(name(f.deployment.quantization));
+    x["kv_cache_dtype"] = std::string(name(f.deployment.kv_cache_dtype));
+    if (f.deployment.max_model_len) x["max_model_len"] = *f.deployment.max_model_len;
     fixes.push_back(std::move(x));
   }
   j["fixes"] = std::move(fixes);

@@ -20,7 +20,8 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                                  const std::vector<Finding>& findings = {});
 void report_plan_csv(std::ostream& o, const MemoryPlan& p);
 /// Why a deployment does not start and the fixes (planner/fit.hpp): {reason, why, fixes: [{text, flag, num_gpus,
-/// tensor_parallel_size, pipeline_parallel_size}]}.
+/// tensor_parallel_size, pipeline_parallel_size, quantization, kv_cache_dtype[, max_model_len]}]}: the fixed
+/// deployment's values, so a program need not parse the text.
 nlohmann::ordered_json fit_advice_json(const FitAdvice& a);
 
 /// The speed section of `kvcap plan --batch/--prompt-tokens/--output-tokens`.

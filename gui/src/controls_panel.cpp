@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kvcap/planner/dtype.hpp"
 #include "profile_library.hpp"
@@ -90,11 +91,13 @@ void ControlsPanel::build_form(QFormLayout* form) {
   num_gpus_ = new QLabel;
   num_gpus_->setObjectName(QStringLiteral("numGpus"));
   num_gpus_->setToolTip(QStringLiteral("--num-gpus: data parallel \u00d7 tensor parallel \u00d7 pipeline parallel"));
-  dp_ = spin("dataParallelSize", 1, 4096, 1,
+  // As wide as the flags allow (profiles::kMaxGpuCount, int tokens): a value from the command line is never cut.
+  constexpr int kGpus = 100000, kTokens = std::numeric_limits<int>::max();
+  dp_ = spin("dataParallelSize", 1, kGpus, 1,
              QStringLiteral("--data-parallel-size: replicas of the model, each with its own KV cache"));
-  tp_ = spin("tensorParallelSize", 1, 128, 1, QStringLiteral("--tensor-parallel-size"));
-  pp_ = spin("pipelineParallelSize", 1, 64, 1, QStringLiteral("--pipeline-parallel-size"));
-  dcp_ = spin("decodeContextParallelSize", 1, 128, 1,
+  tp_ = spin("tensorParallelSize", 1, kGpus, 1, QStringLiteral("--tensor-parallel-size"));
+  pp_ = spin("pipelineParallelSize", 1, kGpus, 1, QStringLiteral("--pipeline-parallel-size"));
+  dcp_ = spin("decodeContextParallelSize", 1, kGpus, 1,
               QStringLiteral("--decode-context-parallel-size: split each request's KV over this many TP ranks "
                              "that would otherwise hold the same KV heads"));
   expert_parallel_ = new QCheckBox;
@@ -129,17 +132,17 @@ void ControlsPanel::build_form(QFormLayout* form) {
   block_size_ = new QComboBox;
   block_size_->setObjectName(QStringLiteral("blockSize"));
   for (int b : {1, 8, 16, 32, 64, 128}) block_size_->addItem(QString::number(b), b);
-  max_model_len_ = spin("maxModelLen", 0, 1 << 30, 1024, QStringLiteral("--max-model-len: the longest request"));
+  max_model_len_ = spin("maxModelLen", 0, kTokens, 1024, QStringLiteral("--max-model-len: the longest request"));
   max_model_len_->setSpecialValueText(QStringLiteral("model's"));
-  max_seqs_ = spin("maxNumSeqs", 0, 1 << 20, 64,
+  max_seqs_ = spin("maxNumSeqs", 0, kTokens, 64,
                    QStringLiteral("--max-num-seqs: requests running at once per replica (auto: vLLM serve's "
                                   "default, at most max_num_batched_tokens)"));
   max_seqs_->setSpecialValueText(QStringLiteral("auto"));
-  max_batched_ = spin("maxNumBatchedTokens", 0, 1 << 20, 1024,
+  max_batched_ = spin("maxNumBatchedTokens", 0, kTokens, 1024,
                       QStringLiteral("--max-num-batched-tokens: tokens per step (auto: vLLM serve's default); sets "
                                      "the activation peak and how many tokens a sliding-window layer holds"));
   max_batched_->setSpecialValueText(QStringLiteral("auto"));
-  shared_prefix_ = spin("sharedPrefixTokens", 0, 1 << 20, 256,
+  shared_prefix_ = spin("sharedPrefixTokens", 0, kTokens, 256,
                         QStringLiteral("--shared-prefix-tokens: a common system prompt held once (prefix caching)"));
   shared_prefix_->setSuffix(QStringLiteral(" tokens"));
   speed_context_ = new QComboBox;

@@ -108,11 +108,9 @@ void DashboardModel::pin_baseline() {
   const Deployment& d = settings_.deployment;
   const std::string kv = d.kv_cache_dtype == DType::auto_ ? "auto" : std::string(name(d.kv_cache_dtype));
   b.description = QStringLiteral("%1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4 \u00b7 KV %5")
-                      .arg(d.num_gpus)
-                      .arg(QString::fromStdString(gpu_ ? gpu_->name : settings_.gpu))
-                      .arg(d.tensor_parallel_size)
-                      .arg(d.pipeline_parallel_size)
-                      .arg(QString::fromStdString(kv));
+                      .arg(QString::number(d.num_gpus), QString::fromStdString(gpu_ ? gpu_->name : settings_.gpu),
+                           QString::number(d.tensor_parallel_size), QString::number(d.pipeline_parallel_size),
+                           QString::fromStdString(kv));
   if (d.quantization != DType::auto_)
     b.description +=
         QStringLiteral(" \u00b7 weights %1").arg(QString::fromStdString(std::string(name(d.quantization))));

@@ -91,6 +91,9 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   rates_->setObjectName(QStringLiteral("rateSource"));
   statusBar()->addWidget(status_, 1);
   statusBar()->addPermanentWidget(rates_);
+  // A passing message (an export's confirmation, a run's end) takes the place of the recompute line.
+  connect(statusBar(), &QStatusBar::messageChanged, this,
+          [this](const QString& message) { status_->setVisible(message.isEmpty()); });
   sim_progress_->setObjectName(QStringLiteral("simulationProgress"));
   sim_progress_->setRange(0, 100);
   sim_progress_->setMaximumWidth(220);
@@ -110,9 +113,10 @@ DashboardWindow::DashboardWindow(QWidget* parent)
     sim_cancel_->setVisible(false);
     statusBar()->showMessage(message, 10000);
   };
-  connect(&runner_, &SimulationRunner::finished, this, [this, idle](const Timeline& t) {
+  connect(&runner_, &SimulationRunner::finished, this, [this, idle](const Timeline& t, const QString& warnings) {
     model_.set_timeline(t);
-    idle(QStringLiteral("Simulated: ") + QString::fromStdString(t.file));
+    idle(QStringLiteral("Simulated: ") + QString::fromStdString(t.file) +
+         (warnings.isEmpty() ? QString() : QStringLiteral(" \u2014 ") + warnings));
   });
   connect(&runner_, &SimulationRunner::failed, this,
           [idle](const QString& e) { idle(QStringLiteral("Simulation failed: ") + e); });
@@ -143,12 +147,21 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   model_.set_settings(controls_->settings());
 }
 
+namespace {
+// A message box whose text is shown as given: a path or a profile's name is never read as HTML.
+void plain_message(QWidget* parent, QMessageBox::Icon icon, const QString& title, const QString& text) {
+  QMessageBox box(icon, title, text, QMessageBox::Ok, parent);
+  box.setTextFormat(Qt::PlainText);
+  box.exec();
+}
+}  // namespace
+
 template <class F>
 void DashboardWindow::guarded(const QString& what, F f) {
   try {
     f();
   } catch (const std::exception& e) {
-    QMessageBox::warning(this, what, QString::fromUtf8(e.what()));
+    plain_message(this, QMessageBox::Warning, what, QString::fromUtf8(e.what()));
   }
 }
 
@@ -280,6 +293,8 @@ namespace {
 template <class T>
 void save_fresh(const DashboardModel& model, const QString& path, QSize size) {
   T chart;
+  // Alone in a file, a chart names its models itself (on screen the model legend above the charts does).
+  if constexpr (requires { chart.set_model_markers(true); }) chart.set_model_markers(true);
   chart.refresh(model);
   save_chart(&chart, path, size);
 }
@@ -317,10 +332,8 @@ QString DashboardWindow::export_view(ExportView view, const QString& path, QSize
   for (const auto& [v, name] : export_views())
     if (v == view) what = name;
   QString msg = QStringLiteral("Wrote %1: %2, %3\u00d7%4 %5")
-                    .arg(QFileInfo(path).absoluteFilePath(), what)
-                    .arg(size.width())
-                    .arg(size.height())
-                    .arg(QFileInfo(path).suffix().toUpper());
+                    .arg(QFileInfo(path).absoluteFilePath(), what, QString::number(size.width()),
+                         QString::number(size.height()), QFileInfo(path).suffix().toUpper());
   statusBar()->showMessage(msg, 10000);
   return msg;
 }
@@ -353,7 +366,7 @@ void DashboardWindow::ask_export() {
   if (f.isEmpty()) return;
   guarded(QStringLiteral("Export"), [&] {
     const QString msg = export_view(ExportView(what->currentData().toInt()), f, QSize(width->value(), height->value()));
-    QMessageBox::information(this, QStringLiteral("Export"), msg);
+    plain_message(this, QMessageBox::Information, QStringLiteral("Export"), msg);
   });
 }
 
@@ -393,8 +406,8 @@ void DashboardWindow::ask_simulation() {
     b->setRange(1, 1 << 24);
     b->setSuffix(QStringLiteral(" tokens"));
   }
-  prompt->setValue(int(s.prompt_tokens));
-  output->setValue(int(s.output_tokens));
+  prompt->setValue(int(std::min<i64>(s.prompt_tokens, prompt->maximum())));
+  output->setValue(int(std::min<i64>(s.output_tokens, output->maximum())));
   auto* duration = new QDoubleSpinBox;
   duration->setRange(1, 86400);
   duration->setValue(s.duration_s);
@@ -417,7 +430,7 @@ void DashboardWindow::ask_simulation() {
   spec.output_tokens = output->value();
   spec.duration_s = duration->value();
   spec.trace_path = trace->text().trimmed().toStdString();
-  if (!start_simulation(spec)) QMessageBox::warning(this, QStringLiteral("Simulate"), status_message());
+  if (!start_simulation(spec)) plain_message(this, QMessageBox::Warning, QStringLiteral("Simulate"), status_message());
 }
 
 void DashboardWindow::export_main_chart(const QString& path) {

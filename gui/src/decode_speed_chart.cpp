@@ -76,9 +76,9 @@ void DecodeSpeedChart::set_hidden(const std::set<std::string>& keys) {
     const bool on = !hidden_.count(c.key);
     c.throughput->setVisible(on);
     c.tpot->setVisible(on);
-    // Showing a series shows its legend marker again; this legend lists only the bound markers.
-    for (auto* s : {c.throughput, c.tpot})
-      for (QLegendMarker* m : chart_->legend()->markers(s)) m->setVisible(false);
+    // Showing a series shows its legend marker again; on screen this legend lists only the bound markers.
+    for (QLegendMarker* m : chart_->legend()->markers(c.throughput)) m->setVisible(show_model_markers_ && on);
+    for (QLegendMarker* m : chart_->legend()->markers(c.tpot)) m->setVisible(false);
   }
   // What binds each visible point: open circle memory, filled square compute.
   QList<QPointF> mem, comp;

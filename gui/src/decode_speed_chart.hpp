@@ -32,6 +32,8 @@ class DecodeSpeedChart : public QChartView {
   QString title() const;
   /// The pinned baseline's throughput curves (dimmed), one per model in both.
   const std::vector<QLineSeries*>& baseline_series() const { return baseline_; }
+  /// Whether the legend lists the models too (a chart exported alone; on screen the model legend names them).
+  void set_model_markers(bool on) { show_model_markers_ = on; }
   /// Hides the curves (and bound markers) of these model keys (the main chart's legend toggles).
   void set_hidden(const std::set<std::string>& keys);
 
@@ -55,6 +57,7 @@ class DecodeSpeedChart : public QChartView {
   std::vector<Curve> curves_;
   std::vector<QLineSeries*> baseline_;  ///< the pinned baseline's throughput curves, dimmed
   std::set<std::string> hidden_;
+  bool show_model_markers_ = false;
 };
 
 }  // namespace kvcap::gui

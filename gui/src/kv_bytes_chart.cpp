@@ -48,7 +48,9 @@ void KvBytesChart::elide_categories() {
   for (const QString& full : full_categories_) {
     const QString name = full.section(QStringLiteral("  "), 0, 0), value = full.section(QStringLiteral("  "), 1);
     const int value_px = QFontMetrics(axis_label_font()).horizontalAdvance(QStringLiteral("  ") + value);
-    QString c = elide_middle_px(name, axis_label_font(), std::max(24, px - value_px)) + QStringLiteral("  ") + value;
+    // Axis labels are rich text: a model's name is escaped after eliding.
+    QString c = elide_middle_px(name, axis_label_font(), std::max(24, px - value_px)).toHtmlEscaped() +
+                QStringLiteral("  ") + value;
     while (shown.contains(c)) c += QChar(0x200B);
     shown << c;
   }
@@ -118,7 +120,7 @@ void KvBytesChart::refresh(const DashboardModel& model) {
       tip_ = set;
       QToolTip::showText(QCursor::pos(),
                          QStringLiteral("<b>%1</b><br>%2 B of KV per token on each GPU")
-                             .arg(name.section(QStringLiteral("  "), 0, 0), grouped(i64(bytes))),
+                             .arg(name.section(QStringLiteral("  "), 0, 0).toHtmlEscaped(), grouped(i64(bytes))),
                          this);
     });
     series_->append(set);

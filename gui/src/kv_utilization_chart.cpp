@@ -3,6 +3,7 @@
 #include <QCursor>
 #include <QFileInfo>
 #include <QLegend>
+#include <QLegendMarker>
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
@@ -49,7 +50,7 @@ KvUtilizationChart::KvUtilizationChart(QWidget* parent)
   y_waiting_->setLabelFormat(QStringLiteral("%.0f"));
   waiting_->setName(QStringLiteral("waiting"));
   waiting_->setPen(QPen(QColor(0x505050), 1.2, Qt::DashLine));
-  preemptions_->setName(QStringLiteral("preemption"));
+  preemptions_->setName(QStringLiteral("preempted"));
   preemptions_->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
   preemptions_->setMarkerSize(6);
   preemptions_->setColor(QColor(0xB00020));
@@ -57,6 +58,12 @@ KvUtilizationChart::KvUtilizationChart(QWidget* parent)
   QColor faint(0x707070);
   faint.setAlphaF(0.35f);
   previous_->setPen(QPen(faint, 5.0, Qt::SolidLine, Qt::RoundCap));
+  connect(previous_, &QXYSeries::hovered, this, [this](const QPointF&, bool on) {
+    if (!on) return QToolTip::hideText();
+    QToolTip::showText(QCursor::pos(),
+                       QStringLiteral("<b>previous run</b> (mean over replicas): ") + previous_label_.toHtmlEscaped(),
+                       this);
+  });
   for (QXYSeries* s : std::initializer_list<QXYSeries*>{previous_, waiting_, preemptions_}) {
     chart_->addSeries(s);
     s->attachAxis(x_);
@@ -85,6 +92,8 @@ void KvUtilizationChart::refresh(const DashboardModel& model) {
     s->clear();
     s->setVisible(false);
   }
+  y_waiting_->setVisible(tl.has_value());
+  previous_label_.clear();
   if (!tl) {
     run_label_.clear();
     chart_->setTitle(QStringLiteral("KV utilisation over time \u2014 no simulation loaded"));
@@ -99,7 +108,14 @@ void KvUtilizationChart::refresh(const DashboardModel& model) {
   // A run names its deployment and workload; a file read from disk, its name.
   const QString name = QString::fromStdString(tl->file);
   run_label_ = QFileInfo::exists(name) ? QFileInfo(name).fileName() : display_text(tl->file);
-  chart_->setTitle(QStringLiteral("KV utilisation \u2014 %1").arg(run_label_));
+  // Two lines, deployment then workload (a run's label is "deployment \u00b7 workload"), each elided in the middle.
+  const QStringList parts = run_label_.split(QStringLiteral(" \u00b7 "));
+  QStringList lines;
+  for (const QString& part : parts) lines << elide_middle(part, 48).toHtmlEscaped();
+  chart_->setTitle(lines.join(QStringLiteral("<br>")));
+  // One replica: its line needs no legend entry (the axis names it).
+  for (QLineSeries* r : series_)
+    for (QLegendMarker* m : chart_->legend()->markers(r)) m->setVisible(series_.size() > 1);
 }
 
 void KvUtilizationChart::draw_replicas(const Timeline& tl, double& t_max) {
@@ -191,10 +207,8 @@ void KvUtilizationChart::draw_previous(const DashboardModel& model, double& t_ma
   QStringList differs;
   for (qsizetype i = 0; i < was.size(); ++i)
     if (i >= now.size() || was[i] != now[i]) differs << was[i];
-  previous_->setName(QStringLiteral("previous: %1")
-                         .arg(elide_middle(differs.isEmpty() ? was.join(QStringLiteral(" \u00b7 "))
-                                                             : differs.join(QStringLiteral(" \u00b7 ")),
-                                           60)));
+  previous_label_ = differs.isEmpty() ? was.join(QStringLiteral(" \u00b7 ")) : differs.join(QStringLiteral(" \u00b7 "));
+  previous_->setName(QStringLiteral("previous"));
   previous_->setVisible(true);
 }
 

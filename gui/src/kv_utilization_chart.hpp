@@ -30,6 +30,8 @@ class KvUtilizationChart : public QChartView {
   const QLineSeries* previous_series() const { return previous_; }
   /// What the shown run was: its label, or the file it was read from.
   const QString& run_label() const { return run_label_; }
+  /// What the previous run was, as far as it differs from the shown one (its tooltip).
+  const QString& previous_label() const { return previous_label_; }
 
  private:
   void draw_replicas(const Timeline& tl, double& t_max);
@@ -44,6 +46,7 @@ class KvUtilizationChart : public QChartView {
   QScatterSeries* preemptions_;
   QLineSeries* previous_;
   QString run_label_;
+  QString previous_label_;
   std::vector<QLineSeries*> series_;
   std::vector<std::vector<TimelineSample>> samples_;  ///< per replica, for tooltips
   std::uint64_t shown_generation_ = 0;                ///< the model's timeline_generation() drawn (0: none)

@@ -58,7 +58,7 @@ MemoryBreakdownChart::MemoryBreakdownChart(QWidget* parent)
       tip_ = segment;
       const Row& r = rows_[std::size_t(index)];
       QString text = QStringLiteral("<b>%1</b><br>%2: <b>%3</b> (%4 GB)")
-                         .arg(r.category, sets_[which]->label(), gib_text(r.bytes[which]),
+                         .arg(r.category.toHtmlEscaped(), sets_[which]->label(), gib_text(r.bytes[which]),
                               QString::number(r.bytes[which] / 1e9, 'f', 2));
       double total = 0;
       for (std::size_t k = 0; k + 1 < r.bytes.size(); ++k) total += r.bytes[k];  // all but "unused"
@@ -101,7 +101,8 @@ void MemoryBreakdownChart::elide_categories() {
   const int px = vertical_axis_label_px(std::max(100, width() - legend_px));
   QStringList shown;
   for (const QString& full : full_categories_) {
-    QString c = elide_middle_px(full, axis_label_font(), px);
+    // Axis labels are rich text: a model's name is escaped after eliding.
+    QString c = elide_middle_px(full, axis_label_font(), px).toHtmlEscaped();
     while (shown.contains(c)) c += QChar(0x200B);  // categories must be unique
     shown << c;
   }

@@ -52,7 +52,8 @@ class SimulationRunner : public QObject {
  signals:
   /// Percent of the arrivals' span simulated (0-100), and a line to show ("12.5 s of 60 s simulated, 48 done").
   void progress(int percent, const QString& text);
-  void finished(const kvcap::gui::Timeline& timeline);
+  /// The run's timeline and the plausibility policy's warnings on it (KVCAP-W202: fed beyond what it serves).
+  void finished(const kvcap::gui::Timeline& timeline, const QString& warnings);
   void failed(const QString& error);
   void cancelled();
 
@@ -63,6 +64,7 @@ class SimulationRunner : public QObject {
   // Written by the worker before it ends, read on the GUI thread after (QThread::finished orders them).
   Timeline result_;
   QString error_;
+  QString findings_;
   bool was_cancelled_ = false;
 };
 

@@ -4,6 +4,7 @@
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/text.hpp"
 
 namespace kvcap {
@@ -25,9 +26,10 @@ std::optional<MemoryPlan> try_plan(const ModelSpec& m, const GpuSpec& g, const D
   }
 }
 
-bool starts(const MemoryPlan& p) {
-  return std::all_of(p.stages.begin(), p.stages.end(), [](const StagePlan& s) { return s.available_kv_bytes > 0; }) &&
-         p.fits();
+// Whether vLLM starts it, by the same policy as kvcap plan (no KVCAP-E10x error: KV memory, a request of
+// max_model_len, a shared prefix that no request can carry or the cache cannot hold).
+bool starts(const GpuSpec& g, const MemoryPlan& p) {
+  return !has_errors(check_memory_plan(g, p));
 }
 
 // The same number of data-parallel replicas at another TP x PP.
@@ -53,14 +55,14 @@ void parallel_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, s
   const i64 tp = p.dep.d.tensor_parallel_size, pp = p.dep.d.pipeline_parallel_size;
   for (i64 t = tp * 2; t <= kMaxTensorParallel; t *= 2) {
     const Deployment d = with_parallelism(p, t, pp);
-    if (const auto q = try_plan(m, g, d); q && starts(*q)) {
+    if (const auto q = try_plan(m, g, d); q && starts(g, *q)) {
       add_fix(fixes, "TP >= " + std::to_string(t), gpus(d), "--tensor-parallel-size", d);
       break;
     }
   }
   for (i64 s = pp * 2; s <= std::min<i64>(kMaxPipelineParallel, m.num_layers); s *= 2) {
     const Deployment d = with_parallelism(p, tp, s);
-    if (const auto q = try_plan(m, g, d); q && starts(*q)) {
+    if (const auto q = try_plan(m, g, d); q && starts(g, *q)) {
       add_fix(fixes, "PP >= " + std::to_string(s), gpus(d), "--pipeline-parallel-size", d);
       break;
     }
@@ -72,13 +74,13 @@ void format_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, std
   if (info(p.dep.weight_dtype).payload_bits >= 16) {
     Deployment d = p.dep.d;
     d.quantization = DType::fp8;
-    if (const auto q = try_plan(m, g, d); q && starts(*q))
+    if (const auto q = try_plan(m, g, d); q && starts(g, *q))
       add_fix(fixes, "--quantization fp8", "the same " + gpus(d), "--quantization", d);
   }
   if (info(p.dep.kv_dtype).payload_bits >= 16) {
     Deployment d = p.dep.d;
     d.kv_cache_dtype = DType::fp8;
-    if (const auto q = try_plan(m, g, d); q && starts(*q))
+    if (const auto q = try_plan(m, g, d); q && starts(g, *q))
       add_fix(fixes, "--kv-cache-dtype fp8", "the same " + gpus(d), "--kv-cache-dtype", d);
   }
 }
@@ -114,10 +116,12 @@ std::string FitAdvice::text() const {
 
 std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const Deployment& d) {
   const auto p = try_plan(m, g, d);
-  if (!p || starts(*p)) return std::nullopt;
-  FitAdvice a;
+  if (!p) return std::nullopt;
+  // Only a lack of memory (E101, E102) is advised on; the policy's other errors say what to change themselves.
   const bool no_kv =
       std::any_of(p->stages.begin(), p->stages.end(), [](const StagePlan& s) { return s.available_kv_bytes <= 0; });
+  if (!no_kv && p->fits()) return std::nullopt;
+  FitAdvice a;
   a.reason = no_kv ? FitAdvice::Reason::no_kv_memory : FitAdvice::Reason::request_does_not_fit;
   a.why = no_kv ? why_no_kv_memory(*p, g) : why_request_does_not_fit(*p);
   parallel_fixes(m, g, *p, a.fixes);
@@ -127,7 +131,7 @@ std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const 
   if (!no_kv && p->max_model_len_that_fits > 0) {
     Deployment shorter = p->dep.d;
     shorter.max_model_len = p->max_model_len_that_fits;
-    if (const auto q = try_plan(m, g, shorter); q && starts(*q))
+    if (const auto q = try_plan(m, g, shorter); q && starts(g, *q))
       add_fix(a.fixes, "--max-model-len " + std::to_string(p->max_model_len_that_fits), "the same " + gpus(shorter),
               "--max-model-len", shorter);
   }

@@ -2,6 +2,7 @@
 #include "kvcap/profiles/flags.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/units.hpp"
@@ -139,7 +140,12 @@ bool is_deployment_flag(const std::string& name) {
 
 Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   // In the order of `kvcap plan --help`: the first malformed flag is the one reported.
-  const auto given = [&](const char* k) { return f.count(k) > 0; };
+  // Every flag read here is in the table (is_deployment_flag): a flag added without it fails every test that reads it.
+  const auto given = [&](const char* k) {
+    if (!is_deployment_flag(k))
+      throw std::logic_error(std::string("flags.cpp: --") + k + " is not in kValueFlags/kSwitchFlags");
+    return f.count(k) > 0;
+  };
   const auto text = [&](const char* k) { return f.at(k); };
   if (given("num-gpus")) d.num_gpus = parse_int(text("num-gpus"), "--num-gpus", 1, kMaxGpuCount);
   if (given("tensor-parallel-size"))

@@ -873,6 +873,16 @@ TEST_CASE("Export writes the dashboard or any chart at the chosen resolution and
     CHECK_THAT(text, Catch::Contains("width=\"1280\""));
   }
   CHECK(w.concurrency_chart()->size() == on_screen);  // drawn afresh: the chart on screen keeps its size
+  // Alone in a file, a chart names its models in its own legend (on screen the model legend does).
+  ConcurrencyChart alone;
+  alone.set_model_markers(true);
+  alone.refresh(w.model());
+  alone.resize(800, 600);
+  alone.show();
+  QCoreApplication::processEvents();
+  const auto markers = alone.chart()->legend()->markers(alone.series_for("llama-3.1-8b"));
+  REQUIRE(markers.size() == 1);
+  CHECK(markers[0]->isVisible());
   CHECK_THROWS_AS(w.export_view(V::memory, dir.filePath("m.jpg"), QSize(800, 600)), std::invalid_argument);
   CHECK_THROWS_AS(w.export_view(V::memory, dir.filePath("m.png"), QSize(50, 600)), std::invalid_argument);
   CHECK_THROWS(w.export_view(V::memory, dir.filePath("no/such/folder/m.png"), QSize(800, 600)));
@@ -953,6 +963,8 @@ TEST_CASE("a simulation runs off the GUI thread, draws its run beside the previo
     CHECK_THROWS_WITH(parse_simulation_spec("rate=0"), Catch::Contains("rate"));
     CHECK_THROWS_WITH(parse_simulation_spec("rte=2"), Catch::Contains("unknown key 'rte'"));
     CHECK_THROWS_WITH(parse_simulation_spec("prompt"), Catch::Contains("expected key=value"));
+    CHECK_THROWS_WITH(parse_simulation_spec("rate=2,rate=3"), Catch::Contains("rate given twice"));
+    CHECK_THROWS_WITH(parse_simulation_spec("trace=t.csv,rate=3"), Catch::Contains("leave out rate"));
   }
   DashboardWindow w;
   DashboardSettings s = w.controls()->settings();
@@ -991,7 +1003,8 @@ TEST_CASE("a simulation runs off the GUI thread, draws its run beside the previo
     REQUIRE(wait_idle());
     CHECK_THAT(w.model().timeline()->file, Catch::Contains("Poisson 4 req/s"));
     CHECK(w.kv_utilization_chart()->previous_series()->count() > 0);
-    CHECK(w.kv_utilization_chart()->previous_series()->name().contains(QStringLiteral("2 req/s")));
+    CHECK(w.kv_utilization_chart()->previous_label() ==
+          QStringLiteral("Poisson 2 req/s, 1,024 / 256 tokens, 20 s"));  // what differs from the shown run
   }
   SECTION("cancel stops a long run and keeps what was shown") {
     SimulationSpec spec;

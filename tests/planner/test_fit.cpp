@@ -100,3 +100,23 @@ TEST_CASE("one request of max_model_len does not fit: vLLM's shorter max_model_l
   CHECK_FALSE(vllm_starts(m, g, longer));
   for (const auto& f : a->fixes) CHECK(vllm_starts(m, g, f.deployment));
 }
+
+TEST_CASE("a fix is offered only when kvcap plan's whole policy accepts it", "[fit]") {
+  // With a shared prefix of 4K tokens, vLLM's longest max_model_len (under 2K at TP 2) could carry no request:
+  // KVCAP-E106. That fix is left out; the others start.
+  const auto m = profiles::resolve_model("llama-3.1-70b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.tensor_parallel_size = 2;
+  d.shared_prefix_tokens = 4096;
+  const auto a = fit_advice(m, g, d);
+  REQUIRE(a);
+  CHECK(fix_of(*a, "--max-model-len") == nullptr);
+  REQUIRE_FALSE(a->fixes.empty());
+  for (const auto& f : a->fixes) CHECK(vllm_starts(m, g, f.deployment));
+  // A problem that is not a lack of memory gets no advice: the shared prefix beyond max_model_len (E106).
+  Deployment e;
+  e.max_model_len = 2048;
+  e.shared_prefix_tokens = 4096;
+  CHECK_FALSE(fit_advice(profiles::resolve_model("llama-3.1-8b"), g, e).has_value());
+}

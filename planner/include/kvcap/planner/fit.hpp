@@ -16,7 +16,7 @@
 namespace kvcap {
 
 struct FitFix {
-  std::string change;     ///< "TP >= 8", "--quantization fp8", "--max-model-len 65,536"
+  std::string change;     ///< "TP >= 8", "--quantization fp8", "--max-model-len 65536"
   std::string text;       ///< change + " fits" and the GPUs: "TP >= 8 fits (8 GPUs)"
   std::string flag;       ///< the vLLM flag changed, e.g. "--tensor-parallel-size"
   Deployment deployment;  ///< the deployment with the fix applied (num_gpus kept at the same number of replicas)
@@ -26,9 +26,9 @@ struct FitFix {
 struct FitAdvice {
   enum class Reason { no_kv_memory, request_does_not_fit };
   Reason reason = Reason::no_kv_memory;
-  /// The binding stage's numbers: "needs 642.19 GiB per GPU for weights, activations and non-torch memory, has
-  /// 71.27 GiB (0.90 x 79.19 GiB)" or "one request of max_model_len 131,072 tokens needs 16.00 GiB of KV per GPU,
-  /// the cache has 9.81 GiB".
+  /// The binding stage's numbers: "needs 131.42 GiB of weights per GPU (136.26 GiB with the activation peak and
+  /// non-torch memory), has 71.27 GiB (0.90 x 79.19 GiB)" or "one request of max_model_len 131,072 tokens needs
+  /// 66.60x the KV cache (1,968 tokens per replica)".
   std::string why;
   std::vector<FitFix> fixes;  ///< the smallest first: tensor parallel, pipeline parallel, formats, max_model_len
   /// why, then "; smallest fix: " and the fixes joined by "; or " (or "; no single flag makes it fit").
@@ -36,7 +36,8 @@ struct FitAdvice {
 };
 
 /// Advice for a deployment that vLLM would not start for lack of memory; nullopt when it starts or when the
-/// deployment is invalid for another reason (plan_memory throws SpecError: that error is the user's message).
+/// deployment is invalid for another reason (plan_memory throws SpecError: that error is the user's message). A fix
+/// is offered only when kvcap plan's whole policy (check_memory_plan) accepts the fixed deployment.
 std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const Deployment& d);
 
 }  // namespace kvcap
