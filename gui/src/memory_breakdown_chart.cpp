@@ -62,14 +62,14 @@ MemoryBreakdownChart::MemoryBreakdownChart(QWidget* parent)
                               QString::number(r.bytes[which] / 1e9, 'f', 2));
       double total = 0;
       for (std::size_t k = 0; k + 1 < r.bytes.size(); ++k) total += r.bytes[k];  // all but "unused"
-      text += device_gib_ > 0
-                  ? QStringLiteral("<br>held: %1 of the device's %2").arg(gib_text(total), gib_text(device_gib_ * kGiB))
-                  : QStringLiteral("<br>held: %1").arg(gib_text(total));
+      // A baseline's bar against its own GPU (the pinned deployment's may be another type).
+      const double device = r.device_bytes;
+      text += device > 0 ? QStringLiteral("<br>held: %1 of the device's %2").arg(gib_text(total), gib_text(device))
+                         : QStringLiteral("<br>held: %1").arg(gib_text(total));
       if (r.does_not_fit) text += QStringLiteral("<br><b>no memory left for the KV cache</b>");
-      if (device_gib_ > 0 && total / kGiB > device_gib_)
+      if (device > 0 && total > device)
         text += QStringLiteral("<br>needs %1\u00d7 the device's %2")
-                    .arg(total / kGiB / device_gib_, 0, 'f', 1)
-                    .arg(gib_text(device_gib_ * kGiB));
+                    .arg(QString::number(total / device, 'f', 1), gib_text(device));
       QToolTip::showText(QCursor::pos(), text, this);
     });
   }
@@ -127,6 +127,7 @@ void MemoryBreakdownChart::add_rows(const ModelResult& r, const std::optional<Gp
     if (p.stages.size() > 1) row.category += QStringLiteral(" \u00b7 stage %1").arg(st.stage);
     row.baseline = baseline;
     const double device = gpu ? double(gpu->memory_bytes) : double(st.requested_bytes);
+    row.device_bytes = gpu ? device : 0;
     const double kv = std::max<double>(0, double(st.available_kv_bytes));
     row.does_not_fit = st.available_kv_bytes <= 0;
     row.bytes = {double(st.weights_bytes), double(st.activation_peak_bytes), double(st.non_torch_bytes), kv,
@@ -146,7 +147,6 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   // A horizontal bar chart lists its first category at the bottom; show the first model on top.
   std::reverse(rows_.begin(), rows_.end());
   const double device_gib = model.gpu() ? double(model.gpu()->memory_bytes) / kGiB : 0;
-  device_gib_ = device_gib;
   double max_total = 0;
   for (const Row& r : rows_) {
     double t = 0;

@@ -50,7 +50,8 @@ class MemoryBreakdownChart : public QChartView {
     QString category;
     std::vector<double> bytes;  ///< one per set
     bool does_not_fit = false;
-    bool baseline = false;  ///< the pinned baseline's, drawn faint
+    bool baseline = false;    ///< the pinned baseline's, drawn faint
+    double device_bytes = 0;  ///< memory of this row's GPU (0: unknown)
   };
   void add_rows(const ModelResult& r, const std::optional<GpuSpec>& gpu, bool baseline);
   QChart* chart_;
@@ -61,9 +62,8 @@ class MemoryBreakdownChart : public QChartView {
   QLineSeries* requested_line_;
   std::vector<QBarSet*> sets_;
   std::vector<Row> rows_;
-  QStringList full_categories_;  ///< unelided: "deepseek-v3 \u25b8" for a bar cut at the axis's end
-  QStringList categories_;       ///< as shown
-  double device_gib_ = 0;
+  QStringList full_categories_;      ///< unelided: "deepseek-v3 \u25b8" for a bar cut at the axis's end
+  QStringList categories_;           ///< as shown
   std::pair<int, int> tip_{-1, -1};  ///< (set, bar) whose tooltip is shown
 };
 

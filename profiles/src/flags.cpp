@@ -133,6 +133,14 @@ bool is_deployment_switch(const std::string& name) {
   return std::find(std::begin(kSwitchFlags), std::end(kSwitchFlags), name) != std::end(kSwitchFlags);
 }
 
+std::vector<std::string> deployment_value_flags() {
+  return {std::begin(kValueFlags), std::end(kValueFlags)};
+}
+
+std::vector<std::string> deployment_switches() {
+  return {std::begin(kSwitchFlags), std::end(kSwitchFlags)};
+}
+
 bool is_deployment_flag(const std::string& name) {
   return is_deployment_switch(name) ||
          std::find(std::begin(kValueFlags), std::end(kValueFlags), name) != std::end(kValueFlags);

@@ -87,32 +87,11 @@ TEST_CASE("deployment flags: --kv-eviction's grammar", "[flags]") {
 }
 
 TEST_CASE("the listed deployment flags are exactly those the reader takes", "[flags]") {
-  // A listed value flag with a malformed value is refused naming it, or changes the deployment: the reader reads it.
-  const char* values[] = {"activation-peak-memory",
-                          "block-size",
-                          "data-parallel-size",
-                          "decode-context-parallel-size",
-                          "dtype",
-                          "gpu-memory-utilization",
-                          "kv-cache-dtype",
-                          "kv-cache-dtype-skip-layers",
-                          "kv-cache-memory",
-                          "kv-eviction",
-                          "kv-layer-sharing",
-                          "kv-quant-group-size",
-                          "mamba-cache-mode",
-                          "mamba-ssm-cache-dtype",
-                          "max-model-len",
-                          "max-num-batched-tokens",
-                          "max-num-seqs",
-                          "non-torch-memory",
-                          "num-gpus",
-                          "pipeline-parallel-size",
-                          "quantization",
-                          "shared-prefix-tokens",
-                          "tensor-parallel-size",
-                          "vllm-version"};
-  for (const char* f : values) {
+  // Each listed value flag with a malformed value is refused naming it: the reader reads it. The other way round, the
+  // reader refuses (std::logic_error) to read a flag missing from the list, so every test that reads one fails.
+  const auto values = deployment_value_flags();
+  CHECK(values.size() == 24);
+  for (const std::string& f : values) {
     INFO(f);
     CHECK(is_deployment_flag(f));
     CHECK_FALSE(is_deployment_switch(f));
@@ -120,16 +99,16 @@ TEST_CASE("the listed deployment flags are exactly those the reader takes", "[fl
     try {
       deployment_from_flags({{f, "7?"}});
     } catch (const InputError& e) {
-      read = std::string(e.what()).find(std::string("--") + f) != std::string::npos;
+      read = std::string(e.what()).find("--" + f) != std::string::npos;
     }
     CHECK(read);
   }
-  for (const char* f :
-       {"enable-expert-parallel", "hybrid-chunked-local", "language-model-only", "disable-hybrid-kv-cache-manager"}) {
+  for (const std::string& f : deployment_switches()) {
     INFO(f);
     CHECK(is_deployment_switch(f));
     CHECK(is_deployment_flag(f));
   }
+  CHECK(deployment_switches().size() == 4);
   CHECK_FALSE(is_deployment_flag("kv-cach-dtype"));
   CHECK_FALSE(is_deployment_flag("model"));
 }

@@ -4,6 +4,7 @@
 // check, and the dashboard's command line), so a value means the same everywhere ("1.5K", "32.06GiB").
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kvcap/planner/deployment.hpp"
 #include "kvcap/planner/dtype.hpp"
@@ -22,6 +23,9 @@ Deployment deployment_from_flags(const FlagTexts& flags, Deployment base = {});
 /// Front ends that take a free-form flag string (the dashboard's --compare-with) refuse any other name.
 bool is_deployment_flag(const std::string& name);
 bool is_deployment_switch(const std::string& name);
+/// The flags that take a value, and the switches, in the reader's table.
+std::vector<std::string> deployment_value_flags();
+std::vector<std::string> deployment_switches();
 
 /// A dtype flag's value among those `accept` takes; InputError listing them otherwise.
 DType parse_dtype_text(const std::string& text, const std::string& what, bool (*accept)(const DTypeInfo&));
