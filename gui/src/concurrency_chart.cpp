@@ -195,16 +195,13 @@ void ConcurrencyChart::rebuild_series(const DashboardModel& model) {
     c.within->setPen(model_pen(r.colour_index, false));
     c.beyond->setPen(model_pen(r.colour_index, true));
     const std::string key = r.key;
-    connect(c.within, &QXYSeries::hovered, this, [this, key](const QPointF& p, bool on) {
-      if (!on) return QToolTip::hideText();
-      for (const auto& cc : curves_)
-        if (cc.key == key) show_tooltip(cc, p);
-    });
-    connect(c.beyond, &QXYSeries::hovered, this, [this, key](const QPointF& p, bool on) {
-      if (!on) return QToolTip::hideText();
-      for (const auto& cc : curves_)
-        if (cc.key == key) show_tooltip(cc, p);
-    });
+    // Both halves of a curve (within and beyond max_model_len) show the model's tooltip.
+    for (QLineSeries* half : {c.within, c.beyond})
+      connect(half, &QXYSeries::hovered, this, [this, key](const QPointF& p, bool on) {
+        if (!on) return QToolTip::hideText();
+        for (const auto& cc : curves_)
+          if (cc.key == key) show_tooltip(cc, p);
+      });
     curves_.push_back(std::move(c));
   }
   // Reference series last in the legend.

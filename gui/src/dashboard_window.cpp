@@ -130,11 +130,7 @@ DashboardWindow::DashboardWindow(QWidget* parent)
   });
   connect(&model_, &DashboardModel::updated, this, &DashboardWindow::redraw);
   connect(legend_, &ModelLegend::toggled, this, [this](const std::string& key) { model_.toggle_hidden(key); });
-  connect(controls_, &ControlsPanel::calibration_load_requested, this, [this] {
-    const QString f =
-        QFileDialog::getOpenFileName(this, QStringLiteral("Calibration"), {}, QStringLiteral("YAML (*.yaml *.yml)"));
-    if (!f.isEmpty()) load_calibration(f);
-  });
+  connect(controls_, &ControlsPanel::calibration_load_requested, this, &DashboardWindow::ask_calibration);
   connect(controls_, &ControlsPanel::calibration_clear_requested, this, [this] { model_.clear_calibration(); });
   // The sizing view sizes the first selected model; a chosen deployment comes back into the controls.
   connect(sizing_, &SizingPanel::deployment_chosen, this, [this](const std::string& gpu, const Deployment& d) {
@@ -188,11 +184,8 @@ void DashboardWindow::build_actions() {
         const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Profile folder"));
         if (!d.isEmpty()) add_profile_folder(d);
       });
-  add(QStringLiteral("Load calibration\u2026"), QStringLiteral("calibration.yaml from kvcap calibrate"), [this] {
-    const QString f =
-        QFileDialog::getOpenFileName(this, QStringLiteral("Calibration"), {}, QStringLiteral("YAML (*.yaml *.yml)"));
-    if (!f.isEmpty()) load_calibration(f);
-  });
+  add(QStringLiteral("Load calibration\u2026"), QStringLiteral("calibration.yaml from kvcap calibrate"),
+      [this] { ask_calibration(); });
   add(QStringLiteral("Simulate\u2026"),
       QStringLiteral(
           "Simulate this deployment on a workload or a trace (off the GUI thread; cancel in the status bar)"),
@@ -267,6 +260,12 @@ QString DashboardWindow::status_message() const {
 
 void DashboardWindow::add_profile_folder(const QString& dir) {
   library_.add_folder(dir);
+}
+
+void DashboardWindow::ask_calibration() {
+  const QString f =
+      QFileDialog::getOpenFileName(this, QStringLiteral("Calibration"), {}, QStringLiteral("YAML (*.yaml *.yml)"));
+  if (!f.isEmpty()) load_calibration(f);
 }
 
 bool DashboardWindow::load_calibration(const QString& path) {

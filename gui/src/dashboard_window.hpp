@@ -84,6 +84,7 @@ class DashboardWindow : public QMainWindow {
   void build_actions();
   void ask_export();
   void ask_simulation();
+  void ask_calibration();  ///< the file dialog behind the toolbar's and the controls' "load calibration"
   template <class F>
   void guarded(const QString& what, F f);
 
