@@ -16,12 +16,29 @@ namespace kvcap::cli {
 namespace {
 struct Target {
   std::string spec, model, gpu;
-  std::optional<i64> gpus;  ///< N of MODEL@NxGPU; absent for MODEL@GPU
+  std::optional<i64> gpus;    ///< N of MODEL@NxGPU; absent for MODEL@GPU
+  std::string flags_text;     ///< the deployment flags after the target, as typed ("" for none)
+  profiles::FlagTexts flags;  ///< read from flags_text: this deployment's own, over the command's flags
 };
 
-// "MODEL@GPU" or "MODEL@NxGPU" (N GPUs per replica; target_deployment splits them).
-Target parse_target(const std::string& s) {
-  Target t{s, "", "", std::nullopt};
+// "MODEL@GPU" or "MODEL@NxGPU" (N GPUs per replica; target_deployment splits them), optionally followed by
+// deployment flags of this row alone ("llama-3.1-8b@h200 --kv-cache-dtype int4"): the what-ifs side by side.
+Target parse_target(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  const auto blank = text.find_first_of(" \t", first == std::string::npos ? 0 : first);
+  const std::string s =
+      first == std::string::npos ? "" : text.substr(first, blank == std::string::npos ? blank : blank - first);
+  Target t{s, "", "", std::nullopt, "", {}};
+  if (blank != std::string::npos) {
+    const auto rest = text.find_first_not_of(" \t", blank);
+    if (rest != std::string::npos) t.flags_text = text.substr(rest, text.find_last_not_of(" \t") + 1 - rest);
+    try {
+      t.flags = profiles::flag_texts_from_line(t.flags_text);
+    } catch (const profiles::InputError& e) {
+      throw UsageError("--deploy '" + text + "': " + e.what());
+    }
+    if (!t.flags_text.empty()) t.spec += " " + t.flags_text;
+  }
   const auto at = s.find('@');
   if (at == std::string::npos || at == 0 || at + 1 == s.size())
     throw UsageError("--deploy: expected MODEL@GPU or MODEL@NxGPU (e.g. llama-3.1-70b@4xh100-sxm), got '" + s + "'");
@@ -42,7 +59,7 @@ std::vector<Target> parse_targets(const std::vector<std::string>& specs) {
   for (const auto& s : specs) {
     Target t = parse_target(s);
     for (const auto& seen : targets)
-      if (seen.model == t.model && seen.gpu == t.gpu && seen.gpus == t.gpus)
+      if (seen.model == t.model && seen.gpu == t.gpu && seen.gpus == t.gpus && seen.flags == t.flags)
         throw UsageError("--deploy '" + t.spec + "' is given twice (as '" + seen.spec +
                          "'); give each deployment once");
     targets.push_back(std::move(t));
@@ -69,10 +86,23 @@ Deployment target_deployment(Target& t, Deployment d, bool tp_given, bool dp_giv
                      " is " + std::to_string(d.tensor_parallel_size * pp) +
                      " per replica: give MODEL@GPU with the flags, or MODEL@NxGPU without --tensor-parallel-size");
   } else if (!t.gpus && d.tensor_parallel_size * pp > 1) {
-    t.spec = t.model + "@" + std::to_string(d.tensor_parallel_size * pp) + "x" + t.gpu;
+    t.spec = t.model + "@" + std::to_string(d.tensor_parallel_size * pp) + "x" + t.gpu +
+             (t.flags_text.empty() ? "" : " " + t.flags_text);
   }
   if (dp_given) d.num_gpus = dp * d.tensor_parallel_size * pp;
   return d;
+}
+
+/// A row's deployment: its own flags over the command's (what-ifs, formats or layouts side by side), then its target.
+Deployment row_deployment(Target& t, const Deployment& base, bool tp_given, bool dp_given) {
+  Deployment own = base;
+  try {
+    if (!t.flags.empty()) own = profiles::deployment_from_flags(t.flags, base);
+  } catch (const profiles::InputError& e) {
+    throw UsageError("--deploy '" + t.spec + "': " + e.what());
+  }
+  return target_deployment(t, own, tp_given || t.flags.count("tensor-parallel-size") > 0,
+                           dp_given || t.flags.count("data-parallel-size") > 0);
 }
 
 const std::vector<std::string> kDefaultTargets = {
@@ -88,6 +118,7 @@ const CommandHelp kHelp = {
     "the model's own unless given.",
     "  kvcap compare\n"
     "  kvcap compare --deploy llama-3.1-8b@h100-sxm --deploy mistral-7b-v0.1@h100-sxm --kv-cache-dtype fp8\n"
+    "  kvcap compare --deploy llama-3.1-8b@h200 --deploy 'llama-3.1-8b@h200 --kv-eviction h2o:budget=0.2'\n"
     "  kvcap compare --format csv > curves.csv"};
 
 }  // namespace
@@ -97,7 +128,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   po::options_description own("Compare");
   // clang-format off
   own.add_options()
-    ("deploy,d", po::value<std::vector<std::string>>()->composing(), "MODEL@GPU or MODEL@NxGPU (N GPUs per replica: N/PP-way tensor parallel); repeatable")
+    ("deploy,d", po::value<std::vector<std::string>>()->composing(), "MODEL@GPU or MODEL@NxGPU (N GPUs per replica: N/PP-way tensor parallel), then optionally this row's own deployment flags in the same word (\"llama-3.1-8b@h200 --kv-cache-dtype int4\"); repeatable")
     ("contexts", po::value<std::string>(), "context lengths (default 1K,2K,...,1M)")
     ("format,f", po::value<std::string>()->default_value("table"), "table, json or csv")
     ("help,h", "show this help");
@@ -115,7 +146,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::vector<CompareRow> rows;
   const bool tp_given = !vm["tensor-parallel-size"].defaulted();
   for (auto& t : targets) {
-    const Deployment d = target_deployment(t, base, tp_given, vm.count("data-parallel-size") > 0);
+    const Deployment d = row_deployment(t, base, tp_given, vm.count("data-parallel-size") > 0);
     ModelSpec m = profiles::resolve_model(t.model);
     GpuSpec g = profiles::resolve_gpu(t.gpu);
     MemoryPlan p = plan_memory(m, g, d, contexts);

@@ -65,17 +65,24 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("language-model-only", po::bool_switch(), "serve a multimodal checkpoint (Gemma 3, Llama 4) as text only, as vLLM's flag: its vision encoder is not loaded")
     ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
     ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")
+    ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto, none (1 state block per request and group), align (2, with prefix caching)")
+    ("mamba-ssm-cache-dtype", po::value<std::string>()->default_value("auto"), "recurrent state dtype of linear-attention layers: auto (config's mamba_ssm_dtype, else the model dtype), fp32, bf16, fp16")
+    ("vllm-version", po::value<std::string>()->default_value("current"), "vLLM release whose logged \"GPU KV cache size\" to reproduce: current, or 0.10 ... 0.19 (num_blocks // groups x block size)");
+  // clang-format on
+  add_what_if_options(d);
+  return d;
+}
+
+void add_what_if_options(po::options_description& d) {
+  // clang-format off
+  d.add_options()
     ("kv-eviction", po::value<std::string>(), "what-if, not a vLLM option: streaming:sink=S,window=W (StreamingLLM) or h2o:budget=F[,recent=R] "
                                              "(H2O): full-attention layers keep only those tokens; quality is not modelled")
     ("kv-quant-group-size", po::value<std::string>(), "what-if, not a vLLM option: elements per fp16 scale + zero point of --kv-cache-dtype int4/int2 "
                                                      "(KIVI; default 32, e.g. 64 or 128)")
     ("kv-layer-sharing", po::value<std::string>(), "what-if, not a vLLM option: cla:N (N adjacent layers share one KV cache, CLA) or minicache:from=L "
-                                                  "(layer pairs from layer L on share one, MiniCache); quality is not modelled")
-    ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto, none (1 state block per request and group), align (2, with prefix caching)")
-    ("mamba-ssm-cache-dtype", po::value<std::string>()->default_value("auto"), "recurrent state dtype of linear-attention layers: auto (config's mamba_ssm_dtype, else the model dtype), fp32, bf16, fp16")
-    ("vllm-version", po::value<std::string>()->default_value("current"), "vLLM release whose logged \"GPU KV cache size\" to reproduce: current, or 0.10 ... 0.19 (num_blocks // groups x block size)");
+                                                  "(layer pairs from layer L on share one, MiniCache); quality is not modelled");
   // clang-format on
-  return d;
 }
 
 void add_trace_read_options(po::options_description& d) {

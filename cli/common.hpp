@@ -44,6 +44,9 @@ std::vector<std::string> parse_name_list(const std::string& s, const std::string
 
 /// --model/--gpu and the deployment flags shared by plan, compare, size, simulate, sweep.
 po::options_description deployment_options(bool with_model_gpu = true);
+/// The what-if options of the KV cache (--kv-eviction, --kv-quant-group-size, --kv-layer-sharing): not vLLM options;
+/// every command that takes a deployment takes them.
+void add_what_if_options(po::options_description& d);
 /// The deployment those flags describe (profiles/flags.hpp: the one reader of them, shared with the dashboard).
 Deployment deployment_from(const po::variables_map& vm);
 /// The values `vm` holds for the options of `options`, as typed (defaults included; a switch present when on).

@@ -43,6 +43,7 @@ po::options_description size_deployment_options() {
     ("max-num-batched-tokens", po::value<std::string>(), "token budget per step (default: vLLM serve's)")
     ("max-num-seqs", po::value<std::string>(), "sequences per step (default: vLLM serve's)");
   // clang-format on
+  add_what_if_options(dep);
   return dep;
 }
 
@@ -276,6 +277,22 @@ po::options_description size_search_options() {
   return search;
 }
 
+/// The what-ifs (--kv-eviction, --kv-layer-sharing, int4/int2 KV: not vLLM options) change the model whatever the
+/// candidate: checked once against the model on the first GPU type (a usage error naming the flag when the model
+/// cannot take them, rather than every candidate "invalid"), and said as KVCAP-W207 in the report, as in kvcap plan.
+void what_if_findings(const SizingRequest& q, std::vector<Finding>& findings) {
+  const auto& s = q.space;
+  const std::vector<DType> kvs = s.kv_dtypes.empty() ? std::vector<DType>{DType::auto_} : s.kv_dtypes;
+  for (const DType kv : kvs) {
+    Deployment d = s.base;
+    d.kv_cache_dtype = kv;
+    d.num_gpus = 0;
+    for (auto& f : check_what_ifs(plan_memory(q.model, s.gpus.front(), d, {})))
+      if (std::none_of(findings.begin(), findings.end(), [&](const Finding& e) { return e.message == f.message; }))
+        findings.push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 po::options_description size_options() {
@@ -354,6 +371,7 @@ SizeCommand size_command_from(const po::variables_map& vm) {
     const auto& w = c.request.workload;
     c.report.findings = check_request_lengths(w.prompt_tokens, w.output_tokens, w.max_context_tokens, *len);
   }
+  what_if_findings(c.request, c.report.findings);
   c.mpi = vm.count("mpi") > 0;
   if (c.mpi && !vm.count("verify") && !vm.count("trace"))
     throw UsageError("--mpi splits the verification's simulations over MPI ranks: give --verify or --trace too");

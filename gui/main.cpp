@@ -41,34 +41,12 @@ bool needs_no_window(int argc, char** argv) {
 // `base` with the vLLM flags in `text` applied ("--kv-cache-dtype fp8 --gpu h200"): the deployment flags through the
 // one reader every front end uses, the replicas kept when TP or PP change. InputError for anything else.
 DashboardSettings settings_with(DashboardSettings base, const QString& text) {
-  static const QRegularExpression blanks(QStringLiteral("\\s+"));
-  const QStringList words = text.split(blanks, Qt::SkipEmptyParts);
-  kvcap::profiles::FlagTexts flags;
-  for (qsizetype i = 0; i < words.size(); ++i) {
-    QString name = words[i];
-    if (!name.startsWith(QLatin1String("--")))
-      throw kvcap::profiles::InputError("expected a flag such as --kv-cache-dtype, got '" + name.toStdString() + "'");
-    name = name.mid(2);
-    QString value;
-    const bool inline_value = name.contains(QLatin1Char('='));
-    if (inline_value) value = name.section(QLatin1Char('='), 1), name = name.section(QLatin1Char('='), 0, 0);
-    const std::string n = name.toStdString();
-    if (n != "gpu" && !kvcap::profiles::is_deployment_flag(n))
-      throw kvcap::profiles::InputError("unknown flag '--" + n +
-                                        "'; expected --gpu or a deployment flag of kvcap plan (vLLM's names)");
-    if (kvcap::profiles::is_deployment_switch(n)) {
-      if (inline_value) throw kvcap::profiles::InputError("--" + n + " is a switch and takes no value");
-      flags[n] = "";
-      continue;
-    }
-    if (!inline_value) {
-      if (i + 1 >= words.size()) throw kvcap::profiles::InputError("--" + n + " needs a value");
-      value = words[++i];
-    }
-    if (n == "gpu")  // a profile path keyed by its absolute path, as --gpu itself
-      base.gpu = QFileInfo(value).exists() ? QFileInfo(value).absoluteFilePath().toStdString() : value.toStdString();
-    else
-      flags[n] = value.toStdString();
+  kvcap::profiles::FlagTexts flags = kvcap::profiles::flag_texts_from_line(text.toStdString(), {"gpu"});
+  if (const auto gpu = flags.find("gpu"); gpu != flags.end()) {
+    // a profile path keyed by its absolute path, as --gpu itself
+    const QString value = QString::fromStdString(gpu->second);
+    base.gpu = QFileInfo(value).exists() ? QFileInfo(value).absoluteFilePath().toStdString() : gpu->second;
+    flags.erase(gpu);
   }
   kvcap::Deployment& d = base.deployment;
   const std::int64_t replicas = std::max<std::int64_t>(

@@ -142,7 +142,9 @@ void simulation_header(std::ostream& o, const SimulationInfo& in) {
     << sim::to_string(in.cfg.router) << "; KV cache " << grouped(rc.num_blocks) << " blocks x " << rc.block_size
     << " tokens per replica ("
     << (rc.allocator == sim::Allocator::paged ? "paged" : "contiguous, max_model_len reserved per request")
-    << (rc.allocator == sim::Allocator::paged ? (rc.prefix_caching ? ", prefix caching" : ", no prefix caching") : "")
+    << (rc.allocator == sim::Allocator::paged
+            ? (rc.prefix_caching && !rc.table_evicts ? ", prefix caching" : ", no prefix caching")
+            : "")
     << ")\n";
   o << "  max_num_seqs " << rc.max_num_seqs << ", max_num_batched_tokens "
     << grouped(static_cast<std::uint64_t>(rc.max_num_batched_tokens)) << ", max_model_len "
@@ -190,8 +192,10 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
       << fixed(1e3 * r.host_load_s / static_cast<double>(r.host_hit_tokens) * 1024, 2)
       << " ms per 1K tokens) instead of recomputed\n";
   o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max "
-    << fixed(100 * r.kv_utilization_max, 1) << "%; " << fixed(100 * r.kv_waste_fraction, 1)
-    << "% of allocated slots empty\n";
+    << fixed(100 * r.kv_utilization_max, 1) << "%; "
+    << (r.kv_waste_measured ? fixed(100 * r.kv_waste_fraction, 1) + "% of allocated slots empty"
+                            : std::string("empty slots not measured under --kv-eviction"))
+    << "\n";
   o << "Queues       running mean " << fixed(r.running_mean, 1) << " (max " << r.running_max << "), waiting mean "
     << fixed(r.waiting_mean, 1) << " (max " << r.waiting_max << ") per replica\n";
   disaggregation_lines(o, in, r, span);
@@ -338,7 +342,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
                        {"host_hit_tokens", r.host_hit_tokens},
                        {"host_load_s", r.host_load_s}};
   j["kv_utilization"] = {{"mean", r.kv_utilization_mean}, {"max", r.kv_utilization_max}};
-  j["kv_waste_fraction"] = r.kv_waste_fraction;
+  j["kv_waste_fraction"] = r.kv_waste_measured ? nlohmann::ordered_json(r.kv_waste_fraction) : nullptr;
   j["running"] = {{"mean", r.running_mean}, {"max", r.running_max}};
   j["waiting"] = {{"mean", r.waiting_mean}, {"max", r.waiting_max}};
   j["first_arrival_s"] = r.first_arrival_s;
@@ -381,7 +385,8 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
     for (double x : {s->mean, s->p50, s->p90, s->p99}) o << csv_num(x, s->count > 0) << ',';
   for (double x : {r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s}) o << csv_num(x) << ',';
   o << r.preemptions << ',';
-  for (double x : {r.kv_utilization_mean, r.kv_utilization_max, r.kv_waste_fraction}) o << csv_num(x) << ',';
+  for (double x : {r.kv_utilization_mean, r.kv_utilization_max}) o << csv_num(x) << ',';
+  o << csv_num(r.kv_waste_fraction, r.kv_waste_measured) << ',';
   o << (in.wall_s ? fixed(*in.wall_s, 3) : "") << ',' << in.cfg.prefill.num_replicas << ','
     << csv_num(r.kv_transfer_s_mean, in.cfg.prefill.num_replicas > 0) << "\n";
 }

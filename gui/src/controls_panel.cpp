@@ -10,8 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
+#include <tuple>
 
 #include "kvcap/planner/dtype.hpp"
+#include "kvcap/profiles/flags.hpp"
+#include "kvcap/profiles/units.hpp"
 #include "profile_library.hpp"
 #include "style.hpp"
 
@@ -65,7 +69,9 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_})
     connect(box, &QComboBox::currentIndexChanged, this, &ControlsPanel::changed);
   connect(expert_parallel_, &QCheckBox::toggled, this, &ControlsPanel::changed);
-  for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_})
+  for (auto* edit : {kv_eviction_, kv_sharing_})
+    connect(edit, &QLineEdit::editingFinished, this, &ControlsPanel::changed);
+  for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_, kv_group_})
     connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::changed);
   for (auto* spin : {dp_, tp_, pp_}) connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::parallelism_changed);
   for (auto* spin : {utilization_, kv_memory_})
@@ -145,6 +151,23 @@ void ControlsPanel::build_form(QFormLayout* form) {
   shared_prefix_ = spin("sharedPrefixTokens", 0, kTokens, 256,
                         QStringLiteral("--shared-prefix-tokens: a common system prompt held once (prefix caching)"));
   shared_prefix_->setSuffix(QStringLiteral(" tokens"));
+  // What-ifs, not vLLM options (quality not modelled): one control per axis the cache shrinks along beside the KV
+  // dtype (fewer bits: int4/int2 with their group): fewer tokens, fewer layers. Texts as the CLI's flags take them.
+  kv_eviction_ = new QLineEdit;
+  kv_eviction_->setObjectName(QStringLiteral("kvEviction"));
+  kv_eviction_->setPlaceholderText(QStringLiteral("none"));
+  kv_eviction_->setToolTip(QStringLiteral(
+      "--kv-eviction (what-if): streaming:sink=4,window=4092 (StreamingLLM) or h2o:budget=0.2[,recent=R] (H2O); "
+      "full-attention layers keep only those tokens"));
+  kv_sharing_ = new QLineEdit;
+  kv_sharing_->setObjectName(QStringLiteral("kvLayerSharing"));
+  kv_sharing_->setPlaceholderText(QStringLiteral("none"));
+  kv_sharing_->setToolTip(QStringLiteral(
+      "--kv-layer-sharing (what-if): cla:2 (adjacent layers share one cache, CLA) or minicache:from=16 (MiniCache)"));
+  kv_group_ = spin("kvQuantGroupSize", 0, 1024, 32,
+                   QStringLiteral("--kv-quant-group-size (what-if): values per fp16 scale + zero point of the int4 / "
+                                  "int2 KV formats (KIVI)"));
+  kv_group_->setSpecialValueText(QStringLiteral("auto (32)"));
   speed_context_ = new QComboBox;
   speed_context_->setObjectName(QStringLiteral("speedContext"));
   for (int e = 10; e <= 20; ++e)
@@ -188,6 +211,9 @@ void ControlsPanel::build_form(QFormLayout* form) {
   form->addRow(QStringLiteral("max_num_seqs"), max_seqs_);
   form->addRow(QStringLiteral("max batched tokens"), max_batched_);
   form->addRow(QStringLiteral("shared prefix"), shared_prefix_);
+  form->addRow(QStringLiteral("what-if: eviction"), kv_eviction_);
+  form->addRow(QStringLiteral("what-if: sharing"), kv_sharing_);
+  form->addRow(QStringLiteral("what-if: KV group"), kv_group_);
   form->addRow(QStringLiteral("speed at context"), speed_context_);
   form->addRow(QStringLiteral("calibration"), cal_row);
 }
@@ -237,13 +263,21 @@ QWidget* ControlsPanel::control_for(const std::string& field) const {
                                                     {"max_num_seqs", max_seqs_},
                                                     {"max_num_batched_tokens", max_batched_},
                                                     {"shared_prefix_tokens", shared_prefix_},
+                                                    {"kv_eviction", kv_eviction_},
+                                                    {"kv_layer_sharing", kv_sharing_},
+                                                    {"kv_quant_group_size", kv_group_},
                                                     {"gpu", gpu_}};
   for (const auto& [name, w] : table)
     if (field == name) return w;
   return nullptr;
 }
 
-void ControlsPanel::mark_problems(const std::map<std::string, QString>& reason_by_field) {
+void ControlsPanel::mark_problems(const std::map<std::string, QString>& planner_reasons) {
+  // The planner's reasons, and the what-if texts the flag reader refused (the planner never saw them).
+  std::map<std::string, QString> reason_by_field = planner_reasons;
+  std::map<std::string, QString> input;
+  with_what_ifs(Deployment{}, &input);
+  reason_by_field.insert(input.begin(), input.end());
   for (auto& [w, tip] : tooltips_) {
     if (w->property("problem").toBool()) {
       w->setProperty("problem", false);
@@ -315,6 +349,28 @@ void ControlsPanel::check_in_order(const std::vector<std::string>& keys) {
       }
 }
 
+Deployment ControlsPanel::with_what_ifs(Deployment d, std::map<std::string, QString>* problems) const {
+  const std::tuple<const char*, const char*, const QLineEdit*> edits[] = {
+      {"kv-eviction", "kv_eviction", kv_eviction_}, {"kv-layer-sharing", "kv_layer_sharing", kv_sharing_}};
+  for (const auto& [flag, field, edit] : edits) {
+    const std::string text = edit->text().trimmed().toStdString();
+    if (text.empty() || text == "none") {
+      if (field == std::string_view("kv_eviction"))
+        d.kv_eviction = {};
+      else
+        d.kv_layer_sharing = {};
+      continue;
+    }
+    try {
+      d = profiles::deployment_from_flags({{flag, text}}, d);
+    } catch (const profiles::InputError& e) {
+      if (problems) (*problems)[field] = QString::fromStdString(e.what());
+    }
+  }
+  d.kv_quant_group_size = kv_group_->value();
+  return d;
+}
+
 DashboardSettings ControlsPanel::settings() const {
   DashboardSettings s;
   for (int i = 0; i < models_->count(); ++i)
@@ -345,6 +401,7 @@ DashboardSettings ControlsPanel::settings() const {
   d.max_num_seqs = optional(max_seqs_);        // 0 shows "auto"
   d.max_num_batched_tokens = optional(max_batched_);
   d.shared_prefix_tokens = shared_prefix_->value();
+  d = with_what_ifs(d, nullptr);
   s.speed_context_tokens = speed_context_->currentData().toLongLong();
   return s;
 }
@@ -391,6 +448,9 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   max_seqs_->setValue(int(std::min<i64>(d.max_num_seqs.value_or(0), max_seqs_->maximum())));
   max_batched_->setValue(int(std::min<i64>(d.max_num_batched_tokens.value_or(0), max_batched_->maximum())));
   shared_prefix_->setValue(int(d.shared_prefix_tokens));
+  kv_eviction_->setText(d.kv_eviction.on() ? QString::fromStdString(d.kv_eviction.describe()) : QString());
+  kv_sharing_->setText(d.kv_layer_sharing.on() ? QString::fromStdString(d.kv_layer_sharing.describe()) : QString());
+  kv_group_->setValue(int(std::clamp<i64>(d.kv_quant_group_size, 0, kv_group_->maximum())));
   if (speed_context_->findData(QVariant::fromValue<qlonglong>(s.speed_context_tokens)) < 0)
     speed_context_->addItem(tokens_label(s.speed_context_tokens),
                             QVariant::fromValue<qlonglong>(s.speed_context_tokens));

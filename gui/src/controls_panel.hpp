@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QSpinBox>
 #include <QToolButton>
@@ -55,6 +56,9 @@ class ControlsPanel : public QWidget {
   i64 num_gpus() const;
   /// Checks exactly `keys`, moved to the top of the list in that order (the order decides colours).
   void check_in_order(const std::vector<std::string>& keys);
+  /// `d` with the what-if controls' values read through the one flag reader (profiles/flags.hpp); a text it refuses
+  /// leaves the field as it was in `d`, its reason in `problems` (by deployment field) when given.
+  Deployment with_what_ifs(Deployment d, std::map<std::string, QString>* problems) const;
 
   const ProfileLibrary& library_;
   QListWidget* models_;
@@ -74,6 +78,9 @@ class ControlsPanel : public QWidget {
   QSpinBox* max_seqs_;       ///< 0 = vLLM's default
   QSpinBox* max_batched_;
   QSpinBox* shared_prefix_;
+  QLineEdit* kv_eviction_;  ///< what-if --kv-eviction text ("" = none)
+  QLineEdit* kv_sharing_;   ///< what-if --kv-layer-sharing text ("" = none)
+  QSpinBox* kv_group_;      ///< what-if --kv-quant-group-size; 0 = KIVI's default (32)
   QComboBox* speed_context_;
   QLabel* calibration_;
   QToolButton* load_calibration_;

@@ -29,6 +29,10 @@ bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d) {
   return true;
 }
 
+u64 h2o_score_bytes_per_token(const ModelSpec& m, const ResolvedDeployment& d) {
+  return u(kv_heads_per_rank(m, d.d.tensor_parallel_size)) * u(info(d.dtype).payload_bits / 8);
+}
+
 KvEviction kv_eviction(const Deployment::Eviction& e) {
   KvEviction k;
   if (e.kind == Deployment::Eviction::Kind::streaming) k.keep_tokens = e.sink_tokens + e.window_tokens;
@@ -66,6 +70,12 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
     switch (layer_attention(m, l)) {
       case LayerAttention::full:
         s.evict = kv_eviction(d.d.kv_eviction);
+        // H2O keeps, beside each kept token, its accumulated attention score per KV head in the activation dtype
+        // (llama-recipes recipes/experimental/long_context/H2O/utils/cache.py HHCache.accumulated_attention_scores:
+        // attention weights summed over the queries, every num_kv_groups-th head; HF attention casts the weights
+        // back to the query dtype): held and read with the token's KV, so charged to its page.
+        if (d.d.kv_eviction.kind == Deployment::Eviction::Kind::h2o)
+          s.page_size_bytes = add(s.page_size_bytes, h2o_score_bytes_per_token(m, d) * u(bs), "H2O score page");
         break;
       case LayerAttention::sliding: s.kind = KvSpecKind::sliding, s.window_tokens = m.sliding_window; break;
       case LayerAttention::chunked: s.kind = KvSpecKind::chunked, s.window_tokens = m.attention_chunk_size; break;
@@ -173,6 +183,7 @@ namespace {
 struct Demand {
   u64 per_request = 0;
   u64 shared = 0;
+  u64 prefill_reserve = 0;  ///< --kv-eviction: one step's prefill chunks held beyond the kept tokens
 };
 Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap) {
   Demand r;
@@ -191,6 +202,12 @@ Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap) {
       r.shared += prefix;
       blocks -= std::min(blocks, prefix);
     }
+    const i64 prompt = hit_cap + 1;
+    if (g.spec.kind == KvSpecKind::full && g.spec.evict.on() && g.spec.evict.held(prompt) < prompt)
+      // The what-if --kv-eviction at prefill: a chunk attends to the kept tokens and to itself before the policy
+      // evicts, so the chunks of one step (at most max_num_batched_tokens tokens) are held beyond the kept tokens
+      // for that step: a reserve of their blocks (plus the block a chunk starts in), held once, as the pool's.
+      r.prefill_reserve += ceil_div(u(p.dep.max_num_batched_tokens), u(g.spec.block_size)) + 1;
     r.per_request += blocks;
   }
   return r;
@@ -205,9 +222,9 @@ double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s, i64 prompt_t
   if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
   // get_max_concurrency_for_kv_cache_config with max_model_len = S (the curve).
   const Demand dm = demand_at(p, s, std::clamp<i64>(prompt_tokens, 1, s) - 1);
-  if (p.num_blocks <= dm.shared) return 0;
+  if (p.num_blocks <= dm.shared + dm.prefill_reserve) return 0;
   if (dm.per_request == 0) return static_cast<double>(INFINITY);
-  return static_cast<double>(p.num_blocks - dm.shared) / static_cast<double>(dm.per_request);
+  return static_cast<double>(p.num_blocks - dm.shared - dm.prefill_reserve) / static_cast<double>(dm.per_request);
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& dep, const std::vector<i64>& contexts) {
@@ -269,6 +286,13 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       }
       // A decoder layer counts once; its indexer cache (same decoder layer, next KV layer) adds bytes.
       if (k == 0 || kv_decoder_layer[k - 1] != l) it->num_layers += 1;
+    }
+    for (auto& grp : st.groups) {
+      grp.attending_layers = grp.num_layers;
+      // --kv-layer-sharing (full attention only): the stage's sharing layers attend to its full-attention caches.
+      if (grp.attention == LayerAttention::full)
+        for (i64 l = first; l < first + st.num_layers; ++l)
+          grp.attending_layers += d.d.kv_layer_sharing.shares(l) ? 1 : 0;
     }
     for (auto& grp : st.groups) grp.bytes_per_token_per_layer = 0;
     for (std::size_t k = 0; k < p.kv_layers.size(); ++k) {

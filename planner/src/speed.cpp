@@ -217,12 +217,14 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
       }
       continue;
     }
-    attn_layers += g.num_layers;
+    // Every layer that attends reads the cache and computes attention: a layer sharing an earlier layer's cache
+    // (--kv-layer-sharing) reads it again (its queries come after the owner's output, so no kernel reads it once).
+    attn_layers += g.attending_layers;
     const i64 w = g.attention != LayerAttention::full ? g.window_tokens : 0;  // chunked: at most one chunk
     for (const auto& q : seqs) {
       const i64 held = q.past + q.fresh;
       const double read = dbl(w > 0 ? std::min(held, w) : g.evict.held(held));
-      b.kv_bytes += dbl(q.count) * read * dbl(g.bytes_per_token_per_layer) * dbl(g.num_layers);
+      b.kv_bytes += dbl(q.count) * read * dbl(g.bytes_per_token_per_layer) * dbl(g.attending_layers);
       // Decode attends what is kept (a window, or the what-if eviction's tokens); a prefill chunk its window.
       const double pairs = q.fresh == 1 ? read : attended(q.past + 1, held, w);
       double per_pair = 0, extra = 0;
@@ -238,7 +240,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
         per_pair = 2.0 * (dbl(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim) + dbl(m.mla.v_head_dim));
         extra = 2.0 * dbl(q.past) * dbl(m.mla.kv_lora_rank) * heads * dbl(m.mla.qk_nope_head_dim + m.mla.v_head_dim);
       }
-      b.attention_flops += dbl(q.count) * (pairs * heads * per_pair + extra) * dbl(g.num_layers);
+      b.attention_flops += dbl(q.count) * (pairs * heads * per_pair + extra) * dbl(g.attending_layers);
     }
   }
 
@@ -360,7 +362,7 @@ double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double decode_toke
   double context_bytes_per_token = 0;  // the whole request's KV per token over the stage's attention layers
   for (const auto& g : st.groups) {
     if (g.attention == LayerAttention::linear) continue;
-    layers += g.num_layers;
+    layers += g.attending_layers;
     context_bytes_per_token += dbl(g.bytes_per_token_per_layer) * dbl(g.num_layers) * dbl(dcp);
   }
   const bool mla = m.attention == AttentionType::mla;
@@ -721,9 +723,9 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
       const int k = grp.attention != LayerAttention::full && grp.window_tokens > 0 ? 1 : 0;
       if (k == 1) window_[1] = grp.window_tokens;
       if (grp.attention == LayerAttention::full) evict_ = grp.evict;
-      g.kv_bytes_per_token[k] += dbl(grp.bytes_per_token_per_layer) * dbl(grp.num_layers);
-      g.attn_layers[k] += dbl(grp.num_layers);
-      g.attention_layers += grp.num_layers;
+      g.kv_bytes_per_token[k] += dbl(grp.bytes_per_token_per_layer) * dbl(grp.attending_layers);  // as decode_step
+      g.attn_layers[k] += dbl(grp.attending_layers);
+      g.attention_layers += grp.attending_layers;
     }
     g.allreduces = 2 * st.num_layers + (s == 0 ? 1 : 0);
     g.overhead_s = c.options.step_overhead_s / dbl(pp_) + c.options.layer_overhead_s * dbl(st.num_layers);

@@ -2,6 +2,7 @@
 #include "kvcap/profiles/flags.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <stdexcept>
 
 #include "kvcap/planner/error.hpp"
@@ -144,6 +145,41 @@ std::vector<std::string> deployment_switches() {
 bool is_deployment_flag(const std::string& name) {
   return is_deployment_switch(name) ||
          std::find(std::begin(kValueFlags), std::end(kValueFlags), name) != std::end(kValueFlags);
+}
+
+FlagTexts flag_texts_from_line(const std::string& line, const std::vector<std::string>& extra) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) words.push_back(w);
+  FlagTexts flags;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (words[i].rfind("--", 0) != 0 || words[i].size() == 2)
+      throw InputError("expected a flag such as --kv-cache-dtype, got '" + words[i] + "'");
+    std::string name = words[i].substr(2);
+    std::string value;
+    const auto eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) value = name.substr(eq + 1), name.resize(eq);
+    const bool is_extra = std::find(extra.begin(), extra.end(), name) != extra.end();
+    if (!is_extra && !is_deployment_flag(name)) {
+      std::string msg = "unknown flag '--" + name + "'; expected ";
+      for (const auto& e : extra) msg.append("--").append(e).append(", ");
+      msg += "a deployment flag of kvcap plan (vLLM's names)";
+      throw InputError(msg);
+    }
+    if (flags.count(name)) throw InputError("--" + name + " is given twice");
+    if (!is_extra && is_deployment_switch(name)) {
+      if (inline_value) throw InputError("--" + name + " is a switch and takes no value");
+      flags[name] = "";
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= words.size()) throw InputError("--" + name + " needs a value");
+      value = words[++i];
+    }
+    flags[name] = value;
+  }
+  return flags;
 }
 
 Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {

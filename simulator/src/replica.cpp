@@ -25,20 +25,28 @@ ContentKey content_key(const Request& r) {
 i64 ReplicaConfig::side_blocks(i64 tokens, i64 step_tokens) const {
   if (local_groups.empty() && state_blocks_per_request == 0) return 0;
   u64 blocks = static_cast<u64>(state_blocks_per_request);
-  for (const auto& g : local_groups)
+  for (const auto& g : local_groups) {
+    if (g.kind == KvSpecKind::full && g.evict.on()) {
+      // The what-if --kv-eviction: the kept tokens (compacted into whole blocks) and the step's, as the planner's
+      // spec_blocks_per_request counts a decode step (kept + the block written to), but a chunk held whole.
+      const i64 before = std::max<i64>(0, tokens - std::max<i64>(1, step_tokens));
+      const u64 bs = static_cast<u64>(g.block_size);
+      const i64 kept = g.evict.held(before);
+      blocks =
+          add(blocks,
+              kept < before ? ceil_div(static_cast<u64>(kept), bs) + ceil_div(static_cast<u64>(tokens - before), bs)
+                            : ceil_div(static_cast<u64>(std::max<i64>(1, tokens)), bs),
+              "side blocks");
+      continue;
+    }
     blocks =
         add(blocks, spec_blocks_per_request(g, std::max<i64>(1, tokens), std::max<i64>(1, step_tokens)), "side blocks");
+  }
   return static_cast<i64>(ceil_div(blocks, static_cast<u64>(std::max<i64>(1, full_groups))));
 }
 
 ReplicaConfig replica_config(const MemoryPlan& plan) {
   ReplicaConfig c;
-  // The block manager keeps a block for every token of a full-attention request; an eviction what-if would need it
-  // to drop evicted tokens' blocks, which it does not: refused rather than simulated without the eviction.
-  if (plan.dep.d.kv_eviction.on())
-    throw SpecError("kv_eviction",
-                    "is not modelled by the simulator (its block manager keeps every token's block); "
-                    "plan, compare and sweep answer it");
   if (plan.num_blocks >= UINT32_MAX) throw SpecError("num_blocks", "more than 2^32 - 1 KV blocks per replica");
   // vLLM's hybrid KV cache manager: groups share one pool. The block table is the full-attention groups' (a table
   // entry = one block in each of them); sliding-window and chunked-local groups hold a bounded number of blocks
@@ -50,6 +58,13 @@ ReplicaConfig replica_config(const MemoryPlan& plan) {
   for (const auto& g : plan.kv_groups)
     if (g.spec.kind == KvSpecKind::full) table = table ? table : &g, ++full;
   if (!table && !plan.kv_groups.empty()) table = &plan.kv_groups.front(), full = 1;
+  if (table && table->spec.evict.on()) {
+    // The what-if --kv-eviction (full-attention models only: planner/deployment.cpp): each full group's blocks are
+    // bounded by the policy, held beside an empty table.
+    c.table_evicts = true;
+    for (const auto& g : plan.kv_groups)
+      if (g.spec.kind == KvSpecKind::full) c.local_groups.push_back(g.spec);
+  }
   for (const auto& g : plan.kv_groups) {
     if (&g == table || g.spec.kind == KvSpecKind::full) continue;
     if (g.spec.kind == KvSpecKind::mamba)
@@ -74,7 +89,7 @@ Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t
     : index_(index),
       cfg_(c),
       timer_(t),
-      kv_(c.num_blocks, c.block_size, c.allocator, c.max_model_len, c.prefix_caching),
+      kv_(c.num_blocks, c.block_size, c.allocator, c.max_model_len, c.prefix_caching && !c.table_evicts),
       out_(out),
       check_(check),
       // Aggregation needs a decode's load to be its held tokens (StepTimer::adds_decodes) and no blocks beside the
@@ -182,7 +197,7 @@ bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer
 inline bool Replica::grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs) {
   Request& r = slots_[s];
   while (true) {
-    const i64 table_need = kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
+    const i64 table_need = cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
     const i64 side_want = cfg_.side_blocks(r.computed + n, n);
     const i64 side_need = std::max<i64>(0, side_want - static_cast<i64>(r.state_blocks.size()));
     const i64 need = table_need + side_need;
@@ -232,7 +247,7 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   const i64 remote = std::max<i64>(0, r.remote_tokens - hit_tokens);
   const i64 loaded = hit_tokens + remote;
   const i64 n = host_hit_blocks > 0 || remote > 0 ? 0 : std::min(r.num_tokens - hit_tokens, budget);
-  const i64 need = kv_.blocks_to_allocate(hits_.size(), loaded + n);
+  const i64 need = cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(hits_.size(), loaded + n);
   const i64 side = cfg_.side_blocks(loaded + n, remote > 0 ? 1 : n);  // remote: the window's blocks only
   if (need + side + evictable > static_cast<i64>(kv_.num_free())) return false;
   kv_.take_prefix(r.blocks, hits_);

@@ -34,6 +34,14 @@ i64 checked_max_request_tokens(const ReplicaConfig& rc, std::uint32_t num_replic
   if (rc.max_num_seqs < 1) throw SpecError("max_num_seqs", "must be >= 1");
   if (rc.max_model_len < 2) throw SpecError("max_model_len", "must be >= 2 (a prompt token and an output token)");
   if (rc.full_groups < 1) throw SpecError("full_groups", "must be >= 1");
+  if (rc.table_evicts && rc.allocator == Allocator::contiguous)
+    throw SpecError("kv_eviction",
+                    "with the contiguous allocator is not modelled (a reservation of max_model_len "
+                    "tokens per request leaves nothing for eviction to free)");
+  if (rc.table_evicts && rc.host_blocks > 0)
+    throw SpecError("kv_eviction",
+                    "with a host KV tier (--kv-offloading-size) is not modelled: under eviction a "
+                    "request's blocks are never cached, so nothing would reach the host tier");
   const i64 side_max = rc.side_blocks(rc.max_model_len, rc.max_num_batched_tokens);
   if (rc.state_blocks_per_request < 0 || side_max >= static_cast<i64>(rc.num_blocks))
     throw SpecError("num_blocks", "a replica's " + std::to_string(rc.num_blocks) +
@@ -65,6 +73,10 @@ i64 checked_max_request_tokens(const SimConfig& cfg) {
   if (!p.kv_transfer_s) throw std::invalid_argument("a prefill pool needs its KV transfer time");
   if (p.replica.host_blocks > 0 || cfg.replica.host_blocks > 0)
     throw SpecError("kv_offloading_size", "a host KV tier beside disaggregated prefill workers is not modelled");
+  if (p.replica.table_evicts || cfg.replica.table_evicts)
+    throw SpecError("kv_eviction",
+                    "with disaggregated prefill workers is not modelled (what crosses to the decode "
+                    "worker would be the kept tokens, which the KV transfer does not model)");
   max_len = std::min(max_len, checked_max_request_tokens(p.replica, p.num_replicas));
   return max_len;
 }
@@ -430,7 +442,8 @@ void EventLoop::summarize() {
     alloc += rep.area_alloc();
     add_step_cost(res_.busy_breakdown_s, rep.breakdown());
   }
-  res_.kv_waste_fraction = alloc > 0 ? waste / alloc : 0;
+  res_.kv_waste_measured = !cfg_.replica.table_evicts;
+  res_.kv_waste_fraction = alloc > 0 && res_.kv_waste_measured ? waste / alloc : 0;
   double transfer_s = 0, transfer_tokens = 0;
   for (const auto& s : res_.replicas)
     transfer_s += s.kv_transfer_s, transfer_tokens += static_cast<double>(s.kv_received_tokens);

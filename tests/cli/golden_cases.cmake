@@ -117,7 +117,8 @@ kvcap_golden(plan_eviction_streaming 0 plan --model llama-3.1-8b --gpu h200 --kv
 kvcap_golden(plan_eviction_h2o_json 0 plan --model llama-3.1-8b --gpu h200 --kv-eviction h2o:budget=0.2 --contexts 128K --format json)
 kvcap_golden(err_plan_eviction_syntax 2 plan --model llama-3.1-8b --gpu h200 --kv-eviction h2o:budget=2x)
 kvcap_golden(err_plan_eviction_sliding 2 plan --model gpt-oss-20b --gpu h200 --kv-eviction h2o:budget=0.2)
-kvcap_golden(err_simulate_eviction 2 simulate --model llama-3.1-8b --gpu h200 --kv-eviction h2o:budget=0.2 --rate 1 --prompt-tokens 1K --output-tokens 100 --num-requests 10)
+kvcap_golden(simulate_eviction_streaming 0 simulate --model llama-3.1-8b --gpu h200 --kv-cache-memory 16GiB --max-model-len 64K --kv-eviction streaming:sink=4,window=4092 --max-concurrency 64 --prompt-tokens 32K --output-tokens 512 --num-requests 128 --no-wall-time)
+kvcap_golden(err_simulate_eviction_host_tier 2 simulate --model llama-3.1-8b --gpu h200 --kv-eviction h2o:budget=0.2 --kv-offloading-size 64 --rate 1 --prompt-tokens 1K --output-tokens 100 --num-requests 10)
 # Commands that had no golden before the front ends became thin shells (issue 12): the scorecard over the published
 # measurements (its MAPEs are those docs/accuracy.md records), the built-in list, a workload file in the text grammar.
 kvcap_golden(accuracy_scorecard 0 accuracy --fixtures %FIXTURES%)
@@ -194,3 +195,7 @@ kvcap_golden(size_disagg_verify 0 size --model llama-3.1-70b --gpus h100-sxm --r
 kvcap_golden(err_size_disagg_closed_loop 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --concurrent-users 32 --ttft-p 1s --tpot 50ms --disagg)
 kvcap_golden(err_size_mpi_without_verify 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 50ms --mpi)
 kvcap_golden(simulate_disagg_trace 0 simulate --model llama-3.1-8b --gpu h100-sxm --trace %DATA%/trace_custom_columns.csv --trace-columns sent_at,in_tokens,out_tokens --prefill-replicas 1 --no-wall-time)
+# The what-ifs side by side (issue 20): a --deploy value carries its row's own deployment flags; size searches with them.
+kvcap_golden(compare_deploy_what_ifs 0 compare --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --kv-eviction h2o:budget=0.2" "--deploy=llama-3.1-8b@h200 --kv-cache-dtype int4 --kv-quant-group-size 64" "--deploy=llama-3.1-8b@h200 --kv-layer-sharing cla:2" --contexts 8K,128K)
+kvcap_golden(err_compare_deploy_flag 2 compare "--deploy=llama-3.1-8b@h200 --gpu h100-sxm")
+kvcap_golden(size_what_if_h2o 0 size --model llama-3.1-8b --gpus h100-sxm,h200 --prompt-tokens 32K --output-tokens 2K --rate 4 --ttft-p 3s --tpot 60ms --kv-eviction h2o:budget=0.2 --top 3)

@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QMouseEvent>
 #include <QRegularExpression>
@@ -765,6 +766,48 @@ TEST_CASE("max_model_len, max_num_seqs and --kv-cache-memory controls reach the 
   CHECK_FALSE(back.max_model_len.has_value());
   CHECK_FALSE(back.max_num_seqs.has_value());
   CHECK(back.kv_cache_memory_bytes.empty());
+}
+
+TEST_CASE("the what-if controls (eviction, layer sharing, KV group) reach the planner and mark what it refuses",
+          "[gui][dashboard][what_if]") {
+  DashboardWindow w;
+  auto* eviction = child<QLineEdit>(w, "kvEviction");
+  auto* sharing = child<QLineEdit>(w, "kvLayerSharing");
+  eviction->setText(QStringLiteral("h2o:budget=0.2"));
+  emit eviction->editingFinished();
+  sharing->setText(QStringLiteral("cla:2"));
+  emit sharing->editingFinished();
+  auto* kv = child<QComboBox>(w, "kvCacheDtype");
+  kv->setCurrentIndex(kv->findData(QStringLiteral("int4")));
+  child<QSpinBox>(w, "kvQuantGroupSize")->setValue(64);
+  const Deployment got = w.controls()->settings().deployment;
+  CHECK(got.kv_eviction.describe() == "h2o:budget=0.2");
+  CHECK(got.kv_layer_sharing.describe() == "cla:2");
+  CHECK(got.kv_quant_group_size == 64);
+  // The curves are the planner's for that deployment, and the plan line carries every what-if flag.
+  Deployment d;
+  d.num_gpus = 1;
+  d.kv_cache_dtype = DType::int4;
+  d.kv_quant_group_size = 64;
+  d.kv_eviction = got.kv_eviction;
+  d.kv_layer_sharing = got.kv_layer_sharing;
+  check_series_against_planner(*w.concurrency_chart(), "llama-3.1-8b", profiles::resolve_model("llama-3.1-8b"),
+                               profiles::resolve_gpu("h100-sxm"), d);
+  CHECK(
+      w.plan_command_text().contains("--kv-layer-sharing cla:2 --kv-eviction h2o:budget=0.2 --kv-quant-group-size 64"));
+  // Back to none.
+  eviction->clear();
+  emit eviction->editingFinished();
+  CHECK_FALSE(w.controls()->settings().deployment.kv_eviction.on());
+  // A text the flag reader refuses keeps the previous value and is marked with the reader's reason.
+  eviction->setText(QStringLiteral("h2o:budget=2"));
+  emit eviction->editingFinished();
+  CHECK_FALSE(w.controls()->settings().deployment.kv_eviction.on());
+  CHECK(eviction->property("problem").toBool());
+  CHECK(eviction->toolTip().contains("budget"));
+  eviction->clear();
+  emit eviction->editingFinished();
+  CHECK_FALSE(eviction->property("problem").toBool());
 }
 
 TEST_CASE("the crosshair snaps to round contexts and reads every visible model there", "[gui][dashboard][crosshair]") {

@@ -65,10 +65,29 @@ TEST_CASE("KV layer sharing: capacity and the decode KV read follow, and W207 ma
   CHECK(half.num_blocks == static_cast<u64>(h.available_kv_bytes) / h.layout.block_bytes);
   CHECK(half.num_blocks >= 2 * base.num_blocks);
   CHECK(half.num_blocks <= 2 * base.num_blocks + 1);
-  // Decode reads half the KV bytes per step.
+  // Half the memory, not half the traffic: a sharing layer still reads the shared cache and computes attention
+  // (its queries follow the owner's output), so decode reads and computes what the baseline does, and so does a
+  // prefill chunk over its earlier context.
   const auto step_base = decode_step(make_speed_context(m, g, base), 64, 8192);
   const auto step_half = decode_step(make_speed_context(m, g, half), 64, 8192);
-  CHECK(step_half.stage.kv_bytes == Approx(step_base.stage.kv_bytes / 2).epsilon(1e-9));
+  CHECK(step_half.stage.kv_bytes == Approx(step_base.stage.kv_bytes).epsilon(1e-12));
+  CHECK(step_half.stage.attention_flops == Approx(step_base.stage.attention_flops).epsilon(1e-12));
+  CHECK(step_half.stage.attention_flops > 0);
+  const std::vector<StepSequence> chunk = {{8192, 2048, true}};
+  const auto chunk_base = mixed_step(make_speed_context(m, g, base), chunk);
+  const auto chunk_half = mixed_step(make_speed_context(m, g, half), chunk);
+  CHECK(chunk_half.stage.attention_flops == Approx(chunk_base.stage.attention_flops).epsilon(1e-12));
+  // Only the layers that hold a cache count where memory is concerned: 16 groups' layers, 32 attending.
+  REQUIRE(h.groups.size() == 1);
+  CHECK(h.groups[0].num_layers == 16);
+  CHECK(h.groups[0].attending_layers == 32);
+  CHECK(b.groups[0].attending_layers == 32);
+  // The fast step model agrees with decode_step.
+  StepLoad lb, lh;
+  const StepCostModel fb(make_speed_context(m, g, base)), fh(make_speed_context(m, g, half));
+  fb.add(lb, 8191, 64, true);
+  fh.add(lh, 8191, 64, true);
+  CHECK(fh.cost(lh).step_s == Approx(fb.cost(lb).step_s).epsilon(1e-12));
   // Findings: W207 on the what-if plan only, with the count of layers that hold a cache.
   bool marked = false;
   for (const auto& f : check_memory_plan(g, half))
@@ -168,21 +187,29 @@ TEST_CASE("KV eviction: the tokens each policy keeps per request, the blocks, th
   CHECK(spec_blocks_per_request(ss, 131072, 8192) == 257);
   CHECK(spec_blocks_per_request(ph.kv_groups[0].spec, 131072, 8192) == 1640);  // ceil(26215 / 16) + 1
   CHECK(ps.num_blocks == pb.num_blocks);
+  // H2O also keeps an accumulated attention score per kept token and KV head (bf16 here): 8 x 2 bytes per token and
+  // layer beside the 4,096 of K and V, so its blocks are 16 x 16 bytes larger per layer and the pool holds fewer.
+  const u64 block_base = pb.stages[0].layout.block_bytes, block_h2o = ph.stages[0].layout.block_bytes;
+  CHECK(block_h2o == block_base + 32 * 16 * 16);
+  CHECK(ph.num_blocks == static_cast<u64>(ph.stages[0].available_kv_bytes) / block_h2o);
+  CHECK(ph.kv_bytes_per_token_per_rank == pb.kv_bytes_per_token_per_rank + 32 * 16);
   // The curve: at 128K StreamingLLM's requests hold 257 blocks instead of 8,192, H2O's 1,640.
   const auto at = [](const MemoryPlan& p, i64 s) {
     for (const auto& c : p.curve)
       if (c.context_tokens == s) return c.max_concurrency;
     return -1.0;
   };
-  CHECK(at(ps, 131072) == Approx(at(pb, 131072) * 8192.0 / 257.0));
-  CHECK(at(ph, 131072) == Approx(at(pb, 131072) * 8192.0 / 1640.0));
-  CHECK(at(ps, 1024) == Approx(at(pb, 1024)));  // nothing evicted yet
+  // Beyond the kept tokens a prefilling request also holds one step's chunks (max_num_batched_tokens, 8,192 on an
+  // H200) until the policy evicts: 512 + 1 blocks the pool keeps for them.
+  CHECK(at(ps, 131072) == Approx(static_cast<double>(ps.num_blocks - 513) / 257.0));
+  CHECK(at(ph, 131072) == Approx(static_cast<double>(ph.num_blocks - 513) / 1640.0));
+  CHECK(at(ps, 1024) == Approx(at(pb, 1024)));  // nothing evicted yet, nothing reserved
   // Decode reads the kept tokens only.
   const auto tpot_kv = [&](const Deployment& d) {
     return decode_step(make_speed_context(m, gpu, d), 8, 131072).stage.kv_bytes;
   };
   CHECK(tpot_kv(streaming) == Approx(tpot_kv(base) * 4096.0 / 131072.0));
-  CHECK(tpot_kv(h2o) == Approx(tpot_kv(base) * 26215.0 / 131072.0));
+  CHECK(tpot_kv(h2o) == Approx(tpot_kv(base) * 26215.0 / 131072.0 * (4096.0 + 16.0) / 4096.0));  // + the scores
   // The fast step model (sweep, the simulator's timer) agrees.
   const auto ctx = make_speed_context(m, gpu, h2o);
   const StepCostModel fast(ctx);

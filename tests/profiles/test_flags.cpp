@@ -112,3 +112,20 @@ TEST_CASE("the listed deployment flags are exactly those the reader takes", "[fl
   CHECK_FALSE(is_deployment_flag("kv-cach-dtype"));
   CHECK_FALSE(is_deployment_flag("model"));
 }
+
+TEST_CASE("deployment flags from a line as typed: names, inline values, switches, and what is refused", "[flags]") {
+  const FlagTexts f =
+      flag_texts_from_line("  --kv-cache-dtype fp8 --max-model-len=32K\t--enable-expert-parallel --gpu h200 ", {"gpu"});
+  CHECK(f == FlagTexts{
+                 {"kv-cache-dtype", "fp8"}, {"max-model-len", "32K"}, {"enable-expert-parallel", ""}, {"gpu", "h200"}});
+  CHECK(flag_texts_from_line("").empty());
+  CHECK(deployment_from_flags(flag_texts_from_line("--kv-eviction h2o:budget=0.2")).kv_eviction.describe() ==
+        "h2o:budget=0.2");
+  CHECK_THROWS_WITH(flag_texts_from_line("fp8"), Catch::Contains("expected a flag") && Catch::Contains("'fp8'"));
+  CHECK_THROWS_WITH(flag_texts_from_line("--gpu h200"), Catch::Contains("unknown flag '--gpu'"));
+  CHECK_THROWS_WITH(flag_texts_from_line("--foo 1", {"gpu"}), Catch::Contains("expected --gpu, a deployment flag"));
+  CHECK_THROWS_WITH(flag_texts_from_line("--enable-expert-parallel=1"), Catch::Contains("switch and takes no value"));
+  CHECK_THROWS_WITH(flag_texts_from_line("--max-model-len"), Catch::Contains("--max-model-len needs a value"));
+  CHECK_THROWS_WITH(flag_texts_from_line("--block-size 16 --block-size 32"), Catch::Contains("given twice"));
+  CHECK_THROWS_WITH(flag_texts_from_line("--"), Catch::Contains("expected a flag"));
+}

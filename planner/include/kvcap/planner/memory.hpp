@@ -21,6 +21,9 @@ struct KvLayerGroup {
   i64 window_tokens = 0;              ///< sliding window or attention chunk (0: full)
   u64 state_bytes_per_layer = 0;      ///< linear layers: one request's state (conv + recurrent) per layer, unpadded
   KvEviction evict;                   ///< full layers: the what-if --kv-eviction (tokens kept of a context)
+  /// Decoder layers that attend to the group's caches: num_layers plus those reading an earlier layer's cache
+  /// (--kv-layer-sharing), which hold no cache but still read it and compute attention each step.
+  i64 attending_layers = 0;
 };
 
 /// One pipeline stage; its TP ranks are identical, so a stage stands for each of its ranks.
@@ -79,6 +82,9 @@ std::vector<i64> default_contexts();
 std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeployment& d, std::vector<i64>* decoder_layer = nullptr);
 /// The tokens a full-attention layer keeps under the what-if --kv-eviction (off: all).
 KvEviction kv_eviction(const Deployment::Eviction& e);
+/// The what-if H2O's accumulated attention scores, per kept token and layer on one rank: one per KV head in the
+/// activation dtype (planner/src/memory.cpp cites the reference implementation).
+u64 h2o_score_bytes_per_token(const ModelSpec& m, const ResolvedDeployment& d);
 /// Whether vLLM runs the hybrid KV cache manager for this model and deployment.
 bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d);
 

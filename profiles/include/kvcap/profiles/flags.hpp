@@ -27,6 +27,12 @@ bool is_deployment_switch(const std::string& name);
 std::vector<std::string> deployment_value_flags();
 std::vector<std::string> deployment_switches();
 
+/// The flags of a free-form line as typed ("--kv-cache-dtype fp8 --max-model-len=32K --enable-expert-parallel"), words
+/// split at white space: a deployment flag, or one of `extra` (taking a value, such as "gpu"), each once. InputError
+/// for a word that is not a flag, an unknown flag, a switch given a value, a flag without one, a flag given twice. One
+/// reader for the dashboard's --compare-with and the flags of kvcap compare's --deploy.
+FlagTexts flag_texts_from_line(const std::string& line, const std::vector<std::string>& extra = {});
+
 /// A dtype flag's value among those `accept` takes; InputError listing them otherwise.
 DType parse_dtype_text(const std::string& text, const std::string& what, bool (*accept)(const DTypeInfo&));
 

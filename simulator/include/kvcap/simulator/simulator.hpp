@@ -40,9 +40,15 @@ struct ReplicaConfig {
   /// entries, rounded up.
   i64 full_groups = 1;
   std::vector<KvLayerSpec> local_groups;
+  /// The what-if --kv-eviction (a full-attention model): a request keeps only the policy's tokens, so its blocks are
+  /// held beside an empty table, as a local group's (local_groups holds the full-attention spec with its policy), and
+  /// its tokens are never found in the prefix cache (what is kept depends on the request's own attention).
+  bool table_evicts = false;
   /// Blocks (in table entries) a request holds outside its block table after a step that brings it to `tokens`
   /// tokens with `step_tokens` of them computed in that step: per local group the window (or chunk) plus the
-  /// step's tokens (SlidingWindowManager frees the blocks that left the window), plus its state blocks.
+  /// step's tokens (SlidingWindowManager frees the blocks that left the window), plus its state blocks. Under
+  /// --kv-eviction: the tokens kept before the step in whole blocks plus the step's tokens in blocks (a prefill chunk
+  /// is held whole until the policy evicts after it), every token's block while nothing is evicted.
   i64 side_blocks(i64 tokens, i64 step_tokens) const;
   /// vLLM 0.6's multi-step scheduling (--num-scheduler-steps k): the scheduler plans k steps at once, so waiting
   /// requests are admitted only every k steps (or when nothing runs). 1: every step (vLLM V1, SGLang, TensorRT-LLM).
@@ -194,6 +200,7 @@ struct SimResult {
   double kv_utilization_mean = 0;        ///< mean over replicas of the time-weighted used / total blocks
   double kv_utilization_max = 0;         ///< peak over replicas
   double kv_waste_fraction = 0;          ///< time-weighted (allocated - filled) / allocated KV slots
+  bool kv_waste_measured = true;         ///< false under --kv-eviction (kept tokens are not tracked per slot)
   double kv_waste_tokens_per_request_max = 0;  ///< largest (allocated - filled) / running seen in a step
   double running_mean = 0;               ///< mean concurrency per replica
   i64 running_max = 0;                   ///< peak concurrency on one replica
