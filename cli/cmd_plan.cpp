@@ -26,6 +26,8 @@ const CommandHelp kHelp = {
     "  kvcap plan --model llama-3.1-8b --gpu h100-sxm --batch 32 --prompt-tokens 2K --output-tokens 512\n"
     "  kvcap plan --model llama-3.1-8b --gpu h200 --batch 32 --calibration calibration.yaml\n"
     "  kvcap plan --model llama-3.1-8b --gpu h200 --kv-offloading-size 256 --calibration calibration.yaml\n"
+    "  kvcap plan --model llama-3.1-70b --gpu h200 --tensor-parallel-size 4 --lmcache-cpu-size 64 --lmcache-disk-size "
+    "500\n"
     "  kvcap plan --model deepseek-v2-lite --gpu l4 --tensor-parallel-size 2 --pipeline-parallel-size 2 \\\n"
     "             --kv-cache-memory 12.13GiB,11.33GiB --max-model-len 1024"};
 
@@ -47,11 +49,12 @@ struct HostTierReport {
 };
 std::optional<HostTierReport> host_tier_from(const po::variables_map& vm, const ModelSpec& model, const GpuSpec& gpu,
                                              const MemoryPlan& plan, std::vector<Finding>& findings) {
-  if (!vm.count("kv-offloading-size") || !plan.fits()) return std::nullopt;
-  const double gib = parse_real(vm["kv-offloading-size"].as<std::string>(), "--kv-offloading-size",
-                                "a size in GiB > 0 (vLLM's flag: all TP x PP ranks together)", kPositive, 1e9);
+  const HostTierFlags flags = host_tier_flags(vm);
+  if (!flags.any() || !plan.fits()) return std::nullopt;
   const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
-  HostTierReport r{plan_host_tier(plan, gpu, ctx.calibration, gib), {}};
+  HostTierReport r{flags.lmcache ? plan_lmcache_tier(plan, gpu, ctx.calibration, *flags.lmcache)
+                                 : plan_host_tier(plan, gpu, ctx.calibration, flags.offloading_size_gib),
+                   {}};
   if (r.tier.link)
     for (const auto& c : plan.curve)
       if (c.context_tokens <= plan.dep.max_model_len) r.rows.push_back(compare_reload(ctx, r.tier, c.context_tokens));
@@ -72,8 +75,7 @@ po::options_description plan_options() {
     ("help,h", "show this help");
   // clang-format on
   po::options_description host_opts("Host KV tier");
-  host_opts.add_options()("kv-offloading-size", po::value<std::string>(),
-                          "GiB of host memory for vLLM's CPU KV offloading (its flag: all TP x PP ranks together)");
+  add_host_tier_options(host_opts);
   desc.add(speed_options());
   desc.add(host_opts);
   desc.add(out);

@@ -85,6 +85,44 @@ void add_what_if_options(po::options_description& d) {
   // clang-format on
 }
 
+void add_host_tier_options(po::options_description& d) {
+  // clang-format off
+  d.add_options()
+    ("kv-offloading-size", po::value<std::string>(), "GiB of host memory for vLLM's CPU KV offloading (its flag: all TP x PP ranks together)")
+    ("lmcache-cpu-size", po::value<std::string>(), "LMCache's CPU backend, GiB per rank (LMCACHE_MAX_LOCAL_CPU_SIZE; LMCache's default 5)")
+    ("lmcache-disk-size", po::value<std::string>(), "LMCache's local disk backend, GiB per rank (LMCACHE_MAX_LOCAL_DISK_SIZE; default 0)")
+    ("lmcache-chunk-size", po::value<std::string>(), "LMCache's chunk in tokens (LMCACHE_CHUNK_SIZE; default 256)")
+    ("lmcache-disk-read-rate", po::value<std::string>(), "the local disk's sequential read rate in GB/s (default 6.9: an NVMe PCIe Gen4 SSD)");
+  // clang-format on
+}
+
+HostTierFlags host_tier_flags(const po::variables_map& vm) {
+  HostTierFlags f;
+  const auto text = [&](const char* k) { return vm[k].as<std::string>(); };
+  if (vm.count("kv-offloading-size"))
+    f.offloading_size_gib = parse_real(text("kv-offloading-size"), "--kv-offloading-size",
+                                       "a size in GiB > 0 (vLLM's flag: all TP x PP ranks together)", kPositive, 1e9);
+  const bool lmcache = vm.count("lmcache-cpu-size") || vm.count("lmcache-disk-size") ||
+                       vm.count("lmcache-chunk-size") || vm.count("lmcache-disk-read-rate");
+  if (!lmcache) return f;
+  if (f.offloading_size_gib > 0)
+    throw UsageError(
+        "--kv-offloading-size and --lmcache-*: vLLM's CPU offloading and LMCache are two KV connectors; "
+        "give one of them");
+  LmcacheSpec l;
+  if (vm.count("lmcache-cpu-size"))
+    l.cpu_gib = parse_real(text("lmcache-cpu-size"), "--lmcache-cpu-size", "GiB per rank >= 0", 0.0, 1e9);
+  if (vm.count("lmcache-disk-size"))
+    l.disk_gib = parse_real(text("lmcache-disk-size"), "--lmcache-disk-size", "GiB per rank >= 0", 0.0, 1e9);
+  if (vm.count("lmcache-chunk-size"))
+    l.chunk_tokens = parse_int(text("lmcache-chunk-size"), "--lmcache-chunk-size", 1, 1 << 20);
+  if (vm.count("lmcache-disk-read-rate"))
+    l.disk_read_bytes_per_s =
+        1e9 * parse_real(text("lmcache-disk-read-rate"), "--lmcache-disk-read-rate", "GB/s > 0", kPositive, 1e6);
+  f.lmcache = l;
+  return f;
+}
+
 void add_trace_read_options(po::options_description& d) {
   // clang-format off
   d.add_options()
@@ -332,11 +370,12 @@ int report_usage_error(const std::string& name, const std::string& text) {
 int report_spec_error(const std::string& name, const SpecError& e) {
   // Options the planner checks against the model and the deployment (what-ifs, the host tier): usage errors naming
   // the flag.
-  static const std::array<std::pair<std::string_view, std::string_view>, 4> kFlagFields = {
+  static const std::array<std::pair<std::string_view, std::string_view>, 5> kFlagFields = {
       {{"kv_layer_sharing", "--kv-layer-sharing"},
        {"kv_eviction", "--kv-eviction"},
        {"kv_quant_group_size", "--kv-quant-group-size"},
-       {"kv_offloading_size", "--kv-offloading-size"}}};
+       {"kv_offloading_size", "--kv-offloading-size"},
+       {"lmcache", "--lmcache-*"}}};
   for (const auto& [field, flag] : kFlagFields)
     if (e.field() == field) return report_usage_error(name, std::string(flag) + ": " + e.reason());
   // A parallel layout or KV format vLLM's own config checks refuse (heads not divisible by TP, DCP beyond the

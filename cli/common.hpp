@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/host_tier.hpp"
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/planner/text.hpp"
@@ -47,6 +48,16 @@ po::options_description deployment_options(bool with_model_gpu = true);
 /// The what-if options of the KV cache (--kv-eviction, --kv-quant-group-size, --kv-layer-sharing): not vLLM options;
 /// every command that takes a deployment takes them.
 void add_what_if_options(po::options_description& d);
+/// The host KV tier's options (plan, simulate): vLLM's --kv-offloading-size, or LMCache's local backends
+/// (--lmcache-cpu-size, --lmcache-disk-size, --lmcache-chunk-size, --lmcache-disk-read-rate; any of them turns it on).
+void add_host_tier_options(po::options_description& d);
+struct HostTierFlags {
+  double offloading_size_gib = 0;      ///< 0: not given
+  std::optional<LmcacheSpec> lmcache;  ///< LMCache's backends when any --lmcache-* flag is given
+  bool any() const { return offloading_size_gib > 0 || lmcache.has_value(); }
+};
+/// UsageError for malformed values, and for both connectors at once.
+HostTierFlags host_tier_flags(const po::variables_map& vm);
 /// The deployment those flags describe (profiles/flags.hpp: the one reader of them, shared with the dashboard).
 Deployment deployment_from(const po::variables_map& vm);
 /// The values `vm` holds for the options of `options`, as typed (defaults included; a switch present when on).

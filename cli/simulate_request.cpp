@@ -255,9 +255,10 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
   if (start != "staggered" && start != "together")
     throw UsageError("--client-start: expected staggered or together, got '" + start + "'");
   c.staggered_asked = r.staggered_start = start == "staggered";
-  if (!vm.count("kv-offloading-size")) return;
-  r.kv_offloading_size_gib = parse_real(str(vm, "kv-offloading-size"), "--kv-offloading-size",
-                                        "a size in GiB > 0 (vLLM's flag: all TP x PP ranks together)", kPositive, 1e9);
+  const HostTierFlags host = host_tier_flags(vm);
+  if (!host.any()) return;
+  r.kv_offloading_size_gib = host.offloading_size_gib;
+  r.lmcache = host.lmcache;
   sim::ReplicaConfig checked;
   sim::apply_host_tier(r, checked);  // its checks before anything runs (run_guarded names the flag)
 }
@@ -276,9 +277,10 @@ void prefill_into(const po::variables_map& vm, const Deployment& dep, const Mode
     return;
   }
   auto& r = c.request;
-  if (r.kv_offloading_size_gib > 0)
+  if (r.kv_offloading_size_gib > 0 || r.lmcache)
     throw UsageError(
-        "--kv-offloading-size beside --prefill-replicas: a host KV tier with disaggregated prefill is not "
+        "--kv-offloading-size / --lmcache-* beside --prefill-replicas: a host KV tier with disaggregated prefill is "
+        "not "
         "modelled; leave one of them out");
   sim::SimulationRequest::PrefillWorkers w;
   w.replicas = static_cast<std::uint32_t>(parse_int(str(vm, "prefill-replicas"), "--prefill-replicas", 1, 100000));
@@ -396,10 +398,10 @@ po::options_description simulate_options() {
     ("router", po::value<std::string>()->default_value("round-robin"), "round-robin, lor (least outstanding requests) or kv (least KV load)")
     ("allocator", po::value<std::string>()->default_value("paged"), "paged (vLLM blocks), contiguous (reserve max_model_len per request), or compare (both, same workload)")
     ("prefix-caching", po::value<std::string>()->default_value("on"), "on or off (vLLM V1 default on; matters for shared-prefix groups)")
-    ("kv-offloading-size", po::value<std::string>(), "GiB of host memory for vLLM's CPU KV offloading (all TP x PP ranks): cache hits continue there and cost their reload")
     ("ttft-target", po::value<std::string>(), "goodput target for time to first token (default: the workload's slo)")
     ("tpot-target", po::value<std::string>(), "goodput target for time per output token (default: the workload's slo)");
   // clang-format on
+  add_host_tier_options(cl);
   po::options_description out("Output");
   // clang-format off
   out.add_options()

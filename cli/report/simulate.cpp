@@ -190,7 +190,9 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   if (r.host_hit_tokens > 0)
     o << "Host tier    " << grouped(r.host_hit_tokens) << " of the cached tokens loaded from host memory ("
       << fixed(1e3 * r.host_load_s / static_cast<double>(r.host_hit_tokens) * 1024, 2)
-      << " ms per 1K tokens) instead of recomputed\n";
+      << " ms per 1K tokens) instead of recomputed"
+      << (r.host_disk_hit_tokens > 0 ? ", " + grouped(r.host_disk_hit_tokens) + " of them read from disk first" : "")
+      << "\n";
   o << "KV cache     utilisation mean " << fixed(100 * r.kv_utilization_mean, 1) << "%, max "
     << fixed(100 * r.kv_utilization_max, 1) << "%; "
     << (r.kv_waste_measured ? fixed(100 * r.kv_waste_fraction, 1) + "% of allocated slots empty"
@@ -340,6 +342,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["prefix_cache"] = {{"hit_tokens", r.prefix_cache_hit_tokens},
                        {"hit_rate", r.prefix_cache_hit_rate},
                        {"host_hit_tokens", r.host_hit_tokens},
+                       {"host_disk_hit_tokens", r.host_disk_hit_tokens},
                        {"host_load_s", r.host_load_s}};
   j["kv_utilization"] = {{"mean", r.kv_utilization_mean}, {"max", r.kv_utilization_max}};
   j["kv_waste_fraction"] = r.kv_waste_measured ? nlohmann::ordered_json(r.kv_waste_fraction) : nullptr;

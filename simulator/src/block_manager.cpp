@@ -174,7 +174,7 @@ void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, cons
     if (c->size() <= static_cast<std::size_t>(j)) c->resize(static_cast<std::size_t>(j) + 1, kNone);
     const std::uint32_t b = table[static_cast<std::size_t>(j)];
     auto& slot = (*c)[static_cast<std::size_t>(j)];
-    if (host_capacity_ > 0) host_store(ch, j);
+    if (host_capacity() > 0) host_store(ch, j);
     if (slot == kNone && key_chain_[b] < 0) {
       slot = b;
       key_chain_[b] = ch;
@@ -185,35 +185,54 @@ void BlockManager::register_prefix(const std::vector<std::uint32_t>& table, cons
   registered = full;
 }
 
-void BlockManager::enable_host_tier(std::uint64_t capacity_blocks) {
-  host_capacity_ = prefix_caching_ ? capacity_blocks : 0;
+void BlockManager::enable_host_tier(std::uint64_t capacity_blocks, std::uint64_t disk_capacity_blocks,
+                                    i64 unit_blocks) {
+  host_.capacity = prefix_caching_ ? capacity_blocks : 0;
+  disk_.capacity = prefix_caching_ ? disk_capacity_blocks : 0;
+  host_unit_blocks_ = std::max<i64>(1, unit_blocks);
+}
+
+bool BlockManager::HostLru::touch(const Key& k) {
+  const auto it = index.find(k);
+  if (it == index.end()) return false;
+  order.splice(order.end(), order, it->second);
+  return true;
+}
+
+void BlockManager::HostLru::put(const Key& k) {
+  if (capacity == 0 || touch(k)) return;  // stored again: the most recent
+  if (order.size() >= capacity) {
+    index.erase(order.front());
+    order.pop_front();
+  }
+  order.push_back(k);
+  index.emplace(k, std::prev(order.end()));
 }
 
 void BlockManager::host_store(std::int64_t chain, i64 index) {
-  const std::pair<std::int64_t, i64> k{chain, index};
-  if (const auto it = host_index_.find(k); it != host_index_.end()) {
-    host_lru_.splice(host_lru_.end(), host_lru_, it->second);  // stored again: the most recent
-    return;
-  }
-  if (host_lru_.size() >= host_capacity_) {
-    host_index_.erase(host_lru_.front());
-    host_lru_.pop_front();
-  }
-  host_lru_.push_back(k);
-  host_index_.emplace(k, std::prev(host_lru_.end()));
+  host_.put({chain, index});
+  disk_.put({chain, index});
 }
 
-i64 BlockManager::find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens) {
-  if (host_capacity_ == 0 || !key.cacheable()) return 0;
+i64 BlockManager::find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens, i64* from_disk) {
+  if (from_disk) *from_disk = 0;
+  if (host_capacity() == 0 || !key.cacheable()) return 0;
   const i64 shareable = (key.repeat_tokens >= 0 ? std::min(max_tokens, key.repeat_tokens) : max_tokens) / block_size_;
   i64 found = 0;
   for (i64 j = from_block; j < shareable; ++j) {
     const std::int64_t ch = chain_of(key, j);
-    if (ch < 0) break;
-    const auto it = host_index_.find({ch, j});
-    if (it == host_index_.end()) break;
-    host_lru_.splice(host_lru_.end(), host_lru_, it->second);
+    if (ch < 0 || (!host_.index.count({ch, j}) && !disk_.index.count({ch, j}))) break;
     ++found;
+  }
+  // Whole units only: LMCache looks chunks up from the prompt's start (ChunkedTokenDatabase), so the hit ends at a
+  // chunk boundary; a hit that does not reach past the GPU's gives nothing.
+  found = std::max<i64>(0, (from_block + found) / host_unit_blocks_ * host_unit_blocks_ - from_block);
+  for (i64 j = from_block; j < from_block + found; ++j) {
+    const std::pair<std::int64_t, i64> k{chain_of(key, j), j};
+    disk_.touch(k);
+    if (host_.touch(k)) continue;
+    host_.put(k);
+    if (from_disk) ++*from_disk;
   }
   return found;
 }

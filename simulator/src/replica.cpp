@@ -96,7 +96,8 @@ Replica::Replica(std::uint32_t index, const ReplicaConfig& c, const StepTimer& t
       // table (a sliding window's blocks move every step).
       aggregate_(c.aggregate_decodes && t.adds_decodes() && c.local_groups.empty() && c.state_blocks_per_request == 0),
       active_valid_(aggregate_) {
-  if (c.host_blocks > 0) kv_.enable_host_tier(c.host_blocks);
+  if (c.host_blocks + c.host_disk_blocks > 0)
+    kv_.enable_host_tier(c.host_blocks, c.host_disk_blocks, c.host_unit_blocks);
   // A decoding request needs a block at most block_size ticks later (paged; a contiguous reservation, or a block
   // size beyond the ring, lasts longer: such a request hops along the ring, which changes nothing but the cost).
   if (aggregate_) ring_.resize(static_cast<std::size_t>(std::min<i64>(c.block_size, 1024)) + 1);
@@ -237,9 +238,11 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   const i64 gpu_hit_blocks = static_cast<i64>(hits_.size());
   // The hit continues in the host tier (vLLM's offloading connector, get_num_new_matched_tokens): those blocks get
   // GPU blocks now and are copied in before the request runs.
-  const i64 host_hit_blocks = kv_.host_capacity() > 0 && r.remote_tokens == 0
-                                  ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1)
-                                  : 0;
+  i64 disk_hit_blocks = 0;
+  const i64 host_hit_blocks =
+      kv_.host_capacity() > 0 && r.remote_tokens == 0
+          ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1, &disk_hit_blocks)
+          : 0;
   const i64 hit_tokens = (gpu_hit_blocks + host_hit_blocks) * cfg_.block_size;
   // A disaggregated decode worker: the prompt's KV beyond the local hit comes from the prefill worker
   // (NixlConnector.get_num_new_matched_tokens: all prompt tokens but the last, less the local hit); its blocks are
@@ -279,9 +282,11 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   }
   r.remote_tokens = 0;
   if (host_hit_blocks > 0) {
-    const double load_s = static_cast<double>(host_hit_blocks) * cfg_.host_reload_s_per_block;
+    const double load_s = static_cast<double>(host_hit_blocks) * cfg_.host_reload_s_per_block +
+                          static_cast<double>(disk_hit_blocks) * cfg_.host_disk_reload_s_per_block;
     r.ready_s = now + load_s;
     stats_.host_hit_tokens += static_cast<std::uint64_t>(host_hit_blocks * cfg_.block_size);
+    stats_.host_disk_hit_tokens += static_cast<std::uint64_t>(disk_hit_blocks * cfg_.block_size);
     stats_.host_load_s += load_s;
     return true;  // it joins a step once loaded
   }

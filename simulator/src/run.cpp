@@ -60,17 +60,27 @@ void check_fits(const MemoryPlan& plan) {
 }
 
 void apply_host_tier(const SimulationRequest& r, ReplicaConfig& c) {
-  if (r.kv_offloading_size_gib <= 0) return;
-  if (!r.prefix_caching)
-    throw SpecError("kv_offloading_size", "the host tier serves prefix-cache hits: it needs prefix caching on");
+  if (r.kv_offloading_size_gib <= 0 && !r.lmcache) return;
+  const char* field = r.lmcache ? "lmcache" : "kv_offloading_size";
+  if (r.kv_offloading_size_gib > 0 && r.lmcache)
+    throw SpecError(field, "vLLM's CPU offloading and LMCache are two KV connectors: give one of them");
+  if (!r.prefix_caching) throw SpecError(field, "the host tier serves prefix-cache hits: it needs prefix caching on");
   const MemoryPlan& plan = r.speed.plan;
-  const HostTier t = plan_host_tier(plan, r.speed.gpu, r.speed.calibration, r.kv_offloading_size_gib);
+  const HostTier t = r.lmcache ? plan_lmcache_tier(plan, r.speed.gpu, r.speed.calibration, *r.lmcache)
+                               : plan_host_tier(plan, r.speed.gpu, r.speed.calibration, r.kv_offloading_size_gib);
   if (!t.link)
-    throw SpecError("kv_offloading_size",
+    throw SpecError(field,
                     "the reload time is unknown: the GPU profile has no host_link, and no "
                     "calibration measured the link (kvcap calibrate on that GPU)");
+  // Per block: a unit's reload spread over its blocks (a hit is whole units: BlockManager::find_host_prefix).
+  const i64 unit_blocks = t.unit_tokens / plan.dep.block_size;
+  c.host_unit_blocks = unit_blocks;
   c.host_blocks = t.num_blocks;
-  c.host_reload_s_per_block = reload_time_s(t, plan.dep.block_size, plan.dep.block_size);
+  c.host_reload_s_per_block = reload_time_s(t, t.unit_tokens) / static_cast<double>(unit_blocks);
+  c.host_disk_blocks = t.disk_chunks * static_cast<std::uint64_t>(unit_blocks);
+  if (t.disk)
+    c.host_disk_reload_s_per_block =
+        (disk_reload_time_s(t, t.unit_tokens) - reload_time_s(t, t.unit_tokens)) / static_cast<double>(unit_blocks);
 }
 
 SimConfig config_for(const SimulationRequest& r) {

@@ -38,7 +38,7 @@ i64 checked_max_request_tokens(const ReplicaConfig& rc, std::uint32_t num_replic
     throw SpecError("kv_eviction",
                     "with the contiguous allocator is not modelled (a reservation of max_model_len "
                     "tokens per request leaves nothing for eviction to free)");
-  if (rc.table_evicts && rc.host_blocks > 0)
+  if (rc.table_evicts && rc.host_blocks + rc.host_disk_blocks > 0)
     throw SpecError("kv_eviction",
                     "with a host KV tier (--kv-offloading-size) is not modelled: under eviction a "
                     "request's blocks are never cached, so nothing would reach the host tier");
@@ -71,7 +71,8 @@ i64 checked_max_request_tokens(const SimConfig& cfg) {
   if (p.num_replicas == 0) return max_len;
   if (!p.timer) throw std::invalid_argument("a prefill pool needs its step timer");
   if (!p.kv_transfer_s) throw std::invalid_argument("a prefill pool needs its KV transfer time");
-  if (p.replica.host_blocks > 0 || cfg.replica.host_blocks > 0)
+  if (p.replica.host_blocks + p.replica.host_disk_blocks > 0 ||
+      cfg.replica.host_blocks + cfg.replica.host_disk_blocks > 0)
     throw SpecError("kv_offloading_size", "a host KV tier beside disaggregated prefill workers is not modelled");
   if (p.replica.table_evicts || cfg.replica.table_evicts)
     throw SpecError("kv_eviction",
@@ -95,6 +96,7 @@ void add_replica_stats(SimResult& res, const ReplicaStats& s, std::uint32_t num_
   res.preemptions += s.preemptions;
   res.prefix_cache_hit_tokens += s.prefix_cache_hit_tokens;
   res.host_hit_tokens += s.host_hit_tokens;
+  res.host_disk_hit_tokens += s.host_disk_hit_tokens;
   res.host_load_s += s.host_load_s;
   res.recomputed_tokens += s.recomputed_tokens;
   res.steps += s.steps;

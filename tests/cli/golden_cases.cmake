@@ -199,3 +199,7 @@ kvcap_golden(simulate_disagg_trace 0 simulate --model llama-3.1-8b --gpu h100-sx
 kvcap_golden(compare_deploy_what_ifs 0 compare --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --kv-eviction h2o:budget=0.2" "--deploy=llama-3.1-8b@h200 --kv-cache-dtype int4 --kv-quant-group-size 64" "--deploy=llama-3.1-8b@h200 --kv-layer-sharing cla:2" --contexts 8K,128K)
 kvcap_golden(err_compare_deploy_flag 2 compare "--deploy=llama-3.1-8b@h200 --gpu h100-sxm")
 kvcap_golden(size_what_if_h2o 0 size --model llama-3.1-8b --gpus h100-sxm,h200 --prompt-tokens 32K --output-tokens 2K --rate 4 --ttft-p 3s --tpot 60ms --kv-eviction h2o:budget=0.2 --top 3)
+# LMCache's local backends as a host tier (issue 20): capacity per rank in chunks, reload from CPU memory and disk.
+kvcap_golden(plan_lmcache 0 plan --model llama-3.1-70b --gpu h200 --tensor-parallel-size 4 --lmcache-cpu-size 64 --lmcache-disk-size 500 --contexts 1K,32K,128K)
+kvcap_golden(simulate_lmcache_disk 0 simulate --model llama-3.1-8b --gpu h200 --kv-cache-memory 12GiB --max-model-len 32K --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --num-requests 600 --lmcache-cpu-size 1 --lmcache-disk-size 64 --calibration %SOURCE%/profiles/calibrations/h200-2026-11-26.yaml --no-wall-time)
+kvcap_golden(err_plan_lmcache_and_offloading 2 plan --model llama-3.1-8b --gpu h200 --lmcache-cpu-size 10 --kv-offloading-size 10)

@@ -87,8 +87,8 @@ TEST_CASE("reloading a cached prefix from the host against recomputing it", "[ho
   CHECK(t.link->source == "calibrated");
   const double per_block = 32 * (2.7e-6 + 65536 / 53.7e9);
   // Only full blocks are cached (vLLM hashes full blocks): 17 tokens reload one block, 15 none.
-  CHECK(reload_time_s(t, 16, 15) == 0);
-  CHECK(reload_time_s(t, 16, 17) == Approx(per_block));
+  CHECK(reload_time_s(t, 15) == 0);
+  CHECK(reload_time_s(t, 17) == Approx(per_block));
   double last_ratio = 1e9;
   for (i64 cached : {1024, 4096, 16384, 65536, 131072}) {
     const HostReload r = compare_reload(ctx, t, cached);
@@ -107,11 +107,57 @@ TEST_CASE("reloading a cached prefix from the host against recomputing it", "[ho
   REQUIRE(sheet.link);
   CHECK(sheet.link->source == "datasheet");
   CHECK(sheet.link->bandwidth_bytes_per_s == Approx(64e9));
-  CHECK(reload_time_s(sheet, 16, 4096) == Approx(256 * 32 * 65536 / 64e9));
-  CHECK(reload_time_s(sheet, 16, 4096) < reload_time_s(t, 16, 4096));
+  CHECK(reload_time_s(sheet, 4096) == Approx(256 * 32 * 65536 / 64e9));
+  CHECK(reload_time_s(sheet, 4096) < reload_time_s(t, 4096));
   // A GPU profile without host_link and no calibration: capacity yes, reload time unknown.
   const GpuSpec b200 = profiles::resolve_gpu("b200");
   const HostTier none = plan_host_tier(plan_memory(m, b200, Deployment{}), b200, std::nullopt, 64);
   CHECK_FALSE(none.link);
-  CHECK(reload_time_s(none, 16, 4096) == 0);
+  CHECK(reload_time_s(none, 4096) == 0);
+}
+
+TEST_CASE("LMCache: chunks of the rank's KV, CPU and disk backends per rank, reload from each",
+          "[host_tier][lmcache]") {
+  // Llama 3.1 70B, TP 4 on H200: 80 layers x 2 of the 8 KV heads per rank x 128 x 2 x bf16 = 80 KiB per token on a
+  // rank, so a chunk of 256 tokens is 20 MiB.
+  const MemoryPlan plan = plan_for("llama-3.1-70b", "h200", 4);
+  const GpuSpec h200 = profiles::resolve_gpu("h200");
+  LmcacheSpec s;
+  s.cpu_gib = 64;
+  s.disk_gib = 500;
+  const HostTier t = plan_lmcache_tier(plan, h200, std::nullopt, s);
+  CHECK(t.connector == HostTier::Connector::lmcache);
+  CHECK(t.chunk_bytes_per_rank == 256ull * 81920);
+  CHECK(t.cpu_chunks == static_cast<u64>(64 * kGiB) / (256ull * 81920));  // 3,276
+  CHECK(t.cpu_chunks == 3276);
+  CHECK(t.disk_chunks == 25600);  // 500 GiB / 20 MiB
+  CHECK(t.tokens == 3276ull * 256);
+  CHECK(t.disk_tokens == 25600ull * 256);
+  CHECK(t.num_blocks == 3276ull * 16);  // in vLLM blocks, for the simulator
+  // Reload: whole chunks, one copy of 20 MiB per chunk and rank over its own PCIe link (datasheet 64 GB/s); from disk
+  // the four ranks' shards go through the node's one disk first (6.9 GB/s by default).
+  REQUIRE(t.link);
+  REQUIRE(t.disk);
+  const double chunk = 256.0 * 81920;
+  CHECK(reload_time_s(t, 255) == 0);
+  CHECK(reload_time_s(t, 1024) == Approx(4 * chunk / 64e9));
+  CHECK(disk_reload_time_s(t, 1024) == Approx(4 * chunk * 4 / 6.9e9 + 4 * chunk / 64e9));
+  CHECK(t.disk->read_bytes_per_s == kDefaultDiskReadBytesPerS);
+  s.disk_read_bytes_per_s = 14e9;
+  CHECK(plan_lmcache_tier(plan, h200, std::nullopt, s).disk->read_bytes_per_s == 14e9);
+  // Without a disk backend there is no disk time; a CPU size alone is LMCache's default setup.
+  LmcacheSpec cpu_only;
+  const HostTier c = plan_lmcache_tier(plan, h200, std::nullopt, cpu_only);
+  CHECK_FALSE(c.disk);
+  CHECK(c.cpu_chunks == static_cast<u64>(5 * kGiB) / (256ull * 81920));  // LMCache's default 5 GiB
+  CHECK(disk_reload_time_s(c, 1024) == 0);
+  // Refused: no capacity, a chunk that is not whole blocks, a hybrid model.
+  LmcacheSpec none;
+  none.cpu_gib = 0;
+  CHECK_THROWS_WITH(plan_lmcache_tier(plan, h200, std::nullopt, none), Catch::Contains("not both 0"));
+  LmcacheSpec odd;
+  odd.chunk_tokens = 100;
+  CHECK_THROWS_WITH(plan_lmcache_tier(plan, h200, std::nullopt, odd), Catch::Contains("whole number of KV blocks"));
+  CHECK_THROWS_WITH(plan_lmcache_tier(plan_for("gpt-oss-20b", "h200"), h200, std::nullopt, cpu_only),
+                    Catch::Contains("one KV cache group"));
 }

@@ -185,3 +185,39 @@ TEST_CASE("host tier: every registered block is stored, found after the GPU hit,
   m.free(other);
   CHECK(m.check_invariants());
 }
+
+TEST_CASE("LMCache tiers: CPU then disk, whole chunks from the prompt's start, a disk read stored in CPU memory",
+          "[sim][blocks][prefix][host_tier][lmcache]") {
+  BlockManager m(16, 4, Allocator::paged, 0, true);
+  m.enable_host_tier(2, 8, 2);  // CPU 2 blocks, disk 8, chunks of 2 blocks
+  ContentKey k;
+  k.conversation = 1;
+  std::vector<std::uint32_t> t, other, hits;
+  m.allocate(t, 6);
+  i64 reg = 0;
+  m.register_prefix(t, k, 24, reg);  // 6 blocks: the disk keeps all 6, CPU memory the last 2 (blocks 4, 5)
+  CHECK(m.host_blocks() == 2);
+  CHECK(m.host_disk_blocks() == 6);
+  m.free(t);
+  m.allocate(other, 16);  // the GPU's cached blocks are all evicted
+  CHECK(m.find_prefix(k, 100, hits) == 0);
+  // From block 0: 6 blocks held in a row, but max_tokens 19 allows 4 (blocks 0-3): two whole chunks, all from disk.
+  i64 disk = -1;
+  CHECK(m.find_host_prefix(k, 0, 19, &disk) == 4);
+  CHECK(disk == 4);
+  // Read from disk, blocks 2 and 3 are now the CPU's most recent: found there without a disk read.
+  CHECK(m.find_host_prefix(k, 2, 19, &disk) == 2);
+  CHECK(disk == 0);
+  // A continuation from block 1 ends at a chunk boundary: blocks 1-5 held, 1 + 5 = 6 blocks = 3 chunks -> 5 found;
+  // from block 1 to 4 (max_tokens 19) only 1 + 3 = 4 -> 3; a continuation that stays within one chunk finds none.
+  CHECK(m.find_host_prefix(k, 1, 100, &disk) == 5);
+  CHECK(m.find_host_prefix(k, 1, 19, &disk) == 3);
+  CHECK(m.find_host_prefix(k, 1, 11, &disk) == 1);
+  CHECK(m.find_host_prefix(k, 2, 14, &disk) == 0);  // block 2 alone does not complete a chunk
+  // A disk of no capacity: the CPU tier alone, as vLLM's offloading.
+  BlockManager cpu_only(16, 4, Allocator::paged, 0, true);
+  cpu_only.enable_host_tier(4);
+  CHECK(cpu_only.host_capacity() == 4);
+  m.free(other);
+  CHECK(m.check_invariants());
+}

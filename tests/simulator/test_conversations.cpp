@@ -158,6 +158,38 @@ TEST_CASE("a host KV tier keeps the evicted history: turn 2 reloads it instead o
     if (rec.turn == 1) CHECK(rec.cached_prompt_tokens == 0);
 }
 
+TEST_CASE("LMCache keeps the history in whole chunks, and a disk tier serves what CPU memory lost, at the disk's cost",
+          "[sim][conversation][host_tier][lmcache]") {
+  // The run above with LMCache's chunks of 4 blocks (64 tokens): of the 13-block history (208 tokens), 3 chunks
+  // (192 tokens) come back; one CPU backend large enough, or a small one with a disk beside it.
+  const WorkloadSpec w = chat(1.0, 200, 20, 2, 60.0);
+  const SourceLimits hundred_s{std::nullopt, 100.0};
+  const auto run_lmcache = [&](std::uint64_t cpu_blocks, std::uint64_t disk_blocks) {
+    SimConfig cfg;
+    cfg.replica = replica(60);
+    cfg.replica.host_blocks = cpu_blocks;
+    cfg.replica.host_disk_blocks = disk_blocks;
+    cfg.replica.host_unit_blocks = 4;
+    cfg.replica.host_reload_s_per_block = 0.001;
+    cfg.replica.host_disk_reload_s_per_block = 0.004;
+    cfg.check_invariants = true;
+    auto src = synthetic_source(w, 11, hundred_s);
+    return simulate(cfg, StepTimer::linear(0.01, 1e-5, 1e-8), *src);
+  };
+  const SimResult none = run_lmcache(0, 0), cpu = run_lmcache(100'000, 0), disk = run_lmcache(12, 100'000);
+  REQUIRE(none.requests_completed == 200);
+  REQUIRE(cpu.requests_completed == 200);
+  REQUIRE(disk.requests_completed == 200);
+  CHECK(cpu.host_hit_tokens == std::uint64_t{100} * 192);  // 3 whole chunks of each second turn's 13-block history
+  CHECK(cpu.host_disk_hit_tokens == 0);
+  CHECK(cpu.host_load_s == Approx(100 * 12 * 0.001));
+  CHECK(cpu.replicas[0].prefill_tokens + cpu.host_hit_tokens == none.replicas[0].prefill_tokens);
+  // CPU memory of 12 blocks keeps no history whole; the disk does, so every hit is read from disk first.
+  CHECK(disk.host_hit_tokens == std::uint64_t{100} * 192);
+  CHECK(disk.host_disk_hit_tokens == disk.host_hit_tokens);
+  CHECK(disk.host_load_s == Approx(100 * 12 * (0.001 + 0.004)));
+}
+
 TEST_CASE("inference-perf users: turns dealt round-robin, one in flight per user, a repeated prompt hits the cache",
           "[sim][conversation]") {
   WorkloadSpec w;

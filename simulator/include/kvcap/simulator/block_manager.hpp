@@ -96,17 +96,21 @@ class BlockManager {
   /// Blocks the cache can find (cached, referenced or not).
   std::uint64_t cached_blocks() const { return cached_blocks_; }
 
-  // ---- host tier (vLLM's CPU offloading, planner/host_tier.hpp) -----------------------------------------
-  /// A second cache of `capacity` blocks in host memory. Every block the GPU cache registers is stored there too
-  /// (the offloading connector copies each computed block out; the copy is asynchronous and not charged), and the
-  /// host evicts least recently used blocks (vllm/v1/kv_offload/cpu/policies/lru.py).
-  void enable_host_tier(std::uint64_t capacity_blocks);
-  std::uint64_t host_capacity() const { return host_capacity_; }
-  std::uint64_t host_blocks() const { return host_lru_.size(); }
-  /// How many blocks of the request described by `key`, from block `from_block` on, the host holds in a row (at
-  /// most `max_tokens` tokens in all, as find_prefix): the continuation of a GPU hit (get_num_new_matched_tokens).
-  /// Found blocks become the most recently used.
-  i64 find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens);
+  // ---- host tier (vLLM's CPU offloading, LMCache: planner/host_tier.hpp) ---------------------------------
+  /// A second cache of `capacity` blocks in host memory, and under LMCache a third of `disk_capacity` blocks on the
+  /// local disk. Every block the GPU cache registers is stored in each (the connector copies each computed block out;
+  /// the copy is asynchronous and not charged), and each evicts least recently used blocks
+  /// (vllm/v1/kv_offload/cpu/policies/lru.py; LMCache's LRU cache policy). A hit counts in units of `unit_blocks`
+  /// blocks (LMCache's chunk; 1 for vLLM's offloading).
+  void enable_host_tier(std::uint64_t capacity_blocks, std::uint64_t disk_capacity_blocks = 0, i64 unit_blocks = 1);
+  std::uint64_t host_capacity() const { return host_.capacity + disk_.capacity; }
+  std::uint64_t host_blocks() const { return host_.index.size(); }
+  std::uint64_t host_disk_blocks() const { return disk_.index.size(); }
+  /// How many blocks of the request described by `key`, from block `from_block` on, the host tiers hold in a row (at
+  /// most `max_tokens` tokens in all, as find_prefix), cut so that from_block + found is a whole number of units: the
+  /// continuation of a GPU hit (get_num_new_matched_tokens). Those blocks become the most recently used; a block read
+  /// from disk is stored in host memory again (LMCache reads it into a CPU buffer) and counted in `from_disk`.
+  i64 find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens, i64* from_disk = nullptr);
   std::uint64_t evictions() const { return evictions_; }
 
   /// Consistency of free queue, reference counts and counters (tests; O(num_blocks)).
@@ -156,11 +160,18 @@ class BlockManager {
       return std::hash<std::int64_t>()(k.first) * 1000003u ^ std::hash<i64>()(k.second);
     }
   };
+  /// One host level: (chain, index) in LRU order, most recent at the back.
+  struct HostLru {
+    using Key = std::pair<std::int64_t, i64>;
+    std::uint64_t capacity = 0;
+    std::list<Key> order;
+    std::unordered_map<Key, std::list<Key>::iterator, HostKeyHash> index;
+    bool touch(const Key& k);  ///< makes k the most recent; false when not held
+    void put(const Key& k);    ///< stores k as the most recent, evicting the least recent when full
+  };
   void host_store(std::int64_t chain, i64 index);
-  std::uint64_t host_capacity_ = 0;
-  std::list<std::pair<std::int64_t, i64>> host_lru_;
-  std::unordered_map<std::pair<std::int64_t, i64>, std::list<std::pair<std::int64_t, i64>>::iterator, HostKeyHash>
-      host_index_;
+  HostLru host_, disk_;
+  i64 host_unit_blocks_ = 1;
 };
 
 }  // namespace kvcap::sim

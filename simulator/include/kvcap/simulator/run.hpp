@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvcap/planner/disagg.hpp"
+#include "kvcap/planner/host_tier.hpp"
 #include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/planner/workload.hpp"
@@ -38,6 +39,8 @@ struct SimulationRequest {
   /// > 0: a host KV tier of this many GiB (vLLM --kv-offloading-size, all TP x PP ranks of a replica together):
   /// prefix-cache hits continue there and cost their reload (planner/host_tier.hpp). Needs prefix caching.
   double kv_offloading_size_gib = 0;
+  /// LMCache's local backends instead (CPU memory, local disk; planner/host_tier.hpp plan_lmcache_tier).
+  std::optional<LmcacheSpec> lmcache;
   /// Disaggregated prefill/decode (xPyD; SimConfig::prefill): `replicas` prefill workers, each a deployment of its own
   /// (its GPU type, TP, formats: `speed`), in front of the replicas above, which then only decode; each request's KV
   /// crosses `link` (planner/disagg.hpp kv_transfer_s).
@@ -67,9 +70,9 @@ struct SimulationRequest {
 /// SpecError when one request of max_model_len does not fit the plan's KV cache (vLLM would refuse to start).
 void check_fits(const MemoryPlan& plan);
 
-/// The host KV tier of `r.kv_offloading_size_gib` (nothing when 0) into `c`: its blocks per replica and the reload
-/// time of one block (planner/host_tier.hpp). SpecError ("kv_offloading_size") without prefix caching, for a model
-/// of several KV groups, or when no host-link rate is known.
+/// The host KV tier of `r.kv_offloading_size_gib` or `r.lmcache` (nothing without either) into `c`: its blocks per
+/// replica and the reload time of one block (planner/host_tier.hpp). SpecError ("kv_offloading_size" or "lmcache")
+/// without prefix caching, for both at once, for a model of several KV groups, or when no host-link rate is known.
 void apply_host_tier(const SimulationRequest& r, ReplicaConfig& c);
 
 /// The configuration a request runs with: replica_config(plan) with the overrides, the closed loop, the engine

@@ -57,6 +57,11 @@ struct ReplicaConfig {
   /// block back to the GPU. A prefix-cache hit continued in the host tier loads those blocks before the request runs.
   std::uint64_t host_blocks = 0;
   double host_reload_s_per_block = 0;
+  /// LMCache (planner/host_tier.hpp plan_lmcache_tier): its local disk's blocks beside host memory's, the time one
+  /// block read from disk adds, and the blocks a hit counts in (its chunk; 1: vLLM's offloading, block by block).
+  std::uint64_t host_disk_blocks = 0;
+  double host_disk_reload_s_per_block = 0;
+  i64 host_unit_blocks = 1;
   /// Steps in which a request only appends one decode token (no new block, no prefix-cache registration, no
   /// completion) count it in aggregate instead of visiting it (replica.cpp): the same results bit for bit, several
   /// times faster. false: the per-request reference loop (tests and bench/bench_simulate compare the two).
@@ -157,6 +162,7 @@ struct ReplicaStats {
   std::uint64_t prefix_cache_hit_tokens = 0;
   std::uint64_t prefix_cache_query_tokens = 0;  ///< tokens of the requests admitted while prefix caching was on
   std::uint64_t host_hit_tokens = 0;            ///< of the prefix-cache hits, tokens loaded from the host tier
+  std::uint64_t host_disk_hit_tokens = 0;       ///< of them, read from LMCache's local disk first
   double host_load_s = 0;                       ///< time requests waited for those loads, summed
   std::uint64_t kv_received_tokens =
       0;                     ///< disaggregated decode worker: prompt tokens whose KV came from a prefill worker
@@ -194,7 +200,8 @@ struct SimResult {
   /// Prefix cache: tokens found cached at admission / tokens admitted (a re-admission after a preemption counts again,
   /// with the tokens generated so far), over all replicas; 0 without prefix caching or admissions.
   std::uint64_t prefix_cache_hit_tokens = 0;
-  std::uint64_t host_hit_tokens = 0;  ///< of them, loaded from the host tier
+  std::uint64_t host_hit_tokens = 0;       ///< of them, loaded from the host tier
+  std::uint64_t host_disk_hit_tokens = 0;  ///< of those, read from LMCache's local disk first
   double host_load_s = 0;
   double prefix_cache_hit_rate = 0;
   double kv_utilization_mean = 0;        ///< mean over replicas of the time-weighted used / total blocks
