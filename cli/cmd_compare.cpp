@@ -71,10 +71,9 @@ std::vector<Target> parse_targets(const std::vector<std::string>& specs) {
 /// parallel. Without --tensor-parallel-size, N GPUs are N/PP-way tensor parallel; with it, N must equal
 /// TP x PP (N x TP GPUs under the label N would misreport the deployment). MODEL@GPU takes TP and PP from
 /// the flags, and the row is relabelled MODEL@NxGPU when that is more than one GPU.
-Deployment target_deployment(Target& t, Deployment d, bool tp_given, bool dp_given) {
+Deployment target_deployment(Target& t, Deployment d, bool tp_given, i64 dp) {
   const i64 pp = d.pipeline_parallel_size;
-  // --data-parallel-size counts replicas of the target's own TP x PP (the flags' num_gpus used the flags' TP).
-  const i64 dp = dp_given ? d.num_gpus / (d.tensor_parallel_size * pp) : 0;
+  const bool dp_given = dp > 0;
   if (t.gpus && !tp_given) {
     if (*t.gpus % pp != 0)
       throw UsageError("--deploy '" + t.spec + "': " + std::to_string(*t.gpus) +
@@ -101,8 +100,13 @@ Deployment row_deployment(Target& t, const Deployment& base, bool tp_given, bool
   } catch (const profiles::InputError& e) {
     throw UsageError("--deploy '" + t.spec + "': " + e.what());
   }
-  return target_deployment(t, own, tp_given || t.flags.count("tensor-parallel-size") > 0,
-                           dp_given || t.flags.count("data-parallel-size") > 0);
+  // --data-parallel-size counts replicas of each row's own TP x PP: read it where it was given (the row's flags, else
+  // the command's), before a row's TP or PP changes what a GPU count means.
+  const auto replicas = [](const Deployment& d) {
+    return d.num_gpus / (d.tensor_parallel_size * d.pipeline_parallel_size);
+  };
+  const i64 dp = t.flags.count("data-parallel-size") ? replicas(own) : dp_given ? replicas(base) : 0;
+  return target_deployment(t, own, tp_given || t.flags.count("tensor-parallel-size") > 0, dp);
 }
 
 const std::vector<std::string> kDefaultTargets = {
@@ -149,7 +153,13 @@ int cmd_compare(const std::vector<std::string>& args) {
     const Deployment d = row_deployment(t, base, tp_given, vm.count("data-parallel-size") > 0);
     ModelSpec m = profiles::resolve_model(t.model);
     GpuSpec g = profiles::resolve_gpu(t.gpu);
-    MemoryPlan p = plan_memory(m, g, d, contexts);
+    MemoryPlan p;
+    try {
+      p = plan_memory(m, g, d, contexts);
+    } catch (const SpecError& e) {  // which row: a what-if or layout of one --deploy
+      throw SpecError(e.field(), "--deploy '" + t.spec + "': " + e.reason(),
+                      e.vllm_refuses() ? SpecError::Kind::vllm_refuses : SpecError::Kind::invalid);
+    }
     auto findings = check_memory_plan(g, p);
     rows.push_back({t.spec, std::move(m), std::move(g), std::move(p), std::move(findings)});
   }

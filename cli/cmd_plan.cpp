@@ -50,6 +50,7 @@ struct HostTierReport {
 std::optional<HostTierReport> host_tier_from(const po::variables_map& vm, const ModelSpec& model, const GpuSpec& gpu,
                                              const MemoryPlan& plan, std::vector<Finding>& findings) {
   const HostTierFlags flags = host_tier_flags(vm);
+  if (flags.any() && plan.dep.d.kv_eviction.on()) throw SpecError("kv_eviction", kEvictionWithHostTier);
   if (!flags.any() || !plan.fits()) return std::nullopt;
   const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
   HostTierReport r{flags.lmcache ? plan_lmcache_tier(plan, gpu, ctx.calibration, *flags.lmcache)

@@ -117,8 +117,8 @@ HostTierFlags host_tier_flags(const po::variables_map& vm) {
   if (vm.count("lmcache-chunk-size"))
     l.chunk_tokens = parse_int(text("lmcache-chunk-size"), "--lmcache-chunk-size", 1, 1 << 20);
   if (vm.count("lmcache-disk-read-rate"))
-    l.disk_read_bytes_per_s =
-        1e9 * parse_real(text("lmcache-disk-read-rate"), "--lmcache-disk-read-rate", "GB/s > 0", kPositive, 1e6);
+    l.disk_read_bytes_per_s = 1e9 * parse_real(text("lmcache-disk-read-rate"), "--lmcache-disk-read-rate",
+                                               "GB/s within 0.01 and 1000", 0.01, 1000);
   f.lmcache = l;
   return f;
 }

@@ -259,7 +259,7 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
   if (!host.any()) return;
   r.kv_offloading_size_gib = host.offloading_size_gib;
   r.lmcache = host.lmcache;
-  sim::ReplicaConfig checked;
+  sim::ReplicaConfig checked = sim::replica_config(r.speed.plan);
   sim::apply_host_tier(r, checked);  // its checks before anything runs (run_guarded names the flag)
 }
 

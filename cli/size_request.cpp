@@ -283,9 +283,14 @@ po::options_description size_search_options() {
 void what_if_findings(const SizingRequest& q, std::vector<Finding>& findings) {
   const auto& s = q.space;
   const std::vector<DType> kvs = s.kv_dtypes.empty() ? std::vector<DType>{DType::auto_} : s.kv_dtypes;
+  if (s.base.kv_quant_group_size != 0 && std::none_of(kvs.begin(), kvs.end(), kv_group_size_settable))
+    throw UsageError(
+        "--kv-quant-group-size: the group of the KIVI KV formats; none of the --kv-cache-dtype formats "
+        "searched is int4 or int2");
   for (const DType kv : kvs) {
     Deployment d = s.base;
     d.kv_cache_dtype = kv;
+    if (!kv_group_size_settable(kv)) d.kv_quant_group_size = 0;  // the KIVI formats' group only, as the search
     d.num_gpus = 0;
     for (auto& f : check_what_ifs(plan_memory(q.model, s.gpus.front(), d, {})))
       if (std::none_of(findings.begin(), findings.end(), [&](const Finding& e) { return e.message == f.message; }))

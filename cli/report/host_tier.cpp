@@ -64,7 +64,6 @@ void lmcache_capacity(std::ostream& o, const MemoryPlan& p, const HostTier& t) {
 
 void report_host_tier_table(std::ostream& o, const MemoryPlan& p, const HostTier& t,
                             const std::vector<HostReload>& rows) {
-  const auto& d = p.dep.d;
   const bool lmcache = t.connector == HostTier::Connector::lmcache;
   if (lmcache) {
     lmcache_capacity(o, p, t);
@@ -73,8 +72,8 @@ void report_host_tier_table(std::ostream& o, const MemoryPlan& p, const HostTier
       << t.world_size << ranks(t.world_size) << ")\n";
     o << "  one block: " << t.copies_per_block << " KV tensors x " << human_bytes(static_cast<double>(t.page_bytes))
       << " on each of " << t.world_size << ranks(t.world_size) << " = "
-      << human_bytes(static_cast<double>(t.block_bytes_all_ranks)) << " for " << d.block_size << " tokens\n";
-    o << "  " << grouped(t.num_blocks) << " blocks x " << d.block_size << " = " << grouped(t.tokens)
+      << human_bytes(static_cast<double>(t.block_bytes_all_ranks)) << " for " << t.unit_tokens << " tokens\n";
+    o << "  " << grouped(t.num_blocks) << " blocks x " << t.unit_tokens << " = " << grouped(t.tokens)
       << " tokens per replica, besides the GPU's " << grouped(p.kv_capacity_tokens) << "\n";
   }
   o << "  Running requests keep their KV on the GPU: the concurrency above does not change. The host tier keeps\n"
@@ -89,8 +88,9 @@ void report_host_tier_table(std::ostream& o, const MemoryPlan& p, const HostTier
     << "\n";
   if (t.disk) {
     char b[200];
-    std::snprintf(b, sizeof b, "  From disk first: %.1f GB/s (%s), shared by the node's %lld ranks\n",
-                  t.disk->read_bytes_per_s / 1e9, t.disk->source.c_str(), static_cast<long long>(t.world_size));
+    std::snprintf(b, sizeof b, "  From disk first: %.2f GB/s (%s), one disk for the replica's %lld%s\n",
+                  t.disk->read_bytes_per_s / 1e9, t.disk->source.c_str(), static_cast<long long>(t.world_size),
+                  ranks(t.world_size));
     o << b;
   }
   o << "    cached   reload        " << (t.disk ? "from disk    " : "") << "recompute (prefill)   reload / recompute\n";
@@ -115,13 +115,15 @@ nlohmann::ordered_json host_tier_json(const MemoryPlan& p, const HostTier& t, co
     if (t.disk) j["disk"] = {{"read_bytes_per_s", t.disk->read_bytes_per_s}, {"source", t.disk->source}};
   } else {
     j["connector"] = "offloading";
+    j["offloading_size_gib"] = t.offloading_size_gib;
+    j["offloading_bytes"] = t.offloading_bytes;
   }
-  j["offloading_size_gib"] = t.offloading_size_gib;
-  j["offloading_bytes"] = t.offloading_bytes;
   j["world_size"] = t.world_size;
-  j["copies_per_block"] = t.copies_per_block;
-  j["page_bytes"] = t.page_bytes;
-  j["block_bytes_all_ranks"] = t.block_bytes_all_ranks;
+  if (t.connector == HostTier::Connector::offloading) {
+    j["copies_per_block"] = t.copies_per_block;
+    j["page_bytes"] = t.page_bytes;
+    j["block_bytes_all_ranks"] = t.block_bytes_all_ranks;
+  }
   j["num_blocks"] = t.num_blocks;
   j["tokens"] = t.tokens;
   j["gpu_tokens"] = p.kv_capacity_tokens;

@@ -273,7 +273,7 @@ nlohmann::ordered_json deployment_json(const SimulationInfo& in) {
           {"replicas", in.cfg.num_replicas},
           {"router", std::string(sim::to_string(in.cfg.router))},
           {"allocator", rc.allocator == sim::Allocator::paged ? "paged" : "contiguous"},
-          {"prefix_caching", rc.allocator == sim::Allocator::paged && rc.prefix_caching},
+          {"prefix_caching", rc.allocator == sim::Allocator::paged && rc.prefix_caching && !rc.table_evicts},
           {"block_size", rc.block_size},
           {"num_blocks_per_replica", rc.num_blocks},
           {"kv_capacity_tokens_per_replica", p.kv_capacity_tokens},

@@ -66,12 +66,16 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   set_settings(default_settings());
 
   connect(models_, &QListWidget::itemChanged, this, &ControlsPanel::changed);
-  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_})
+  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_, kv_group_})
     connect(box, &QComboBox::currentIndexChanged, this, &ControlsPanel::changed);
   connect(expert_parallel_, &QCheckBox::toggled, this, &ControlsPanel::changed);
+  // A what-if text the flag reader takes becomes the value kept; one it refuses leaves the last taken.
   for (auto* edit : {kv_eviction_, kv_sharing_})
-    connect(edit, &QLineEdit::editingFinished, this, &ControlsPanel::changed);
-  for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_, kv_group_})
+    connect(edit, &QLineEdit::editingFinished, this, [this] {
+      base_ = with_what_ifs(base_, nullptr);
+      changed();
+    });
+  for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_})
     connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::changed);
   for (auto* spin : {dp_, tp_, pp_}) connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::parallelism_changed);
   for (auto* spin : {utilization_, kv_memory_})
@@ -164,10 +168,12 @@ void ControlsPanel::build_form(QFormLayout* form) {
   kv_sharing_->setPlaceholderText(QStringLiteral("none"));
   kv_sharing_->setToolTip(QStringLiteral(
       "--kv-layer-sharing (what-if): cla:2 (adjacent layers share one cache, CLA) or minicache:from=16 (MiniCache)"));
-  kv_group_ = spin("kvQuantGroupSize", 0, 1024, 32,
-                   QStringLiteral("--kv-quant-group-size (what-if): values per fp16 scale + zero point of the int4 / "
-                                  "int2 KV formats (KIVI)"));
-  kv_group_->setSpecialValueText(QStringLiteral("auto (32)"));
+  kv_group_ = new QComboBox;
+  kv_group_->setObjectName(QStringLiteral("kvQuantGroupSize"));
+  kv_group_->setToolTip(QStringLiteral(
+      "--kv-quant-group-size (what-if): values per fp16 scale + zero point of the int4 / int2 KV formats (KIVI)"));
+  kv_group_->addItem(QStringLiteral("auto (32)"), 0);
+  for (int g = 8; g <= 1024; g *= 2) kv_group_->addItem(QString::number(g), g);  // the powers of two the flag takes
   speed_context_ = new QComboBox;
   speed_context_->setObjectName(QStringLiteral("speedContext"));
   for (int e = 10; e <= 20; ++e)
@@ -187,7 +193,7 @@ void ControlsPanel::build_form(QFormLayout* form) {
   clear_calibration_->setEnabled(false);
 
   // Combos may shrink below their longest entry (the popup still shows it whole).
-  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_}) {
+  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_, kv_group_}) {
     box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     box->setMinimumContentsLength(6);
   }
@@ -367,7 +373,7 @@ Deployment ControlsPanel::with_what_ifs(Deployment d, std::map<std::string, QStr
       if (problems) (*problems)[field] = QString::fromStdString(e.what());
     }
   }
-  d.kv_quant_group_size = kv_group_->value();
+  d.kv_quant_group_size = kv_group_->currentData().toInt();
   return d;
 }
 
@@ -450,7 +456,10 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   shared_prefix_->setValue(int(d.shared_prefix_tokens));
   kv_eviction_->setText(d.kv_eviction.on() ? QString::fromStdString(d.kv_eviction.describe()) : QString());
   kv_sharing_->setText(d.kv_layer_sharing.on() ? QString::fromStdString(d.kv_layer_sharing.describe()) : QString());
-  kv_group_->setValue(int(std::clamp<i64>(d.kv_quant_group_size, 0, kv_group_->maximum())));
+  if (kv_group_->findData(int(d.kv_quant_group_size)) < 0)
+    kv_group_->addItem(QString::number(d.kv_quant_group_size),
+                       int(d.kv_quant_group_size));  // as given: the planner says
+  select_data(kv_group_, int(d.kv_quant_group_size));
   if (speed_context_->findData(QVariant::fromValue<qlonglong>(s.speed_context_tokens)) < 0)
     speed_context_->addItem(tokens_label(s.speed_context_tokens),
                             QVariant::fromValue<qlonglong>(s.speed_context_tokens));

@@ -80,7 +80,7 @@ class ControlsPanel : public QWidget {
   QSpinBox* shared_prefix_;
   QLineEdit* kv_eviction_;  ///< what-if --kv-eviction text ("" = none)
   QLineEdit* kv_sharing_;   ///< what-if --kv-layer-sharing text ("" = none)
-  QSpinBox* kv_group_;      ///< what-if --kv-quant-group-size; 0 = KIVI's default (32)
+  QComboBox* kv_group_;     ///< what-if --kv-quant-group-size: auto (0, KIVI's 32) or a power of two
   QComboBox* speed_context_;
   QLabel* calibration_;
   QToolButton* load_calibration_;

@@ -40,8 +40,9 @@ HostTier plan_host_tier(const MemoryPlan& p, const GpuSpec& g, const std::option
   if (t.num_blocks == 0)
     throw SpecError("kv_offloading_size", "holds no KV block: one block of all " + std::to_string(t.world_size) +
                                               " ranks is " + std::to_string(t.block_bytes_all_ranks) + " bytes");
-  t.tokens = t.num_blocks * static_cast<u64>(p.dep.d.block_size);
-  t.unit_tokens = p.dep.d.block_size;
+  // A block id stands for block_size tokens as resolved (FlashMLA: 64) on each rank, block_size x DCP of the request.
+  t.unit_tokens = p.dep.block_size * p.dep.d.decode_context_parallel_size;
+  t.tokens = t.num_blocks * static_cast<u64>(t.unit_tokens);
   t.copies_per_unit = t.copies_per_block;
   t.copy_bytes = t.page_bytes;
   t.link = host_link_rate(g, cal);
@@ -55,12 +56,19 @@ HostTier plan_lmcache_tier(const MemoryPlan& p, const GpuSpec& g, const std::opt
     throw SpecError("lmcache",
                     "expected sizes in GiB >= 0 per rank (LMCache's max_local_cpu_size and "
                     "max_local_disk_size), not both 0");
-  const i64 bs = p.dep.d.block_size;
+  const i64 bs = p.dep.block_size;  // as resolved (FlashMLA: 64)
+  if (p.dep.d.decode_context_parallel_size > 1)
+    throw SpecError("lmcache",
+                    "with decode context parallelism is not modelled (a chunk's tokens are spread over the "
+                    "DCP ranks); give --decode-context-parallel-size 1");
+  if (spec.chunk_tokens > p.dep.max_model_len)
+    throw SpecError("lmcache", "chunk_size " + std::to_string(spec.chunk_tokens) + " is longer than max_model_len " +
+                                   std::to_string(p.dep.max_model_len) + ": no request fills one chunk");
   if (spec.chunk_tokens < bs || spec.chunk_tokens % bs != 0 || spec.chunk_tokens > (1 << 20))
     throw SpecError("lmcache", "chunk_size " + std::to_string(spec.chunk_tokens) +
                                    " must be a whole number of KV blocks of " + std::to_string(bs) + " tokens");
-  if (spec.disk_read_bytes_per_s && !(*spec.disk_read_bytes_per_s > 0 && std::isfinite(*spec.disk_read_bytes_per_s)))
-    throw SpecError("lmcache", "the disk read rate must be > 0");
+  if (spec.disk_read_bytes_per_s && !(*spec.disk_read_bytes_per_s >= 1e7 && *spec.disk_read_bytes_per_s <= 1e12))
+    throw SpecError("lmcache", "the disk read rate must be within 0.01 to 1000 GB/s");
   if (p.kv_groups.size() != 1)
     throw SpecError("lmcache", "kvcap models LMCache for one KV cache group and this model has " +
                                    std::to_string(p.kv_groups.size()) +

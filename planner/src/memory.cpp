@@ -203,11 +203,20 @@ Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap) {
       blocks -= std::min(blocks, prefix);
     }
     const i64 prompt = hit_cap + 1;
-    if (g.spec.kind == KvSpecKind::full && g.spec.evict.on() && g.spec.evict.held(prompt) < prompt)
-      // The what-if --kv-eviction at prefill: a chunk attends to the kept tokens and to itself before the policy
-      // evicts, so the chunks of one step (at most max_num_batched_tokens tokens) are held beyond the kept tokens
-      // for that step: a reserve of their blocks (plus the block a chunk starts in), held once, as the pool's.
-      r.prefill_reserve += ceil_div(u(p.dep.max_num_batched_tokens), u(g.spec.block_size)) + 1;
+    if (g.spec.kind == KvSpecKind::full && g.spec.evict.on()) {
+      // Keeping fewer tokens never needs more blocks than keeping them all.
+      KvLayerSpec all = g.spec;
+      all.evict = {};
+      blocks = std::min(blocks, spec_blocks_per_request(all, s, p.dep.max_num_batched_tokens));
+      const i64 kept = g.spec.evict.held(prompt);
+      if (kept < prompt)
+        // The what-if --kv-eviction at prefill: a chunk attends to the kept tokens and to itself before the policy
+        // evicts, so one step's chunks (at most max_num_batched_tokens tokens, and no more than the prompt beyond
+        // what is kept) are held beyond the kept tokens for that step: a reserve of their blocks (plus the block a
+        // chunk starts in), held once, as the pool's.
+        r.prefill_reserve +=
+            ceil_div(u(std::min(p.dep.max_num_batched_tokens, prompt - kept)), u(g.spec.block_size)) + 1;
+    }
     r.per_request += blocks;
   }
   return r;
@@ -227,6 +236,29 @@ double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s, i64 prompt_t
   return static_cast<double>(p.num_blocks - dm.shared - dm.prefill_reserve) / static_cast<double>(dm.per_request);
 }
 
+namespace {
+/// The what-if --kv-layer-sharing with pipeline parallelism: a layer reads the cache of the first layer of its group
+/// (CLA) or of the layer before it (MiniCache); vLLM shares a cache only between layers of one worker
+/// (kv_sharing_target_layer_name), so a group may not cross a stage. SpecError ("kv_layer_sharing") where one does.
+void check_sharing_within_stages(const Deployment::LayerSharing& sh, const std::vector<i64>& layers) {
+  if (!sh.on() || layers.size() < 2) return;
+  i64 first = 0;
+  for (std::size_t st = 0; st < layers.size(); ++st) {
+    for (i64 l = first; l < first + layers[st]; ++l) {
+      const i64 owner = sh.kind == Deployment::LayerSharing::Kind::cla ? l - l % sh.factor : l - 1;
+      if (sh.shares(l) && owner < first)
+        throw SpecError("kv_layer_sharing", "layer " + std::to_string(l) + " would read layer " +
+                                                std::to_string(owner) + "'s cache, which pipeline stage " +
+                                                std::to_string(st - 1) +
+                                                " holds: caches are shared within a stage only; choose a "
+                                                "--pipeline-parallel-size whose stages do not split a sharing group");
+    }
+    first += layers[st];
+  }
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& dep, const std::vector<i64>& contexts) {
   validate(m);
   validate(g);
@@ -236,6 +268,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   p.params = param_counts(m);
   const i64 pp = d.d.pipeline_parallel_size;
   const auto layers = layers_per_stage(m.num_layers, pp);
+  check_sharing_within_stages(d.d.kv_layer_sharing, layers);
   std::vector<i64> kv_decoder_layer;
   p.kv_layers = kv_layer_specs(m, d, &kv_decoder_layer);
   p.hybrid_manager = hybrid_manager_enabled(m, d.d);

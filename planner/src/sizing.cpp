@@ -33,6 +33,8 @@ Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, c
   d.pipeline_parallel_size = k.pp;
   d.quantization = k.wq;
   d.kv_cache_dtype = k.kv;
+  // --kv-quant-group-size is the group of the KIVI formats (int4, int2): the other candidates' formats have none.
+  if (!kv_group_size_settable(k.kv)) d.kv_quant_group_size = 0;
   if (!d.max_model_len && w.max_context_tokens >= 0)
     d.max_model_len = w.max_context_tokens > 0 ? w.max_context_tokens
                                                : static_cast<i64>(std::ceil(w.prompt_tokens + w.output_tokens));

@@ -214,27 +214,40 @@ void BlockManager::host_store(std::int64_t chain, i64 index) {
   disk_.put({chain, index});
 }
 
-i64 BlockManager::find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens, i64* from_disk) {
-  if (from_disk) *from_disk = 0;
-  if (host_capacity() == 0 || !key.cacheable()) return 0;
+BlockManager::HostHit BlockManager::find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens) {
+  HostHit hit;
+  if (host_capacity() == 0 || !key.cacheable()) return hit;
   const i64 shareable = (key.repeat_tokens >= 0 ? std::min(max_tokens, key.repeat_tokens) : max_tokens) / block_size_;
-  i64 found = 0;
-  for (i64 j = from_block; j < shareable; ++j) {
-    const std::int64_t ch = chain_of(key, j);
-    if (ch < 0 || (!host_.index.count({ch, j}) && !disk_.index.count({ch, j}))) break;
-    ++found;
+  const i64 unit = host_unit_blocks_;
+  // vLLM's offloading looks blocks up from the end of the GPU hit; LMCache (chunks of `unit` blocks) looks its chunks
+  // up from the prompt's start and stops at the first it lacks (ChunkedTokenDatabase), so the hit ends at a chunk
+  // boundary, and a hit that does not reach past the GPU's gives nothing.
+  const i64 start = unit > 1 ? 0 : from_block;
+  i64 end = start;
+  for (; end < shareable; ++end) {
+    const std::int64_t ch = chain_of(key, end);
+    if (ch < 0 || (!host_.index.count({ch, end}) && !disk_.index.count({ch, end}))) break;
   }
-  // Whole units only: LMCache looks chunks up from the prompt's start (ChunkedTokenDatabase), so the hit ends at a
-  // chunk boundary; a hit that does not reach past the GPU's gives nothing.
-  found = std::max<i64>(0, (from_block + found) / host_unit_blocks_ * host_unit_blocks_ - from_block);
-  for (i64 j = from_block; j < from_block + found; ++j) {
+  end = end / unit * unit;
+  if (end <= from_block) return hit;
+  // Loaded: whole chunks from the one holding from_block (LMCache skips only the chunks vLLM holds whole, so the GPU's
+  // blocks of that chunk are read again). Every block looked up becomes the most recent of its levels, those in CPU
+  // memory first, so that a block read from disk, stored in CPU memory again, cannot evict one this hit uses.
+  const i64 first = from_block / unit * unit;
+  host_scratch_.assign(static_cast<std::size_t>(end - start), 0);
+  for (i64 j = start; j < end; ++j) {
     const std::pair<std::int64_t, i64> k{chain_of(key, j), j};
     disk_.touch(k);
-    if (host_.touch(k)) continue;
-    host_.put(k);
-    if (from_disk) ++*from_disk;
+    host_scratch_[static_cast<std::size_t>(j - start)] = host_.touch(k) ? 1 : 0;
   }
-  return found;
+  for (i64 j = std::max(start, first); j < end; ++j) {
+    if (host_scratch_[static_cast<std::size_t>(j - start)]) continue;
+    host_.put({chain_of(key, j), j});
+    ++(j < from_block ? hit.reread_from_disk : hit.from_disk);
+  }
+  hit.blocks = end - from_block;
+  hit.reread = from_block - first;
+  return hit;
 }
 
 bool BlockManager::check_invariants() const {

@@ -238,11 +238,10 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   const i64 gpu_hit_blocks = static_cast<i64>(hits_.size());
   // The hit continues in the host tier (vLLM's offloading connector, get_num_new_matched_tokens): those blocks get
   // GPU blocks now and are copied in before the request runs.
-  i64 disk_hit_blocks = 0;
-  const i64 host_hit_blocks =
-      kv_.host_capacity() > 0 && r.remote_tokens == 0
-          ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1, &disk_hit_blocks)
-          : 0;
+  const BlockManager::HostHit host = kv_.host_capacity() > 0 && r.remote_tokens == 0
+                                         ? kv_.find_host_prefix(content_key(r), gpu_hit_blocks, r.num_tokens - 1)
+                                         : BlockManager::HostHit{};
+  const i64 host_hit_blocks = host.blocks;
   const i64 hit_tokens = (gpu_hit_blocks + host_hit_blocks) * cfg_.block_size;
   // A disaggregated decode worker: the prompt's KV beyond the local hit comes from the prefill worker
   // (NixlConnector.get_num_new_matched_tokens: all prompt tokens but the last, less the local hit); its blocks are
@@ -252,7 +251,12 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   const i64 n = host_hit_blocks > 0 || remote > 0 ? 0 : std::min(r.num_tokens - hit_tokens, budget);
   const i64 need = cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(hits_.size(), loaded + n);
   const i64 side = cfg_.side_blocks(loaded + n, remote > 0 ? 1 : n);  // remote: the window's blocks only
-  if (need + side + evictable > static_cast<i64>(kv_.num_free())) return false;
+  // Under --kv-eviction a request admitted with its first chunk may need more blocks at a later chunk (the kept tokens
+  // and a whole chunk), which vLLM's admission rule would meet by preempting it, again and again: kvcap admits it only
+  // when its prefill's largest step fits beside the running requests (peak_blocks), a choice of its own.
+  const i64 peak_blocks =
+      cfg_.table_evicts ? cfg_.side_blocks(r.num_tokens, std::min(cfg_.max_num_batched_tokens, r.num_tokens)) : 0;
+  if (std::max(need + side, peak_blocks) + evictable > static_cast<i64>(kv_.num_free())) return false;
   kv_.take_prefix(r.blocks, hits_);
   kv_.allocate(r.blocks, need);
   kv_.allocate(r.state_blocks, side);
@@ -282,11 +286,12 @@ bool Replica::admit(std::uint32_t s, double now, i64& budget, StepLoad& load) {
   }
   r.remote_tokens = 0;
   if (host_hit_blocks > 0) {
-    const double load_s = static_cast<double>(host_hit_blocks) * cfg_.host_reload_s_per_block +
-                          static_cast<double>(disk_hit_blocks) * cfg_.host_disk_reload_s_per_block;
+    const double load_s =
+        static_cast<double>(host_hit_blocks + host.reread) * cfg_.host_reload_s_per_block +
+        static_cast<double>(host.from_disk + host.reread_from_disk) * cfg_.host_disk_reload_s_per_block;
     r.ready_s = now + load_s;
     stats_.host_hit_tokens += static_cast<std::uint64_t>(host_hit_blocks * cfg_.block_size);
-    stats_.host_disk_hit_tokens += static_cast<std::uint64_t>(disk_hit_blocks * cfg_.block_size);
+    stats_.host_disk_hit_tokens += static_cast<std::uint64_t>(host.from_disk * cfg_.block_size);
     stats_.host_load_s += load_s;
     return true;  // it joins a step once loaded
   }

@@ -73,7 +73,10 @@ void apply_host_tier(const SimulationRequest& r, ReplicaConfig& c) {
                     "the reload time is unknown: the GPU profile has no host_link, and no "
                     "calibration measured the link (kvcap calibrate on that GPU)");
   // Per block: a unit's reload spread over its blocks (a hit is whole units: BlockManager::find_host_prefix).
-  const i64 unit_blocks = t.unit_tokens / plan.dep.block_size;
+  const i64 unit_blocks = t.unit_tokens / c.block_size;  // the replica's block: block_size x DCP tokens
+  if (unit_blocks < 1 || unit_blocks * c.block_size != t.unit_tokens)
+    throw std::logic_error("host tier unit of " + std::to_string(t.unit_tokens) + " tokens is not whole blocks of " +
+                           std::to_string(c.block_size));
   c.host_unit_blocks = unit_blocks;
   c.host_blocks = t.num_blocks;
   c.host_reload_s_per_block = reload_time_s(t, t.unit_tokens) / static_cast<double>(unit_blocks);

@@ -15,6 +15,7 @@
 
 #include "collector.hpp"
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/host_tier.hpp"
 #include "kvcap/simulator/event_queue.hpp"
 #include "kvcap/simulator/random.hpp"
 #include "replica.hpp"
@@ -39,9 +40,7 @@ i64 checked_max_request_tokens(const ReplicaConfig& rc, std::uint32_t num_replic
                     "with the contiguous allocator is not modelled (a reservation of max_model_len "
                     "tokens per request leaves nothing for eviction to free)");
   if (rc.table_evicts && rc.host_blocks + rc.host_disk_blocks > 0)
-    throw SpecError("kv_eviction",
-                    "with a host KV tier (--kv-offloading-size) is not modelled: under eviction a "
-                    "request's blocks are never cached, so nothing would reach the host tier");
+    throw SpecError("kv_eviction", kEvictionWithHostTier);
   const i64 side_max = rc.side_blocks(rc.max_model_len, rc.max_num_batched_tokens);
   if (rc.state_blocks_per_request < 0 || side_max >= static_cast<i64>(rc.num_blocks))
     throw SpecError("num_blocks", "a replica's " + std::to_string(rc.num_blocks) +

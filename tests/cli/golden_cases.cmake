@@ -203,3 +203,5 @@ kvcap_golden(size_what_if_h2o 0 size --model llama-3.1-8b --gpus h100-sxm,h200 -
 kvcap_golden(plan_lmcache 0 plan --model llama-3.1-70b --gpu h200 --tensor-parallel-size 4 --lmcache-cpu-size 64 --lmcache-disk-size 500 --contexts 1K,32K,128K)
 kvcap_golden(simulate_lmcache_disk 0 simulate --model llama-3.1-8b --gpu h200 --kv-cache-memory 12GiB --max-model-len 32K --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --num-requests 600 --lmcache-cpu-size 1 --lmcache-disk-size 64 --calibration %SOURCE%/profiles/calibrations/h200-2026-11-26.yaml --no-wall-time)
 kvcap_golden(err_plan_lmcache_and_offloading 2 plan --model llama-3.1-8b --gpu h200 --lmcache-cpu-size 10 --kv-offloading-size 10)
+kvcap_golden(compare_deploy_row_tp_with_dp 0 compare --data-parallel-size 2 --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --tensor-parallel-size 2" --contexts 8K --format csv)
+kvcap_golden(simulate_host_tier_mla 0 simulate --model deepseek-v2-lite --gpu h200 --kv-cache-memory 2GiB --max-model-len 16K --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --num-requests 300 --lmcache-cpu-size 4 --no-wall-time)

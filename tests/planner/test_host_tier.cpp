@@ -161,3 +161,22 @@ TEST_CASE("LMCache: chunks of the rank's KV, CPU and disk backends per rank, rel
   CHECK_THROWS_WITH(plan_lmcache_tier(plan_for("gpt-oss-20b", "h200"), h200, std::nullopt, cpu_only),
                     Catch::Contains("one KV cache group"));
 }
+
+TEST_CASE("host tiers count in the block size as resolved: FlashMLA's 64-token blocks", "[host_tier][lmcache]") {
+  // DeepSeek-V2-Lite: vLLM resolves MLA's block to 64 tokens; 27 layers x 576 bf16 values = 31,104 B per token.
+  const MemoryPlan plan = plan_for("deepseek-v2-lite", "h200");
+  REQUIRE(plan.dep.block_size == 64);
+  const GpuSpec h200 = profiles::resolve_gpu("h200");
+  const HostTier off = plan_host_tier(plan, h200, std::nullopt, 8);
+  CHECK(off.unit_tokens == 64);
+  CHECK(off.tokens == off.num_blocks * 64);
+  LmcacheSpec s;
+  s.cpu_gib = 8;
+  const HostTier lm = plan_lmcache_tier(plan, h200, std::nullopt, s);
+  CHECK(lm.chunk_bytes_per_rank == 256ull * 31104);  // 256 tokens, not 256 blocks' worth
+  CHECK(lm.num_blocks == lm.cpu_chunks * 4);         // 4 blocks of 64 per chunk
+  CHECK(reload_time_s(lm, 1024) == Approx(4 * 256.0 * 31104 / 64e9));
+  LmcacheSpec small = s;
+  small.chunk_tokens = 32;  // not whole blocks of 64
+  CHECK_THROWS_WITH(plan_lmcache_tier(plan, h200, std::nullopt, small), Catch::Contains("blocks of 64 tokens"));
+}

@@ -190,9 +190,9 @@ TEST_CASE("KV eviction: the tokens each policy keeps per request, the blocks, th
   // H2O also keeps an accumulated attention score per kept token and KV head (bf16 here): 8 x 2 bytes per token and
   // layer beside the 4,096 of K and V, so its blocks are 16 x 16 bytes larger per layer and the pool holds fewer.
   const u64 block_base = pb.stages[0].layout.block_bytes, block_h2o = ph.stages[0].layout.block_bytes;
-  CHECK(block_h2o == block_base + 32 * 16 * 16);
+  CHECK(block_h2o == block_base + u64{32} * 16 * 16);
   CHECK(ph.num_blocks == static_cast<u64>(ph.stages[0].available_kv_bytes) / block_h2o);
-  CHECK(ph.kv_bytes_per_token_per_rank == pb.kv_bytes_per_token_per_rank + 32 * 16);
+  CHECK(ph.kv_bytes_per_token_per_rank == pb.kv_bytes_per_token_per_rank + u64{32} * 16);
   // The curve: at 128K StreamingLLM's requests hold 257 blocks instead of 8,192, H2O's 1,640.
   const auto at = [](const MemoryPlan& p, i64 s) {
     for (const auto& c : p.curve)
@@ -226,4 +226,38 @@ TEST_CASE("KV eviction: the tokens each policy keeps per request, the blocks, th
   Deployment bad = h2o;
   bad.kv_eviction.budget = 1.5;
   CHECK_THROWS_WITH(plan_memory(m, gpu, bad, {}), Catch::Contains("(0, 1)"));
+}
+
+TEST_CASE("eviction never needs more memory than keeping every token, and sharing stays within a stage",
+          "[what_if][eviction]") {
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto gpu = profiles::resolve_gpu("h200");
+  Deployment base;
+  base.kv_cache_memory_bytes = {static_cast<u64>(1.2 * 1073741824.0)};
+  base.max_model_len = 5000;
+  const std::vector<i64> contexts = {1024, 4096, 5000};
+  const MemoryPlan pb = plan_memory(m, gpu, base, contexts);
+  for (const char* text : {"streaming", "h2o"}) {
+    Deployment d = base;
+    if (std::string(text) == "streaming") {
+      d.kv_eviction.kind = Deployment::Eviction::Kind::streaming;
+      d.kv_eviction.window_tokens = 4092;
+    } else {
+      d.kv_eviction.kind = Deployment::Eviction::Kind::h2o;
+      d.kv_eviction.budget = 0.9;
+    }
+    const MemoryPlan pe = plan_memory(m, gpu, d, contexts);
+    INFO(text);
+    // H2O's scores take a little of the pool (a few blocks fewer): beyond that, never worse than the baseline.
+    for (std::size_t i = 0; i < contexts.size(); ++i)
+      CHECK(pe.curve[i].max_concurrency >= pb.curve[i].max_concurrency * 0.99);
+    CHECK(pe.fits());
+  }
+  // CLA x2 over 3 pipeline stages of 11, 11 and 10 layers: layer 11 would read layer 10's cache on stage 0.
+  Deployment pp3;
+  pp3.pipeline_parallel_size = 3;
+  pp3.kv_layer_sharing.kind = Deployment::LayerSharing::Kind::cla;
+  CHECK_THROWS_WITH(plan_memory(m, gpu, pp3, {}), Catch::Contains("within a stage"));
+  pp3.pipeline_parallel_size = 2;  // 16 + 16: every pair on one stage
+  CHECK_NOTHROW(plan_memory(m, gpu, pp3, {}));
 }

@@ -171,14 +171,14 @@ TEST_CASE("host tier: every registered block is stored, found after the GPU hit,
   m.allocate(other, 8);
   CHECK(m.find_prefix(k, 100, hits) == 0);
   CHECK(hits.empty());
-  CHECK(m.find_host_prefix(k, 0, 100) == 0);
+  CHECK(m.find_host_prefix(k, 0, 100).blocks == 0);
   // After a GPU hit of 1 block the host continues with blocks 1-3, within max_tokens.
-  CHECK(m.find_host_prefix(k, 1, 100) == 3);
-  CHECK(m.find_host_prefix(k, 1, 12) == 2);  // max_tokens 12: blocks up to index 2
+  CHECK(m.find_host_prefix(k, 1, 100).blocks == 3);
+  CHECK(m.find_host_prefix(k, 1, 12).blocks == 2);  // max_tokens 12: blocks up to index 2
   // Another conversation's blocks are not found; without prefix caching there is no host tier.
   ContentKey k2 = k;
   k2.conversation = 2;
-  CHECK(m.find_host_prefix(k2, 1, 100) == 0);
+  CHECK(m.find_host_prefix(k2, 1, 100).blocks == 0);
   BlockManager off(8, 4, Allocator::paged, 0, false);
   off.enable_host_tier(3);
   CHECK(off.host_capacity() == 0);
@@ -201,23 +201,41 @@ TEST_CASE("LMCache tiers: CPU then disk, whole chunks from the prompt's start, a
   m.free(t);
   m.allocate(other, 16);  // the GPU's cached blocks are all evicted
   CHECK(m.find_prefix(k, 100, hits) == 0);
-  // From block 0: 6 blocks held in a row, but max_tokens 19 allows 4 (blocks 0-3): two whole chunks, all from disk.
-  i64 disk = -1;
-  CHECK(m.find_host_prefix(k, 0, 19, &disk) == 4);
-  CHECK(disk == 4);
-  // Read from disk, blocks 2 and 3 are now the CPU's most recent: found there without a disk read.
-  CHECK(m.find_host_prefix(k, 2, 19, &disk) == 2);
-  CHECK(disk == 0);
-  // A continuation from block 1 ends at a chunk boundary: blocks 1-5 held, 1 + 5 = 6 blocks = 3 chunks -> 5 found;
-  // from block 1 to 4 (max_tokens 19) only 1 + 3 = 4 -> 3; a continuation that stays within one chunk finds none.
-  CHECK(m.find_host_prefix(k, 1, 100, &disk) == 5);
-  CHECK(m.find_host_prefix(k, 1, 19, &disk) == 3);
-  CHECK(m.find_host_prefix(k, 1, 11, &disk) == 1);
-  CHECK(m.find_host_prefix(k, 2, 14, &disk) == 0);  // block 2 alone does not complete a chunk
-  // A disk of no capacity: the CPU tier alone, as vLLM's offloading.
-  BlockManager cpu_only(16, 4, Allocator::paged, 0, true);
-  cpu_only.enable_host_tier(4);
-  CHECK(cpu_only.host_capacity() == 4);
+  // From block 0, max_tokens 19 allows blocks 0-3: two whole chunks, read from disk, then held in CPU memory.
+  auto h = m.find_host_prefix(k, 0, 19);
+  CHECK(h.blocks == 4);
+  CHECK(h.from_disk == 4);
+  CHECK(h.reread == 0);
+  // CPU memory (2 blocks) kept the last two read, blocks 2 and 3: a GPU hit of 2 blocks continues there, no disk read.
+  h = m.find_host_prefix(k, 2, 19);
+  CHECK(h.blocks == 2);
+  CHECK(h.from_disk == 0);
+  CHECK(h.reread == 0);
+  // A GPU hit of 3 blocks: chunks 0-2 (blocks 0-5) reach past it; the chunk holding block 3 is read whole, block 2
+  // again; a GPU hit inside the last chunk the host holds gives nothing new beyond whole chunks.
+  h = m.find_host_prefix(k, 3, 100);
+  CHECK(h.blocks == 3);
+  CHECK(h.reread == 1);
+  CHECK(m.find_host_prefix(k, 3, 15).blocks == 0);  // max_tokens 15: blocks 0-2, one whole chunk, behind the GPU hit
+  m.free(other);
+  CHECK(m.check_invariants());
+}
+
+TEST_CASE("LMCache tiers: blocks CPU memory holds are not pushed out by the disk blocks of the same hit",
+          "[sim][blocks][host_tier][lmcache]") {
+  BlockManager m(32, 4, Allocator::paged, 0, true);
+  m.enable_host_tier(6, 100, 1);
+  ContentKey k;
+  k.conversation = 1;
+  std::vector<std::uint32_t> t, other, hits;
+  m.allocate(t, 10);
+  i64 reg = 0;
+  m.register_prefix(t, k, 40, reg);  // CPU memory holds blocks 4-9, the disk all 10
+  m.free(t);
+  m.allocate(other, 32);
+  const auto h = m.find_host_prefix(k, 0, 1000);
+  CHECK(h.blocks == 10);
+  CHECK(h.from_disk == 4);  // blocks 0-3 only: 4-9 were in CPU memory when looked up
   m.free(other);
   CHECK(m.check_invariants());
 }

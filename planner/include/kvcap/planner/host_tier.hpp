@@ -76,6 +76,11 @@ struct HostTier {
 HostTier plan_host_tier(const MemoryPlan& p, const GpuSpec& g, const std::optional<Calibration>& cal,
                         double offloading_size_gib);
 
+/// Why the eviction what-if and a host tier do not go together (plan and simulate say the same).
+inline constexpr const char* kEvictionWithHostTier =
+    "with a host KV tier (--kv-offloading-size, --lmcache-*) is not modelled: under eviction a request's blocks are "
+    "never cached, so nothing would reach the host tier";
+
 /// LMCache's local backends for the deployment `p` (one KV cache group, as vLLM's own offloading; the chunk a whole
 /// number of blocks). SpecError ("lmcache") for sizes out of range, a chunk that holds no block, a hybrid model.
 HostTier plan_lmcache_tier(const MemoryPlan& p, const GpuSpec& g, const std::optional<Calibration>& cal,

@@ -106,11 +106,19 @@ class BlockManager {
   std::uint64_t host_capacity() const { return host_.capacity + disk_.capacity; }
   std::uint64_t host_blocks() const { return host_.index.size(); }
   std::uint64_t host_disk_blocks() const { return disk_.index.size(); }
-  /// How many blocks of the request described by `key`, from block `from_block` on, the host tiers hold in a row (at
-  /// most `max_tokens` tokens in all, as find_prefix), cut so that from_block + found is a whole number of units: the
-  /// continuation of a GPU hit (get_num_new_matched_tokens). Those blocks become the most recently used; a block read
-  /// from disk is stored in host memory again (LMCache reads it into a CPU buffer) and counted in `from_disk`.
-  i64 find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens, i64* from_disk = nullptr);
+  /// What the host tiers give a request beyond its GPU hit (get_num_new_matched_tokens).
+  struct HostHit {
+    i64 blocks = 0;            ///< new blocks for the request, from `from_block` on
+    i64 from_disk = 0;         ///< of them, held only on disk (read from disk, then stored in CPU memory again)
+    i64 reread = 0;            ///< LMCache: blocks of the chunk holding from_block that the GPU has, read again
+    i64 reread_from_disk = 0;  ///< of those, held only on disk
+  };
+  /// The blocks of the request described by `key` the host tiers give it from block `from_block` (the end of its GPU
+  /// hit) on, at most `max_tokens` tokens in all (as find_prefix). vLLM's offloading: the blocks held in a row from
+  /// from_block. LMCache (units > 1): its whole chunks held in a row from the prompt's start, if they reach past
+  /// from_block. The blocks looked up become the most recently used of their levels; a block read only from disk is
+  /// stored in CPU memory again (LMCache reads it into a CPU buffer).
+  HostHit find_host_prefix(const ContentKey& key, i64 from_block, i64 max_tokens);
   std::uint64_t evictions() const { return evictions_; }
 
   /// Consistency of free queue, reference counts and counters (tests; O(num_blocks)).
@@ -172,6 +180,7 @@ class BlockManager {
   void host_store(std::int64_t chain, i64 index);
   HostLru host_, disk_;
   i64 host_unit_blocks_ = 1;
+  std::vector<char> host_scratch_;  ///< find_host_prefix: which looked-up blocks CPU memory holds
 };
 
 }  // namespace kvcap::sim
