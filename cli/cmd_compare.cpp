@@ -148,9 +148,15 @@ int cmd_compare(const std::vector<std::string>& args) {
   const Deployment base = deployment_from(vm);
 
   std::vector<CompareRow> rows;
+  std::vector<std::pair<const Target*, Deployment>> seen;  // rows' deployments: one deployment spelled twice is one
   const bool tp_given = !vm["tensor-parallel-size"].defaulted();
   for (auto& t : targets) {
     const Deployment d = row_deployment(t, base, tp_given, vm.count("data-parallel-size") > 0);
+    for (const auto& [other, od] : seen)
+      if (other->model == t.model && other->gpu == t.gpu && od == d)
+        throw UsageError("--deploy '" + t.spec + "' is the deployment of '" + other->spec +
+                         "' again; give each deployment once");
+    seen.emplace_back(&t, d);
     ModelSpec m = profiles::resolve_model(t.model);
     GpuSpec g = profiles::resolve_gpu(t.gpu);
     MemoryPlan p;

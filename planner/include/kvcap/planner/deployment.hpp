@@ -74,6 +74,7 @@ struct Deployment {
       return false;
     }
     std::string describe() const;  ///< "cla:2", "minicache:from=16", "none"
+    bool operator==(const LayerSharing&) const = default;
   } kv_layer_sharing;
   /// What-if (no vLLM option; quality not modelled): full-attention layers keep only part of a request's context.
   /// streaming: `sink_tokens` attention sinks plus the latest `window_tokens` (Xiao et al., "Efficient Streaming
@@ -88,7 +89,10 @@ struct Deployment {
     i64 recent_tokens = 0;
     bool on() const { return kind != Kind::none; }
     std::string describe() const;  ///< "streaming:sink=4,window=4096", "h2o:budget=0.2", "none"
+    bool operator==(const Eviction&) const = default;
   } kv_eviction;
+  /// The same flags (two spellings of one deployment compare equal: "budget=0.2" and "budget=0.20").
+  bool operator==(const Deployment&) const = default;
 };
 
 /// Whether `version` ("current", "0.10", "0.19.1", ...) logs "GPU KV cache size" as
