@@ -109,6 +109,33 @@ Deployment row_deployment(Target& t, const Deployment& base, bool tp_given, bool
   return target_deployment(t, own, tp_given || t.flags.count("tensor-parallel-size") > 0, dp);
 }
 
+/// Every row's memory plan: its deployment (row_deployment), each deployment once, a planner error naming its row.
+std::vector<CompareRow> compare_rows(std::vector<Target>& targets, const Deployment& base,
+                                     const std::vector<i64>& contexts, bool tp_given, bool dp_given) {
+  std::vector<CompareRow> rows;
+  std::vector<std::pair<const Target*, Deployment>> seen;  // one deployment spelled twice is one
+  for (auto& t : targets) {
+    const Deployment d = row_deployment(t, base, tp_given, dp_given);
+    for (const auto& [other, od] : seen)
+      if (other->model == t.model && other->gpu == t.gpu && od == d)
+        throw UsageError("--deploy '" + t.spec + "' is the deployment of '" + other->spec +
+                         "' again; give each deployment once");
+    seen.emplace_back(&t, d);
+    ModelSpec m = profiles::resolve_model(t.model);
+    GpuSpec g = profiles::resolve_gpu(t.gpu);
+    MemoryPlan p;
+    try {
+      p = plan_memory(m, g, d, contexts);
+    } catch (const SpecError& e) {  // which row: a what-if or layout of one --deploy
+      throw SpecError(e.field(), "--deploy '" + t.spec + "': " + e.reason(),
+                      e.vllm_refuses() ? SpecError::Kind::vllm_refuses : SpecError::Kind::invalid);
+    }
+    auto findings = check_memory_plan(g, p);
+    rows.push_back({t.spec, std::move(m), std::move(g), std::move(p), std::move(findings)});
+  }
+  return rows;
+}
+
 const std::vector<std::string> kDefaultTargets = {
     "llama-3.1-8b@h100-sxm",  "llama-3.1-70b@4xh100-sxm",   "llama-3.1-405b@8xh200", "mistral-7b-v0.1@h100-sxm",
     "mixtral-8x7b@2xh100-sxm", "deepseek-v2-lite@h100-sxm", "deepseek-v3@8xh200", "gpt-oss-20b@h100-sxm",
@@ -147,28 +174,8 @@ int cmd_compare(const std::vector<std::string>& args) {
   const auto contexts = vm.count("contexts") ? parse_token_list(vm["contexts"].as<std::string>(), "--contexts") : default_contexts();
   const Deployment base = deployment_from(vm);
 
-  std::vector<CompareRow> rows;
-  std::vector<std::pair<const Target*, Deployment>> seen;  // rows' deployments: one deployment spelled twice is one
-  const bool tp_given = !vm["tensor-parallel-size"].defaulted();
-  for (auto& t : targets) {
-    const Deployment d = row_deployment(t, base, tp_given, vm.count("data-parallel-size") > 0);
-    for (const auto& [other, od] : seen)
-      if (other->model == t.model && other->gpu == t.gpu && od == d)
-        throw UsageError("--deploy '" + t.spec + "' is the deployment of '" + other->spec +
-                         "' again; give each deployment once");
-    seen.emplace_back(&t, d);
-    ModelSpec m = profiles::resolve_model(t.model);
-    GpuSpec g = profiles::resolve_gpu(t.gpu);
-    MemoryPlan p;
-    try {
-      p = plan_memory(m, g, d, contexts);
-    } catch (const SpecError& e) {  // which row: a what-if or layout of one --deploy
-      throw SpecError(e.field(), "--deploy '" + t.spec + "': " + e.reason(),
-                      e.vllm_refuses() ? SpecError::Kind::vllm_refuses : SpecError::Kind::invalid);
-    }
-    auto findings = check_memory_plan(g, p);
-    rows.push_back({t.spec, std::move(m), std::move(g), std::move(p), std::move(findings)});
-  }
+  const std::vector<CompareRow> rows = compare_rows(targets, base, contexts, !vm["tensor-parallel-size"].defaulted(),
+                                                    vm.count("data-parallel-size") > 0);
   // The plausibility policy, as in kvcap plan: findings on stderr after the report, exit 3 when a deployment
   // would not start.
   std::vector<Finding> all;
