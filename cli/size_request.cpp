@@ -41,7 +41,9 @@ po::options_description size_deployment_options() {
     ("block-size", po::value<std::string>()->default_value("16"), "tokens per KV block")
     ("max-model-len", po::value<std::string>(), "context limit per request (default: prompt + output of the workload)")
     ("max-num-batched-tokens", po::value<std::string>(), "token budget per step (default: vLLM serve's)")
-    ("max-num-seqs", po::value<std::string>(), "sequences per step (default: vLLM serve's)");
+    ("max-num-seqs", po::value<std::string>(), "sequences per step (default: vLLM serve's)")
+    ("enable-expert-parallel", po::bool_switch(), "search only expert-parallel layouts (a MoE model is searched with "
+     "and without by default: groups of 1, 2, 4, ... data-parallel replicas within --max-gpus-per-replica)");
   // clang-format on
   add_what_if_options(dep);
   return dep;
@@ -266,7 +268,7 @@ po::options_description size_search_options() {
     ("kv-cache-dtype", po::value<std::string>()->default_value("auto,fp8"), "KV formats to try (auto = the model dtype)")
     ("max-tp", po::value<std::string>()->default_value("8"), "largest tensor-parallel size (1, 2, 4, ... are tried)")
     ("max-pp", po::value<std::string>()->default_value("8"), "largest pipeline-parallel size (1, 2, 4, ... are tried)")
-    ("max-gpus-per-replica", po::value<std::string>()->default_value("8"), "TP x PP limit: one node")
+    ("max-gpus-per-replica", po::value<std::string>()->default_value("8"), "TP x PP limit, and the GPUs of one expert-parallel group: one node")
     ("max-gpus", po::value<std::string>()->default_value("100000"), "reject candidates needing more GPUs in total")
     ("price", po::value<std::string>(), "price per GPU-hour in USD overriding the profiles', e.g. h100-sxm=2.5,h200=3.1")
     ("disagg", "also search disaggregated prefill/decode (xPyD): a prefill pool of any GPU type and TP in front of each "

@@ -39,11 +39,15 @@ void sanitize(nlohmann::ordered_json& j) {
     if (v.is_number_float() && !std::isfinite(v.get<double>())) v = nullptr;
 }
 
+void add_pools_json(nlohmann::ordered_json& j, const SizingCandidate& c);
+
 nlohmann::ordered_json candidate_json(const SizingCandidate& c, bool open_loop) {
   nlohmann::ordered_json j;
   j["gpu"] = c.gpu;
   j["tensor_parallel_size"] = c.tp;
   j["pipeline_parallel_size"] = c.pp;
+  j["expert_parallel_size"] = c.expert_parallel_size();
+  j["ep_group_replicas"] = c.ep_group_replicas;
   j["weight_dtype"] = std::string(name(c.weight_dtype));
   j["kv_cache_dtype"] = std::string(name(c.kv_dtype));
   j["status"] = std::string(to_string(c.status));
@@ -75,30 +79,33 @@ nlohmann::ordered_json candidate_json(const SizingCandidate& c, bool open_loop) 
   j["cost_per_million_input_tokens_usd"] = c.cost_per_million_input_tokens_usd;
   j["cost_per_million_tokens_usd"] = c.cost_per_million_tokens_usd;
   j["mode"] = c.prefill ? "disaggregated" : "aggregated";
-  if (c.prefill) {
-    const auto& p = *c.prefill;
-    j["xpyd"] = xpyd(c);
-    j["prefill"] = {{"gpu", p.gpu},
-                    {"tensor_parallel_size", p.tp},
-                    {"pipeline_parallel_size", 1},
-                    {"weight_dtype", std::string(name(c.weight_dtype))},
-                    {"kv_cache_dtype", std::string(name(c.kv_dtype))},
-                    {"replicas", p.replicas},
-                    {"gpus", p.gpus},
-                    {"prefill_s", p.prefill_s},
-                    {"utilization", p.utilization},
-                    {"ttft_wait_s", p.ttft_wait_s},
-                    {"kv_transfer_s", p.kv_transfer_s},
-                    {"kv_link", p.link}};
-    j["decode"] = {{"gpu", c.gpu},
-                   {"tensor_parallel_size", c.tp},
-                   {"pipeline_parallel_size", c.pp},
-                   {"weight_dtype", std::string(name(c.weight_dtype))},
-                   {"kv_cache_dtype", std::string(name(c.kv_dtype))},
-                   {"replicas", c.replicas},
-                   {"gpus", c.replicas * c.gpus_per_replica}};
-  }
+  if (c.prefill) add_pools_json(j, c);
   return j;
+}
+
+/// An xPyD candidate's two pools.
+void add_pools_json(nlohmann::ordered_json& j, const SizingCandidate& c) {
+  const auto& p = *c.prefill;
+  j["xpyd"] = xpyd(c);
+  j["prefill"] = {{"gpu", p.gpu},
+                  {"tensor_parallel_size", p.tp},
+                  {"pipeline_parallel_size", 1},
+                  {"weight_dtype", std::string(name(c.weight_dtype))},
+                  {"kv_cache_dtype", std::string(name(c.kv_dtype))},
+                  {"replicas", p.replicas},
+                  {"gpus", p.gpus},
+                  {"prefill_s", p.prefill_s},
+                  {"utilization", p.utilization},
+                  {"ttft_wait_s", p.ttft_wait_s},
+                  {"kv_transfer_s", p.kv_transfer_s},
+                  {"kv_link", p.link}};
+  j["decode"] = {{"gpu", c.gpu},
+                 {"tensor_parallel_size", c.tp},
+                 {"pipeline_parallel_size", c.pp},
+                 {"weight_dtype", std::string(name(c.weight_dtype))},
+                 {"kv_cache_dtype", std::string(name(c.kv_dtype))},
+                 {"replicas", c.replicas},
+                 {"gpus", c.replicas * c.gpus_per_replica}};
 }
 
 nlohmann::ordered_json launch_json(const LaunchCommand& cmd) {
@@ -147,6 +154,8 @@ nlohmann::ordered_json verified_json(const SizingResult& r, const sim::VerifiedC
   j["gpu"] = c.gpu;
   j["tensor_parallel_size"] = c.tp;
   j["pipeline_parallel_size"] = c.pp;
+  j["expert_parallel_size"] = c.expert_parallel_size();
+  j["ep_group_replicas"] = c.ep_group_replicas;
   j["weight_dtype"] = std::string(name(c.weight_dtype));
   j["kv_cache_dtype"] = std::string(name(c.kv_dtype));
   j["analytic_replicas"] = v.analytic_replicas;
@@ -208,7 +217,8 @@ const char* kCsvHeader =
     "rate_per_replica_per_s,batch_per_replica,prefill_s,prefill_utilization,decode_step_s,decode_bound,ttft_s,tpot_s,"
     "e2e_s,output_tokens_per_s,cost_per_hour_usd,cost_per_million_output_tokens_usd,input_tokens_per_s,"
     "tokens_per_s_per_gpu,tokens_per_s_per_user,cost_per_million_input_tokens_usd,cost_per_million_tokens_usd,pareto,"
-    "best_for_gpu_type,mode,prefill_gpu,prefill_tensor_parallel_size,prefill_replicas,prefill_gpus,kv_transfer_s";
+    "best_for_gpu_type,mode,prefill_gpu,prefill_tensor_parallel_size,prefill_replicas,prefill_gpus,kv_transfer_s,"
+    "expert_parallel_size,ep_group_replicas";
 
 std::string csv_num(double v) {
   if (!std::isfinite(v)) return "";
@@ -306,6 +316,7 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
           << c.prefill->gpus << "," << csv_num(c.prefill->kv_transfer_s);
     else
       out << ",,,,";
+    out << "," << c.expert_parallel_size() << "," << c.ep_group_replicas;
     if (o.emit) {
       std::string line;
       if (ok && c.prefill && c.prefill->deployment)
@@ -368,9 +379,25 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
 /// The column heads of a candidate row (table_row).
 void table_head(std::ostream& out, const SizingRequest& q) {
   const std::string ttft_head = "TTFT " + pct_name(q.targets.ttft_percentile);
-  out << "    #  GPU        TP  PP  weights  KV        GPUs  replicas  batch  " << pad_left(ttft_head, 10)
+  out << "    #  GPU        TP  PP  EP  weights  KV        GPUs  replicas  batch  " << pad_left(ttft_head, 10)
       << "      TPOT  " << (q.workload.open_loop() ? "max req/s" : "max users")
       << "  tok/s/GPU  tok/s/user    $/hour  $/M in  $/M out  $/M all\n";
+}
+
+/// The EP column: the expert-parallel size, "-" without expert parallelism.
+std::string ep_column(const SizingCandidate& c) {
+  return c.ep_group_replicas > 0 ? std::to_string(c.expert_parallel_size()) : "-";
+}
+
+/// What an expert-parallel candidate's replicas are, in a line ("" without expert parallelism).
+std::string ep_groups_text(const SizingCandidate& b) {
+  if (b.ep_group_replicas <= 0) return "";
+  const i64 groups = b.replicas / b.ep_group_replicas;
+  return "  expert parallel: " + std::to_string(groups) + (groups == 1 ? " group" : " groups") + " of " +
+         std::to_string(b.ep_group_replicas) +
+         " data-parallel replicas; each replica keeps its own requests and KV cache, and a group's routed experts "
+         "are split over its " +
+         std::to_string(b.expert_parallel_size()) + " GPUs\n";
 }
 
 /// One feasible candidate, `rank` its place in the ranking (1 = cheapest).
@@ -381,7 +408,7 @@ void table_row(std::ostream& out, std::size_t rank, const SizingCandidate& c, bo
     return pad_left(c.priced ? fixed(v, digits) : "n/a", w);
   };
   out << pad_left(std::to_string(rank), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
-      << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
+      << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << pad_left(ep_column(c), 4) << "  "
       << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
       << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
       << pad_left(c.prefill ? xpyd(c) : grouped(static_cast<std::uint64_t>(c.replicas)), 10)
@@ -421,7 +448,7 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
   out << "\nVerified by simulation (" << escape::terminal_text(o.verified_how)
       << "): the smallest replica count whose simulated TTFT " << p
       << " and mean TPOT meet the targets, and at the model's count the model's figures beside the simulation's:\n"
-      << "    #  GPU        TP  PP  weights  KV       replicas: model  sim    GPUs    $/hour  "
+      << "    #  GPU        TP  PP  EP  weights  KV       replicas: model  sim    GPUs    $/hour  "
       << pad_left("TTFT " + p, 8) << ": model       sim    TPOT: model       sim  runs\n";
   const sim::VerifiedCandidate* best = nullptr;
   double best_cost = 0;
@@ -429,7 +456,7 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
     const auto& c = r.candidates[v.index];
     const auto [gpus, cost] = verified_cost(c, v);
     out << pad_left(std::to_string(v.index + 1), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
-        << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << "  "
+        << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << pad_left(ep_column(c), 4) << "  "
         << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
         << pad_left(c.prefill ? xpyd(c) : std::to_string(v.analytic_replicas), 16)
         << pad_left(v.replicas > 0 && c.prefill
@@ -459,8 +486,8 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
                             " TP" + std::to_string(c.prefill->tp) + " + " + std::to_string(best->replicas) + " decode"
                       : std::to_string(best->replicas))
         << " x " << escape::terminal_text(c.gpu) << " TP" << c.tp << (c.pp > 1 ? " PP" + std::to_string(c.pp) : "")
-        << " (" << verified_cost(c, *best).first << (verified_cost(c, *best).first == 1 ? " GPU, $" : " GPUs, $")
-        << fixed(best_cost, 2) << "/hour).\n";
+        << ep_text(c) << " (" << verified_cost(c, *best).first
+        << (verified_cost(c, *best).first == 1 ? " GPU, $" : " GPUs, $") << fixed(best_cost, 2) << "/hour).\n";
   }
 }
 
@@ -475,7 +502,12 @@ void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult&
     const auto& c = r.candidates[i];
     if (!c.deployment) continue;
     out << "  # " << i + 1 << ": " << escape::terminal_text(c.gpu) << ", " << c.gpus << (c.gpus == 1 ? " GPU" : " GPUs")
-        << (c.prefill ? " (" + xpyd(c) + ")" : "") << "\n";
+        << (c.prefill ? " (" + xpyd(c) + ")" : "")
+        << (c.ep_group_replicas > 0 && c.replicas > c.ep_group_replicas
+                ? " (" + std::to_string(c.replicas / c.ep_group_replicas) +
+                      " expert-parallel groups: the command starts one, run one per group behind a router)"
+                : "")
+        << "\n";
     auto print = [&](const LaunchCommand& cmd, const char* role) {
       out << "  " << role << launch_line(cmd) << "\n";
       for (const auto& note : cmd.notes) out << "  # " << escape::terminal_text(note) << "\n";
@@ -525,7 +557,7 @@ void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
     return;
   }
   out << "\nCheapest: " << b.replicas << " x " << escape::terminal_text(b.gpu) << " TP" << b.tp
-      << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << " (" << name(b.weight_dtype) << " weights, "
+      << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << ep_text(b) << " (" << name(b.weight_dtype) << " weights, "
       << name(b.kv_dtype) << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus))
       << (b.gpus == 1 ? " GPU, $" : " GPUs, $") << fixed(b.cost_per_hour_usd, 2) << "/hour, $"
       << fixed(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
@@ -535,6 +567,7 @@ void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
       << dur(b.prefill_s) << " alone, " << fixed(b.prefill_utilization * 100, 0)
       << "% of GPU time on prefill, decode step " << dur(b.decode_step_s) << " (" << to_string(b.decode_bound)
       << "-bound)\n"
+      << ep_groups_text(b)
       << "batch: requests decoding at once per replica (Little's law); TTFT includes the prefill queue "
          "(Kingman); docs/sizing.md.\n";
 }
@@ -556,7 +589,7 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
   for (std::size_t i = r.feasible; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     out << "  " << pad_right(escape::terminal_text(c.gpu), 10) << " TP" << pad_right(std::to_string(c.tp), 2) << " PP"
-        << pad_right(std::to_string(c.pp), 2) << " "
+        << pad_right(std::to_string(c.pp), 2) << pad_right(ep_text(c), 12) << " "
         << pad_right(std::string(name(c.weight_dtype)) + "/" + std::string(name(c.kv_dtype)), 10) << " "
         << (c.prefill ? "xPyD " : "") << to_string(c.status) << ": " << escape::terminal_text(c.reason) << "\n";
   }

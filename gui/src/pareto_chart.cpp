@@ -25,7 +25,7 @@ QString deployment_text(const SizingCandidate& c, std::size_t rank) {
       .arg(c.replicas)
       .arg(display_text(c.gpu))
       .arg(c.tp)
-      .arg(c.pp > 1 ? QStringLiteral(" PP%1").arg(c.pp) : QString())
+      .arg((c.pp > 1 ? QStringLiteral(" PP%1").arg(c.pp) : QString()) + QString::fromStdString(ep_text(c)))
       .arg(QString::fromStdString(std::string(name(c.weight_dtype))))
       .arg(QString::fromStdString(std::string(name(c.kv_dtype))))
       .arg(c.tokens_per_s_per_gpu, 0, 'f', 0)

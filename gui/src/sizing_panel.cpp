@@ -158,7 +158,7 @@ void SizingPanel::fill_table() {
     const QStringList cells = {
         QString::number(i + 1),
         display_text(c.gpu),
-        QString::number(c.tp),
+        QString::number(c.tp) + QString::fromStdString(ep_text(c)),
         QString::number(c.pp),
         QString::fromStdString(std::string(name(c.weight_dtype))),
         QString::fromStdString(std::string(name(c.kv_dtype))),
@@ -176,12 +176,13 @@ void SizingPanel::fill_table() {
 void SizingPanel::choose(std::size_t index) {
   if (index >= result_.feasible || !result_.candidates[index].deployment) return;
   const auto& c = result_.candidates[index];
-  status_->setText(QStringLiteral("Loaded #%1: %2 x %3 TP%4%5 into the capacity view.")
-                       .arg(index + 1)
-                       .arg(c.replicas)
-                       .arg(display_text(c.gpu))
-                       .arg(c.tp)
-                       .arg(c.pp > 1 ? QStringLiteral(" PP%1").arg(c.pp) : QString()));
+  status_->setText(
+      QStringLiteral("Loaded #%1: %2 x %3 TP%4%5 into the capacity view.")
+          .arg(index + 1)
+          .arg(c.replicas)
+          .arg(display_text(c.gpu))
+          .arg(c.tp)
+          .arg((c.pp > 1 ? QStringLiteral(" PP%1").arg(c.pp) : QString()) + QString::fromStdString(ep_text(c))));
   emit deployment_chosen(c.gpu, *c.deployment);
 }
 

@@ -12,6 +12,12 @@
 
 namespace kvcap {
 
+std::string ep_text(const SizingCandidate& c) {
+  return c.ep_group_replicas > 0
+             ? " EP" + std::to_string(c.expert_parallel_size()) + " (DP " + std::to_string(c.ep_group_replicas) + ")"
+             : "";
+}
+
 namespace sizing_detail {
 std::string dur(double s) {
   if (!std::isfinite(s)) return "unbounded";
@@ -28,7 +34,9 @@ std::vector<i64> powers_of_two(i64 max) {
 
 Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, const Key& k) {
   Deployment d = s.base;
-  d.num_gpus = 0;
+  // One replica; with expert parallelism one EP group (its replicas share the routed experts).
+  d.enable_expert_parallel = k.ep_group_replicas > 0;
+  d.num_gpus = d.enable_expert_parallel ? k.ep_group_replicas * k.tp * k.pp : 0;
   d.tensor_parallel_size = k.tp;
   d.pipeline_parallel_size = k.pp;
   d.quantization = k.wq;
@@ -421,7 +429,11 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   r.pp = k.pp;
   r.weight_dtype = k.wq;
   r.kv_dtype = k.kv;
+  r.ep_group_replicas = k.ep_group_replicas;
   r.gpus_per_replica = k.tp * k.pp;
+  // Replicas come in whole EP groups: the replica model is one data-parallel rank of a group whose other ranks carry
+  // the same load (the speed model's balanced routing), so counts round up to a multiple of the group.
+  const i64 unit = std::max<i64>(1, k.ep_group_replicas);
   r.priced = k.gpu->price_per_gpu_hour_usd > 0;
   const Deployment d = sizing_detail::candidate_deployment(w, s, k);
   std::optional<ReplicaModel> rm;
@@ -493,7 +505,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
       return r;
     }
     r.max_rate_per_replica_per_s = cap;
-    replicas_d = std::ceil(w.arrival_rate_per_s / cap);
+    replicas_d = std::ceil(w.arrival_rate_per_s / cap / dbl(unit)) * dbl(unit);
   } else {
     if (lo < 1) {
       r.status = CandidateStatus::ttft_too_high;
@@ -502,7 +514,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
           "one user per replica already misses a target (TTFT " + dur(one.ttft_s) + ", TPOT " + dur(one.tpot_s) + ")";
       return r;
     }
-    replicas_d = std::ceil(dbl(w.concurrent_users) / dbl(lo));
+    replicas_d = std::ceil(dbl(w.concurrent_users) / dbl(lo) / dbl(unit)) * dbl(unit);
   }
   if (replicas_d * dbl(r.gpus_per_replica) > dbl(s.max_gpus)) {
     r.status = CandidateStatus::too_many_gpus;
@@ -513,7 +525,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   r.replicas = static_cast<i64>(replicas_d);
   // The operating point of the most loaded replica; one more replica if rounding left it short.
   OperatingPoint op;
-  for (int extra = 0;; ++r.replicas, ++extra) {
+  for (int extra = 0;; r.replicas += unit, ++extra) {
     if (w.open_loop()) {
       const double rate = w.arrival_rate_per_s / dbl(r.replicas);
       const i64 n = std::max<i64>(1, rm->batch_for_rate(rate, limit));
@@ -522,7 +534,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
       const i64 users = w.concurrent_users / r.replicas + (w.concurrent_users % r.replicas != 0 ? 1 : 0);
       op = rm->closed_loop(users);
     }
-    if (meets(op, t, check_tpot) || extra == 64 || mul(r.replicas + 1, r.gpus_per_replica) > s.max_gpus) break;
+    if (meets(op, t, check_tpot) || extra == 64 || mul(r.replicas + unit, r.gpus_per_replica) > s.max_gpus) break;
   }
   fill_op(r, *rm, op);
   r.gpus = mul(r.replicas, r.gpus_per_replica, "GPUs");
@@ -536,7 +548,18 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   const double requests_per_s = w.open_loop() ? w.arrival_rate_per_s : dbl(w.concurrent_users) / op.e2e_s;
   sizing_detail::fill_throughput_and_cost(r, w, requests_per_s, dbl(r.gpus) * k.gpu->price_per_gpu_hour_usd);
   r.deployment = rm->context().plan.dep.d;
-  r.deployment->num_gpus = r.gpus;
+  // With expert parallelism the command starts one EP group (replicas / unit of them run side by side).
+  r.deployment->num_gpus = k.ep_group_replicas > 0 ? unit * r.gpus_per_replica : r.gpus;
+  return r;
+}
+
+/// The expert-parallel layouts searched: a MoE model tries every data-parallel group size (1, 2, 4, ...) beside plain
+/// TP sharding (0); --enable-expert-parallel in the base flags searches only the EP layouts; a dense model has none.
+std::vector<i64> expert_parallel_options(const ModelSpec& m, const SizingSpace& s) {
+  std::vector<i64> r;
+  if (!m.moe.enabled() || !s.base.enable_expert_parallel) r.push_back(0);
+  if (m.moe.enabled())
+    for (i64 dp : sizing_detail::powers_of_two(s.max_gpus_per_replica)) r.push_back(dp);
   return r;
 }
 
@@ -549,7 +572,7 @@ std::string diagnose(const std::vector<SizingCandidate>& c, const SizingTargets&
     if (x.status == CandidateStatus::ttft_too_high && (!best_ttft || x.ttft_s < best_ttft->ttft_s)) best_ttft = &x;
   }
   auto who = [](const SizingCandidate& x) {
-    return x.gpu + " TP" + std::to_string(x.tp) + (x.pp > 1 ? " PP" + std::to_string(x.pp) : "") + " " +
+    return x.gpu + " TP" + std::to_string(x.tp) + (x.pp > 1 ? " PP" + std::to_string(x.pp) : "") + ep_text(x) + " " +
            std::string(name(x.weight_dtype)) + "/" + std::string(name(x.kv_dtype));
   };
   std::string r = "no candidate meets the targets (" + std::to_string(c.size()) + " searched)";
@@ -609,19 +632,24 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
                     "a trace); a closed loop of users has no arrival rate to split between them");
   SizingResult res;
   std::vector<Key> keys;
+  const std::vector<i64> eps = expert_parallel_options(m, s);
   for (const auto& g : s.gpus)
     for (i64 tp : powers_of_two(s.max_tp))
-      for (i64 pp : powers_of_two(s.max_pp)) {
-        if (tp * pp > s.max_gpus_per_replica) continue;
-        for (DType q : wq)
-          for (DType k : kv) {
-            keys.push_back(Key{&g, tp, pp, q, k});
-            res.candidates.push_back(evaluate(m, w, t, s, keys.back()));
-          }
-      }
+      for (i64 pp : powers_of_two(s.max_pp))
+        for (i64 ep : eps) {
+          // An EP group stays within max_gpus_per_replica; EP over one GPU is no EP (kept only when EP is asked for).
+          if (tp * pp * std::max<i64>(1, ep) > s.max_gpus_per_replica) continue;
+          if (ep == 1 && tp == 1 && eps.front() == 0) continue;
+          for (DType q : wq)
+            for (DType k : kv) {
+              keys.push_back(Key{&g, tp, pp, q, k, ep});
+              res.candidates.push_back(evaluate(m, w, t, s, keys.back()));
+            }
+        }
   if (s.disaggregated) {
     const auto options = sizing_detail::prefill_options(m, w, t, s, wq, kv);
     for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i].ep_group_replicas > 0) continue;  // xPyD is searched without expert parallelism
       const CandidateStatus agg = res.candidates[i].status;
       if (agg == CandidateStatus::invalid || agg == CandidateStatus::does_not_fit) continue;
       if (auto c = sizing_detail::evaluate_disaggregated(m, w, t, s, keys[i], options))

@@ -25,7 +25,7 @@ std::vector<PrefillOption> prefill_options(const ModelSpec& m, const SizingWorkl
     for (i64 tp : powers_of_two(std::min(s.max_tp, s.max_gpus_per_replica)))
       for (DType q : weight_dtypes)
         for (DType k : kv_dtypes) {
-          PrefillOption o{Key{&g, tp, 1, q, k}, nullptr};
+          PrefillOption o{Key{&g, tp, 1, q, k, 0}, nullptr};
           try {
             MemoryPlan plan = plan_memory(m, g, candidate_deployment(w, s, o.key), {});
             if (plan.fits())

@@ -18,11 +18,13 @@ inline double dbl(i64 v) {
 std::string dur(double s);
 std::vector<i64> powers_of_two(i64 max);
 
-/// One deployment of the search: GPU type, TP, PP, weight and KV formats.
+/// One deployment of the search: GPU type, TP, PP, weight and KV formats, and expert parallelism: the data-parallel
+/// replicas of one EP group (vLLM --data-parallel-size with --enable-expert-parallel), 0 without EP.
 struct Key {
   const GpuSpec* gpu;
   i64 tp, pp;
   DType wq, kv;
+  i64 ep_group_replicas;
 };
 
 /// The deployment a key stands for: the search's base flags, its layout and formats, max_model_len from the workload.

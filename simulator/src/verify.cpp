@@ -61,12 +61,17 @@ class CandidateRun {
   i64 gpus(i64 replicas) const {
     return replicas * c_.gpus_per_replica + (c_.prefill ? prefill_workers(replicas) * c_.prefill->tp : 0);
   }
+  /// The replicas counts come in: one, or one expert-parallel group's (whose ranks share the routed experts).
+  i64 unit() const { return std::max<i64>(1, c_.ep_group_replicas); }
 
+  /// `replicas` a multiple of unit(): with expert parallelism that many ranks of one EP group's layout (the memory
+  /// plan and the step times of a group of unit() ranks), side by side behind the router.
   Outcome at(i64 replicas) {
     ++simulations;
     Deployment d = *c_.deployment;
-    d.num_gpus = replicas * c_.gpus_per_replica;
+    d.num_gpus = (c_.ep_group_replicas > 0 ? unit() : replicas) * c_.gpus_per_replica;
     SimulationRequest r;
+    if (c_.ep_group_replicas > 0) r.replicas = static_cast<std::uint32_t>(replicas);
     r.speed =
         make_speed_context(q_.model, *gpu_, plan_memory(q_.model, *gpu_, d, {}), q_.space.speed, q_.space.calibration);
     r.trace = o_.trace;
@@ -124,17 +129,20 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
   v.index = index;
   v.analytic_replicas = c.replicas;
   CandidateRun run(q, c, o);
+  // The search counts units (replicas, or expert-parallel groups of unit replicas).
+  const i64 u = run.unit();
   v.max_replicas = 1;
-  while (run.gpus(v.max_replicas + 1) <= q.space.max_gpus && v.max_replicas < (i64{1} << 40)) {
+  while (run.gpus((v.max_replicas + 1) * u) <= q.space.max_gpus && v.max_replicas < (i64{1} << 40)) {
     // The largest count within max_gpus (doubling, then bisecting: gpus() grows with the count).
     i64 step = 1;
-    while (run.gpus(v.max_replicas + step * 2) <= q.space.max_gpus && step < (i64{1} << 30)) step *= 2;
+    while (run.gpus((v.max_replicas + step * 2) * u) <= q.space.max_gpus && step < (i64{1} << 30)) step *= 2;
     v.max_replicas += step;
   }
+  const auto at = [&](i64 units) { return run.at(units * u); };
   i64 lo = 0, hi = 0;  // lo: a count known to miss (0: none); hi: the smallest known to meet (0: none)
   Outcome best;
-  i64 n = std::clamp<i64>(c.replicas, 1, v.max_replicas);
-  Outcome at_n = run.at(n);
+  i64 n = std::clamp<i64>((c.replicas + u - 1) / u, 1, v.max_replicas);
+  Outcome at_n = at(n);
   v.ttft_at_analytic_s = at_n.ttft_s;
   v.tpot_at_analytic_s = at_n.tpot_s;
   v.findings_at_analytic = at_n.findings;
@@ -146,7 +154,7 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
     Outcome last = at_n;
     while (hi == 0 && lo < v.max_replicas && !last.hopeless) {
       const i64 next = std::min(v.max_replicas, lo * 2);
-      const Outcome o2 = run.at(next);
+      const Outcome o2 = at(next);
       if (o2.meets)
         hi = next, best = o2;
       else
@@ -157,7 +165,7 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
   if (hi > 0) {
     if (lo == 0 && hi > 1) {
       // Is one replica enough? Then there is nothing to bisect.
-      const Outcome one = run.at(1);
+      const Outcome one = at(1);
       if (one.meets)
         hi = 1, best = one;
       else
@@ -165,16 +173,17 @@ VerifiedCandidate settle(const SizingRequest& q, const SizingResult& r, std::siz
     }
     while (lo > 0 && hi - lo > 1) {
       const i64 mid = lo + (hi - lo) / 2;
-      const Outcome m = run.at(mid);
+      const Outcome m = at(mid);
       if (m.meets)
         hi = mid, best = m;
       else
         lo = mid;
     }
   }
-  v.replicas = hi;
+  v.replicas = hi * u;
+  v.max_replicas *= u;
   v.prefill_replicas = hi > 0 ? run.prefill_workers(hi) : 0;
-  v.gpus = hi > 0 ? run.gpus(hi) : 0;
+  v.gpus = hi > 0 ? run.gpus(hi * u) : 0;
   v.ttft_s = best.ttft_s;
   v.tpot_s = best.tpot_s;
   v.completed = best.completed;

@@ -1,6 +1,7 @@
 // Cluster sizing: the queueing formulas against their closed forms, the search against hand-checked
 // cases (which GPU is cheapest, how many replicas), minimality of the replica count, and clear errors
 // for bad or impossible targets. docs/sizing.md documents every formula.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -371,13 +372,71 @@ TEST_CASE("the default search space: weight and KV formats, TP x PP within a nod
   // (1,1) (1,2) (1,4) (1,8) (2,1) (2,2) (2,4) (4,1) (4,2) (8,1) = 10 shapes -> 40 candidates.
   const auto r = size_cluster(profiles::resolve_model("llama-3.1-8b"), w, t, s);
   CHECK(r.candidates.size() == 40);
-  // DeepSeek-V3 ships fp8 weights: only fp8 is searched for weights -> 20 candidates.
+  // DeepSeek-V3 ships fp8 weights: only fp8 is searched for weights. A MoE model adds expert-parallel layouts: per
+  // shape, EP groups of 1, 2, 4, 8 replicas within 8 GPUs, none whose experts would sit on one GPU (TP 1 x DP 1):
+  // (1,1) 3 + (1,2) 2 + (1,4) 1 + (2,1) 3 + (2,2) 2 + (2,4) 1 + (4,1) 2 + (4,2) 1 + (8,1) 1 = 16, beside the 10 TP x PP
+  // shapes: 26 layouts x 2 KV formats = 52 candidates.
   const auto d = size_cluster(profiles::resolve_model("deepseek-v3"), w, t, s);
-  CHECK(d.candidates.size() == 20);
+  CHECK(d.candidates.size() == 52);
+  CHECK(std::count_if(d.candidates.begin(), d.candidates.end(),
+                      [](const SizingCandidate& c) { return c.ep_group_replicas > 0; }) == 32);
+  CHECK(std::none_of(r.candidates.begin(), r.candidates.end(),
+                     [](const SizingCandidate& c) { return c.ep_group_replicas > 0; }));
   for (const auto& c : d.candidates) CHECK(c.weight_dtype == DType::fp8);
   // The cheapest Llama-3.1-8B deployment for 4 req/s is a single H200 (a whole node would be wasted).
   REQUIRE(r.feasible > 0);
   CHECK(r.candidates.front().gpus == 1);
+}
+
+TEST_CASE("expert-parallel candidates come in whole groups, launch one group, and hold more KV than TP",
+          "[sizing][search][ep]") {
+  // DeepSeek-R1 on H200, 1,024 users of 1K / 2K (TensorRT-LLM's DeepSeek-R1 EP8 point, docs/accuracy.md).
+  SizingWorkload w;
+  w.prompt_tokens = 1000;
+  w.output_tokens = 2000;
+  w.concurrent_users = 1024;
+  SizingTargets t;
+  t.ttft_s = 10;
+  t.tpot_s = 0.1;
+  SizingSpace s;
+  s.gpus = {profiles::resolve_gpu("h200")};
+  s.kv_dtypes = {DType::fp8};
+  const auto m = profiles::resolve_model("deepseek-r1");
+  const auto r = size_cluster(m, w, t, s);
+  const auto find = [&](i64 tp, i64 ep) {
+    const auto it = std::find_if(r.candidates.begin(), r.candidates.end(), [&](const SizingCandidate& c) {
+      return c.tp == tp && c.pp == 1 && c.ep_group_replicas == ep && !c.prefill;
+    });
+    REQUIRE(it != r.candidates.end());
+    return *it;
+  };
+  const SizingCandidate ep8 = find(1, 8), tp8 = find(8, 0);
+  REQUIRE(ep8.status == CandidateStatus::ok);
+  REQUIRE(tp8.status == CandidateStatus::ok);
+  CHECK(ep8.expert_parallel_size() == 8);
+  CHECK(tp8.expert_parallel_size() == 1);
+  CHECK(ep8.replicas % 8 == 0);
+  CHECK(ep8.gpus == ep8.replicas * ep8.gpus_per_replica);
+  // The command starts one group: 8 GPUs, data-parallel 8, experts split.
+  REQUIRE(ep8.deployment);
+  CHECK(ep8.deployment->num_gpus == 8);
+  CHECK(ep8.deployment->enable_expert_parallel);
+  CHECK_FALSE(tp8.deployment->enable_expert_parallel);
+  const MemoryPlan plan = plan_memory(m, s.gpus[0], *ep8.deployment, {});
+  CHECK(plan.dep.replicas == 8);
+  CHECK(plan.dep.expert_parallel_size == 8);
+  CHECK(plan.kv_capacity_tokens == u64(ep8.kv_capacity_tokens));
+  // Each data-parallel rank keeps its own latent cache, where TP 8 replicates one cache on every rank: the 8 GPUs hold
+  // several times the tokens (per-replica capacity x replicas per 8 GPUs).
+  CHECK(double(ep8.kv_capacity_tokens) * 8 > 3.0 * double(tp8.kv_capacity_tokens));
+  // --enable-expert-parallel in the base flags: only expert-parallel layouts; a dense model has none to search.
+  s.base.enable_expert_parallel = true;
+  const auto only = size_cluster(m, w, t, s);
+  CHECK(std::all_of(only.candidates.begin(), only.candidates.end(),
+                    [](const SizingCandidate& c) { return c.ep_group_replicas > 0; }));
+  const auto dense = size_cluster(profiles::resolve_model("llama-3.1-8b"), w, t, s);
+  CHECK(std::none_of(dense.candidates.begin(), dense.candidates.end(),
+                     [](const SizingCandidate& c) { return c.ep_group_replicas > 0; }));
 }
 
 TEST_CASE("a calibration replaces the datasheet rates for every candidate", "[sizing][calibration]") {

@@ -1,6 +1,7 @@
 // Sizing verified by simulation (issue 17): the replica search finds the smallest count meeting the targets in
 // simulation (that count meets, one fewer misses), the result does not depend on the thread count, and a trace gives
 // the sizer its means, rate and variability.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "kvcap/planner/memory.hpp"
@@ -45,9 +46,11 @@ sim::VerifyOptions options(const SizingResult& r, unsigned threads) {
 std::pair<double, double> simulate_at(const SizingRequest& q, const SizingCandidate& c, const sim::VerifyOptions& o,
                                       i64 replicas) {
   Deployment d = *c.deployment;
-  d.num_gpus = replicas * c.gpus_per_replica;
+  // An expert-parallel candidate's replicas are ranks of whole groups, each group the deployment's layout.
+  d.num_gpus = (c.ep_group_replicas > 0 ? c.ep_group_replicas : replicas) * c.gpus_per_replica;
   const auto gpu = profiles::resolve_gpu(c.gpu);
   sim::SimulationRequest r;
+  if (c.ep_group_replicas > 0) r.replicas = static_cast<std::uint32_t>(replicas);
   r.speed = make_speed_context(q.model, gpu, plan_memory(q.model, gpu, d, {}), q.space.speed, q.space.calibration);
   r.workload = o.workload;
   r.limits = o.limits;
@@ -184,5 +187,46 @@ TEST_CASE("verified sizing simulates xPyD candidates with their prefill pool, th
     CHECK(x.tpot_s <= q.targets.tpot_s);
     // The decode-only TPOT of the model and of the simulation at the model's counts agree.
     CHECK(x.tpot_at_analytic_s == Approx(c.tpot_s).epsilon(0.15));
+  }
+}
+
+TEST_CASE("verified sizing adds expert-parallel replicas a whole group at a time", "[simulator][verify][ep]") {
+  SizingRequest q;
+  q.model = profiles::resolve_model("qwen3-30b-a3b");
+  q.workload.prompt_tokens = 2048;
+  q.workload.output_tokens = 256;
+  q.workload.arrival_rate_per_s = 60;
+  q.targets.ttft_s = 0.5;
+  q.targets.tpot_s = 0.03;
+  q.space.gpus = {profiles::resolve_gpu("h100-sxm")};
+  q.space.max_tp = 1;
+  q.space.max_pp = 1;
+  q.space.max_gpus_per_replica = 2;
+  q.space.kv_dtypes = {DType::bf16};
+  q.space.base.enable_expert_parallel = true;  // only EP layouts: groups of 1 and 2 x TP 1
+  const auto r = size_cluster(q);
+  const auto it = std::find_if(r.candidates.begin(), r.candidates.begin() + static_cast<std::ptrdiff_t>(r.feasible),
+                               [](const SizingCandidate& x) { return x.ep_group_replicas == 2; });
+  REQUIRE(it != r.candidates.begin() + static_cast<std::ptrdiff_t>(r.feasible));
+  const auto& c = *it;
+  sim::VerifyOptions o = options(r, 1);
+  o.candidates = {static_cast<std::size_t>(it - r.candidates.begin())};
+  o.workload.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 60);
+  const auto v = sim::verify_sizing(q, r, o);
+  REQUIRE(v.size() == 1);
+  const auto& x = v.front();
+  INFO("model " << x.analytic_replicas << " replicas, simulation " << x.replicas);
+  REQUIRE(x.replicas > 0);
+  CHECK(x.replicas % 2 == 0);
+  CHECK(x.max_replicas % 2 == 0);
+  CHECK(x.gpus == x.replicas * c.gpus_per_replica);
+  const auto [ttft, tpot] = simulate_at(q, c, o, x.replicas);
+  CHECK(ttft == Approx(x.ttft_s));
+  CHECK(tpot == Approx(x.tpot_s));
+  CHECK(ttft <= q.targets.ttft_s);
+  CHECK(tpot <= q.targets.tpot_s);
+  if (x.replicas > 2) {  // one group fewer misses a target
+    const auto [ttft1, tpot1] = simulate_at(q, c, o, x.replicas - 2);
+    CHECK((ttft1 > q.targets.ttft_s || tpot1 > q.targets.tpot_s));
   }
 }

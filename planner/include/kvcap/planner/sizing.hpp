@@ -49,7 +49,9 @@ struct SizingSpace {
   std::vector<DType> kv_dtypes;      ///< empty: auto (the model dtype) and fp8
   i64 max_tp = 8;                    ///< TP sizes tried: 1, 2, 4, ... <= max_tp
   i64 max_pp = 8;                    ///< PP sizes tried: 1, 2, 4, ... <= max_pp
-  i64 max_gpus_per_replica = 8;      ///< TP x PP within one node (NVLink-class interconnect)
+  /// TP x PP within one node (NVLink-class interconnect); also the GPUs of one expert-parallel group (its
+  /// data-parallel replicas x TP x PP), whose all-to-all crosses that interconnect.
+  i64 max_gpus_per_replica = 8;
   i64 max_gpus = 100000;             ///< a candidate needing more GPUs in total is rejected
   Deployment base;                   ///< other flags (gpu_memory_utilization, block_size, max_num_seqs, ...)
   SpeedOptions speed;
@@ -97,6 +99,13 @@ struct SizingCandidate {
   CandidateStatus status = CandidateStatus::invalid;
   std::string reason;  ///< why it was rejected ("" when ok)
 
+  /// Expert parallelism (a MoE model; vLLM --enable-expert-parallel): the data-parallel replicas of one EP group, whose
+  /// routed experts are split over ep_group_replicas x TP GPUs while each replica keeps its own requests and KV cache
+  /// (docs/sizing.md). `replicas` is then a multiple of it, and every per-replica figure is one data-parallel rank's.
+  /// 0: no expert parallelism.
+  i64 ep_group_replicas = 0;
+  /// The GPUs one routed expert layer is split over: ep_group_replicas x TP (1 without expert parallelism).
+  i64 expert_parallel_size() const { return ep_group_replicas > 0 ? ep_group_replicas * tp : 1; }
   i64 gpus_per_replica = 0;
   i64 replicas = 0;                       ///< smallest count meeting the targets
   i64 gpus = 0;                           ///< replicas x TP x PP
@@ -137,6 +146,8 @@ struct SizingCandidate {
 };
 /// "2P3D" for a disaggregated candidate, "" for an aggregated one.
 std::string xpyd(const SizingCandidate& c);
+/// " EP8 (DP 8)" for an expert-parallel candidate (EP size, data-parallel replicas per group), "" otherwise.
+std::string ep_text(const SizingCandidate& c);
 
 struct SizingResult {
   std::vector<SizingCandidate> candidates;  ///< feasible first (cheapest first), then the rejected
