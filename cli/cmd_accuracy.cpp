@@ -31,6 +31,8 @@ int cmd_accuracy(const std::vector<std::string>& args) {
   // clang-format off
   desc.add_options()("fixtures", po::value<std::string>()->default_value("../shared/fixtures"),
                      "folder holding serving_measurements.json")(
+      "points", po::value<std::string>(), "a points file in serving_measurements.json's format, run instead of the "
+                                          "fixtures' (e.g. bench/accuracy/large_models.json: expert-parallel and FP4 runs)")(
       "max-mape", po::value<std::string>(), "fail (exit 1) when a metric's MAPE over all engines exceeds this, "
                                             "e.g. tpot=40,ttft=80,throughput=30 (percent)")(
       "engine-profile", po::value<std::string>()->default_value("fitted"),
@@ -47,7 +49,8 @@ int cmd_accuracy(const std::vector<std::string>& args) {
     return 0;
   }
   const auto gate = vm.count("max-mape") ? parse_gate(vm["max-mape"].as<std::string>()) : std::map<std::string, double>{};
-  const auto pts = read_points(vm["fixtures"].as<std::string>() + "/serving_measurements.json");
+  const auto pts = read_points(vm.count("points") ? vm["points"].as<std::string>()
+                                                  : vm["fixtures"].as<std::string>() + "/serving_measurements.json");
   if (vm["fit"].as<bool>()) {
     report_fits(std::cout, fit_engines(pts));
     return 0;

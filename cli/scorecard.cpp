@@ -32,6 +32,7 @@ std::string builtin_model(const std::string& hf) {
   if (s.find("llama-3.1-8b") != std::string::npos) return "llama-3.1-8b";
   if (s.find("llama-3.1-70b") != std::string::npos || s.find("llama-3.3-70b") != std::string::npos)
     return "llama-3.1-70b";
+  if (s.find("deepseek-r1") != std::string::npos) return "deepseek-r1";
   return "";
 }
 
@@ -47,11 +48,13 @@ i64 number_after(const std::string& text, const std::string& key, std::size_t fr
 
 Deployment deployment_for(const Point& p) {
   Deployment d;
-  d.tensor_parallel_size = p.tp;
+  d.tensor_parallel_size = p.attention_dp ? 1 : p.tp;
   d.pipeline_parallel_size = p.pp;
   d.num_gpus = p.tp * p.pp;
+  d.enable_expert_parallel = p.ep > 1;
   const bool fp8 = p.weight_dtype == "fp8" || p.model_hf.find("FP8") != std::string::npos;
   if (fp8) d.quantization = DType::fp8;
+  if (p.weight_dtype == "nvfp4") d.quantization = DType::nvfp4;  // ModelOpt NVFP4 checkpoints (nvidia/*-FP4)
   // TensorRT-LLM (and NIM on it) serves ModelOpt FP8 checkpoints with an FP8 KV cache (the fixtures' note on S2-076).
   const bool trtllm = p.engine.find("TensorRT") != std::string::npos;
   if (p.kv_dtype == "fp8" || (p.kv_dtype.empty() && trtllm && fp8)) d.kv_cache_dtype = DType::fp8;
@@ -102,7 +105,7 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
   if (p.concurrency) {
     r.max_concurrency = static_cast<std::uint32_t>(*p.concurrency);
     w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
-    r.limits.num_requests = static_cast<std::uint64_t>(std::max<i64>(10 * *p.concurrency, 40));
+    r.limits.num_requests = static_cast<std::uint64_t>(p.num_requests.value_or(std::max<i64>(10 * *p.concurrency, 40)));
     return "closed " + std::to_string(*p.concurrency);
   }
   if (p.rate_per_s) {
@@ -111,7 +114,7 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
     return "poisson " + fixed(*p.rate_per_s, 1) + "/s";
   }
   w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
-  r.limits.num_requests = 2000;
+  r.limits.num_requests = static_cast<std::uint64_t>(p.num_requests.value_or(2000));
   return "offline";
 }
 
@@ -124,7 +127,7 @@ i64 scheduler_steps(const Point& p) {
 
 std::vector<Point> read_points(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw UsageError("--fixtures: cannot read " + path);
+  if (!in) throw UsageError("cannot read the points file " + path + " (--fixtures, --points)");
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(in);
@@ -143,6 +146,9 @@ std::vector<Point> read_points(const std::string& path) {
     p.note = j.value("note", "");
     p.tp = j.value("tp", 1);
     p.pp = j["pp"].is_number() ? j["pp"].get<i64>() : 1;
+    p.ep = j["ep"].is_number() ? j["ep"].get<i64>() : 0;
+    p.attention_dp = j.value("attention_dp", false);
+    if (j["num_requests"].is_number()) p.num_requests = j["num_requests"].get<i64>();
     p.isl = j.at("isl").get<i64>();
     p.osl = j.at("osl").get<i64>();
     if (j["batch_or_concurrency"].is_number()) p.concurrency = j["batch_or_concurrency"].get<i64>();

@@ -17,6 +17,11 @@ namespace kvcap::cli {
 struct Point {
   std::string id, model_hf, gpu, engine, weight_dtype, kv_dtype, note;
   i64 tp = 1, pp = 1, isl = 0, osl = 0;
+  /// Expert parallelism over `ep` GPUs (0: none); attention_dp: each of the TP ranks attends to its own requests
+  /// (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention): kvcap's TP 1 x data-parallel TP replicas.
+  i64 ep = 0;
+  bool attention_dp = false;
+  std::optional<i64> num_requests;  ///< the source's request count (default: 10 x concurrency, AIPerf's)
   std::optional<i64> concurrency;
   std::optional<double> rate_per_s;
   std::optional<double> tpot_s, ttft_s, output_tokens_per_s;  ///< measured

@@ -64,7 +64,11 @@ void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::siz
     o << row("- activation peak (" + grouped(static_cast<u64>(d.max_num_batched_tokens)) + " tokens, " +
                  std::to_string(std::min(d.max_num_seqs, d.max_num_batched_tokens)) + " seqs)",
              padl(gib(static_cast<double>(st.activation_peak_bytes)), 8));
-    o << row("- non-torch (CUDA context, NCCL buffers)", padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
+    const bool deepep = d.d.all2all_backend == Deployment::All2All::deepep_high_throughput ||
+                        d.d.all2all_backend == Deployment::All2All::deepep_low_latency;
+    o << row(deepep && !d.d.non_torch_bytes ? "- non-torch (CUDA context, NCCL, DeepEP buffers)"
+                                            : "- non-torch (CUDA context, NCCL buffers)",
+             padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
     o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
   }
   i64 attention_layers = 0;
@@ -121,8 +125,10 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
                                                    ": each request's KV split over that many ranks)"
                                              : "")
     << ", " << d.replicas << (d.replicas == 1 ? " replica" : " replicas")
-    << (d.expert_parallel_size > 1 ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size)
-                                   : "")
+    << (d.expert_parallel_size > 1
+            ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size) + " (" +
+                  all2all_backend_name(d.d.all2all_backend) + ")"
+            : "")
     << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype) << ", block " << d.block_size << " tokens"
     << (d.block_size_note.empty() ? "" : " (" + d.block_size_note + ")") << ", max_model_len "
     << grouped(static_cast<u64>(d.max_model_len)) << ", max_num_batched_tokens "

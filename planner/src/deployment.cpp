@@ -249,6 +249,20 @@ std::string Deployment::Eviction::describe() const {
   return "none";
 }
 
+const char* all2all_backend_name(Deployment::All2All b) {
+  switch (b) {
+    case Deployment::All2All::allgather_reducescatter:
+      return "allgather_reducescatter";
+    case Deployment::All2All::naive:
+      return "naive";
+    case Deployment::All2All::deepep_high_throughput:
+      return "deepep_high_throughput";
+    case Deployment::All2All::deepep_low_latency:
+      return "deepep_low_latency";
+  }
+  return "allgather_reducescatter";
+}
+
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
   Deployment& d = r.d;
@@ -352,6 +366,10 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   }
   // vLLM EP: the expert-parallel group is the data-parallel x tensor-parallel ranks of a stage.
   if (d.enable_expert_parallel && m.moe.enabled()) r.expert_parallel_size = mul(tp, r.replicas, "expert-parallel size");
+  if (d.all2all_backend != Deployment::All2All::allgather_reducescatter && r.expert_parallel_size <= 1)
+    throw SpecError("all2all_backend",
+                    "applies to expert parallelism over 2 or more GPUs (--enable-expert-parallel on a MoE model with "
+                    "TP x data-parallel replicas >= 2); vLLM moves no tokens between ranks without it");
   if (has_linear_layers(m)) {
     const auto& a = m.linear;
     using K = LinearAttentionSpec::Kind;

@@ -116,6 +116,13 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
       c.notes.push_back("decode context parallelism is vLLM's (--decode-context-parallel-size)");
   }
   if (d.enable_expert_parallel) c.argv.emplace_back(vllm ? "--enable-expert-parallel" : "--enable-ep-moe");
+  if (d.all2all_backend != Deployment::All2All::allgather_reducescatter) {
+    if (vllm)
+      add(c, "--all2all-backend", all2all_backend_name(d.all2all_backend));
+    else
+      c.notes.push_back(std::string("SGLang's DeepEP: --moe-a2a-backend deepep --deepep-mode ") +
+                        (d.all2all_backend == Deployment::All2All::deepep_low_latency ? "low_latency" : "normal"));
+  }
   if (d.language_model_only) {
     if (vllm)
       c.argv.emplace_back("--language-model-only");

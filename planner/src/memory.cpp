@@ -133,13 +133,41 @@ u64 estimate_activation_peak_bytes(const ModelSpec& m, const ResolvedDeployment&
   return std::max(sampler, forward);
 }
 
-u64 default_non_torch_bytes(const ModelSpec&, const ResolvedDeployment& d) {
+u64 all2all_buffer_bytes(const ModelSpec& m, const ResolvedDeployment& d) {
+  using A = Deployment::All2All;
+  const A b = d.d.all2all_backend;
+  if (d.expert_parallel_size <= 1 || (b != A::deepep_high_throughput && b != A::deepep_low_latency)) return 0;
+  // vLLM sizes DeepEP's NVLink buffer, and its RDMA buffer for high throughput across nodes, by
+  // VLLM_DEEPEP_BUFFER_SIZE_MB = 1024 (vllm/envs.py; vllm/distributed/device_communicators/all2all.py
+  // DeepEPHTAll2AllManager). A group spans nodes beyond DeepEP's NUM_MAX_NVL_PEERS = 8 GPUs.
+  constexpr u64 kDeepEpBuffer = 1024 * kMiB;
+  constexpr i64 kNvlPeers = 8;
+  if (b == A::deepep_high_throughput) return d.expert_parallel_size > kNvlPeers ? 2 * kDeepEpBuffer : kDeepEpBuffer;
+  // Low latency: the NVLink buffer and the RDMA buffer of DeepEP's LowLatencyLayout (deepseek-ai/DeepEP
+  // csrc/config.hpp, get_low_latency_rdma_size_hint) for VLLM_MOE_DP_CHUNK_SIZE = 256 tokens per rank
+  // (FusedMoEConfig.max_num_tokens): double send, receive and signalling buffers; dispatch messages carry a 16-byte
+  // header and the bf16 token, combine messages the bf16 token and a bf16x2 min/max per 128 channels.
+  constexpr u64 kTokens = 256, kAlign = 128;
+  const u64 hidden = u(m.hidden_size), experts = u(m.moe.num_experts), scales = hidden / 128;
+  const u64 local = (experts + u(d.expert_parallel_size) - 1) / u(d.expert_parallel_size);
+  const u64 dispatch_msg = 16 + std::max(hidden * 2, hidden + scales * 4);
+  const u64 combine_msg = scales * 4 + hidden * 2;
+  const u64 send = std::max(kTokens * dispatch_msg, experts * kTokens * combine_msg);
+  const u64 recv = experts * kTokens * std::max(dispatch_msg, combine_msg);
+  const u64 signal = (experts * 8 + local * 4 + kAlign - 1) / kAlign * kAlign;
+  const u64 total = 2 * (send + recv + signal);
+  return kDeepEpBuffer + (total + kAlign) / kAlign * kAlign;
+}
+
+u64 default_non_torch_bytes(const ModelSpec& m, const ResolvedDeployment& d) {
   // Memory outside PyTorch's allocator that grows during start-up: CUDA context pieces, cuBLAS
   // workspaces and, with more than one rank, NCCL buffers. vLLM V1 logged 0.13 GiB on single H100s and
   // 0.55 GiB at TP=2 (llm-d-benchmark empirical-vllm-memory-results.md): 133 MiB, plus 430 MiB when
-  // the deployment communicates. Override with --non-torch-memory.
-  const bool comm = d.d.tensor_parallel_size * d.d.pipeline_parallel_size > 1;
-  return (133 + (comm ? 430 : 0)) * kMiB;
+  // the deployment communicates (TP, PP or the expert-parallel group), plus DeepEP's buffers (allocated with
+  // cudaMalloc / NVSHMEM while the model is set up, so vLLM's profile counts them outside torch). Override with
+  // --non-torch-memory.
+  const bool comm = d.d.tensor_parallel_size * d.d.pipeline_parallel_size > 1 || d.expert_parallel_size > 1;
+  return (133 + (comm ? 430 : 0)) * kMiB + all2all_buffer_bytes(m, d);
 }
 
 namespace {

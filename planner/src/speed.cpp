@@ -21,9 +21,10 @@ i64 ep_token_scale(const SpeedContext& c) {
   return c.plan.dep.expert_parallel_size > 1 ? c.plan.dep.replicas : 1;
 }
 
-// Expert parallelism: every MoE layer dispatches each token's hidden state to its top-k experts' ranks and combines
-// the results back (DeepEP / vLLM all2all backends): 2 x tokens x top-k x hidden x activation bytes x (EP-1)/EP per
-// rank and layer, over the interconnect, plus its latency twice (no overlap with compute).
+// Expert parallelism: every MoE layer moves each token's hidden state to its experts' ranks and the results back
+// (--all2all-backend): DeepEP 2 x tokens x top-k x hidden x activation bytes x (EP-1)/EP per rank and layer,
+// all-gather + reduce-scatter 2 x tokens x (DP-1) x hidden x bytes, over the interconnect, plus its latency twice (no
+// overlap with compute).
 double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double tokens);
 double dcp_comm_s(const SpeedContext& c, const StagePlan& st, double decode_tokens, double prefill_past_tokens);
 
@@ -341,8 +342,17 @@ double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double token
   i64 moe_layers = 0;
   for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l) moe_layers += layer_is_moe(c.model, l) ? 1 : 0;
   if (moe_layers == 0) return 0;
-  const double bytes = 2.0 * tokens * dbl(c.model.moe.experts_per_token) * dbl(c.model.hidden_size) * bytes_of(c.plan.dep.dtype) *
-                       dbl(ep - 1) / dbl(ep);
+  // DeepEP sends each token to its top-k experts' ranks and back: top-k x (EP-1)/EP of the tokens leave the rank.
+  // allgather_reducescatter and naive (vLLM's default) gather every data-parallel rank's tokens and reduce-scatter
+  // the outputs over the DP group (AgRsAll2AllManager): (DP-1) x the tokens each way; with one replica the experts'
+  // outputs join the TP all-reduce the step already has.
+  using A = Deployment::All2All;
+  const A b = c.plan.dep.d.all2all_backend;
+  const double per_token = b == A::deepep_high_throughput || b == A::deepep_low_latency
+                               ? dbl(c.model.moe.experts_per_token) * dbl(ep - 1) / dbl(ep)
+                               : dbl(c.plan.dep.replicas - 1);
+  if (per_token <= 0) return 0;
+  const double bytes = 2.0 * tokens * per_token * dbl(c.model.hidden_size) * bytes_of(c.plan.dep.dtype);
   return dbl(moe_layers) * (bytes / c.gpu.interconnect_bandwidth_bytes_per_s + 2.0 * c.gpu.interconnect_latency_s);
 }
 

@@ -91,6 +91,19 @@ Deployment::Eviction eviction(const std::string& text) {
   return e;
 }
 
+/// --all2all-backend: the backends whose memory and traffic kvcap models.
+Deployment::All2All all2all_backend(const std::string& b) {
+  using A = Deployment::All2All;
+  if (b == "allgather_reducescatter") return A::allgather_reducescatter;
+  if (b == "naive") return A::naive;
+  if (b == "deepep_high_throughput") return A::deepep_high_throughput;
+  if (b == "deepep_low_latency") return A::deepep_low_latency;
+  throw InputError(
+      "--all2all-backend: expected allgather_reducescatter, naive, deepep_high_throughput or "
+      "deepep_low_latency (the backends kvcap models), got '" +
+      b + "'");
+}
+
 /// --mamba-cache-mode.
 Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
   if (mcm == "none") return Deployment::MambaCache::none;
@@ -103,6 +116,7 @@ Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
 
 namespace {
 constexpr const char* kValueFlags[] = {"activation-peak-memory",
+                                       "all2all-backend",
                                        "block-size",
                                        "data-parallel-size",
                                        "decode-context-parallel-size",
@@ -237,6 +251,7 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
     d.shared_prefix_tokens =
         text("shared-prefix-tokens") == "0" ? 0 : parse_tokens(text("shared-prefix-tokens"), "--shared-prefix-tokens");
   if (given("enable-expert-parallel")) d.enable_expert_parallel = true;
+  if (given("all2all-backend")) d.all2all_backend = all2all_backend(text("all2all-backend"));
   if (given("language-model-only")) d.language_model_only = true;
   if (given("kv-quant-group-size"))
     d.kv_quant_group_size = parse_int(text("kv-quant-group-size"), "--kv-quant-group-size", 1, 1'000'000);

@@ -461,6 +461,58 @@ TEST_CASE("expert parallelism: experts split over DP x TP ranks, each replica ke
   CHECK(without.stage.communication_s > 0);  // TP all-reduces
 }
 
+TEST_CASE("all2all backends: DeepEP's buffers per rank and each backend's traffic", "[speed][ep][memory]") {
+  const auto m = profiles::resolve_model("deepseek-v3");
+  const auto g = profiles::resolve_gpu("h200");
+  Deployment ep;
+  ep.num_gpus = 8;
+  ep.enable_expert_parallel = true;
+  ep.max_model_len = 8192;
+  using A = Deployment::All2All;
+  constexpr u64 kMiB = u64{1} << 20;
+  const auto plan_with = [&](A b, i64 gpus) {
+    Deployment d = ep;
+    d.all2all_backend = b;
+    d.num_gpus = gpus;
+    return plan_memory(m, g, d, {});
+  };
+  const auto agrs = plan_with(A::allgather_reducescatter, 8), ht = plan_with(A::deepep_high_throughput, 8),
+             ll = plan_with(A::deepep_low_latency, 8), ht16 = plan_with(A::deepep_high_throughput, 16);
+  // NCCL's allgather / reduce-scatter take no buffer of their own: the communicating rank's 133 + 430 MiB.
+  CHECK(agrs.stages[0].non_torch_bytes == (133 + 430) * kMiB);
+  // High throughput: VLLM_DEEPEP_BUFFER_SIZE_MB = 1024 for NVLink, and as much again for RDMA across nodes (EP > 8).
+  CHECK(ht.stages[0].non_torch_bytes - agrs.stages[0].non_torch_bytes == 1024 * kMiB);
+  CHECK(all2all_buffer_bytes(m, ht16.dep) == 2048 * kMiB);
+  // Low latency: DeepEP's LowLatencyLayout for 256 tokens per rank, hidden 7,168, 256 experts over 8 ranks.
+  // Dispatch message 16 + 7,168 x 2 = 14,352 B; combine 56 x 4 + 14,336 = 14,560 B; send and receive buffers
+  // 256 x 256 x 14,560 = 954,204,160 B each, signalling 256 x 8 + 32 x 4 = 2,176 B; twice over: 3,816,820,992 B,
+  // aligned up past it to 3,816,821,120; plus the 1 GiB NVLink buffer.
+  CHECK(all2all_buffer_bytes(m, ll.dep) == 3'816'821'120ULL + 1024 * kMiB);
+  CHECK(ll.kv_capacity_tokens < ht.kv_capacity_tokens);
+  CHECK(ht.kv_capacity_tokens < agrs.kv_capacity_tokens);
+  // Without expert parallelism there is nothing to exchange: a DeepEP backend is refused, naming the flag.
+  Deployment tp = ep;
+  tp.enable_expert_parallel = false;
+  tp.num_gpus = 0;
+  tp.tensor_parallel_size = 8;
+  tp.all2all_backend = A::deepep_low_latency;
+  CHECK_THROWS_WITH(plan_memory(m, g, tp, {}), Catch::Contains("all2all_backend"));
+  // Traffic per MoE layer: all-gather + reduce-scatter move (DP - 1) x the tokens each way, DeepEP top-k x (EP-1)/EP.
+  // Mixtral 8x7B (top-2) over 8 replicas: 7 against 2 x 7/8 per token, so DeepEP's step communicates less.
+  const auto mix = profiles::resolve_model("mixtral-8x7b");
+  Deployment x = ep;
+  x.max_model_len = 4096;
+  const auto step_with = [&](A b) {
+    Deployment d = x;
+    d.all2all_backend = b;
+    return decode_step(make_speed_context(mix, g, d), 64, 2048).stage.communication_s;
+  };
+  const double ag = step_with(A::allgather_reducescatter), dp = step_with(A::deepep_low_latency);
+  const double bytes_per_token = 4096.0 * 2;  // hidden x bf16
+  CHECK(ag - dp ==
+        Approx(32 * 2 * 64 * (7 - 2.0 * 7 / 8) * bytes_per_token / g.interconnect_bandwidth_bytes_per_s).epsilon(1e-9));
+}
+
 TEST_CASE("decode context parallelism: each request's KV split over the DCP ranks of a TP group", "[speed][dcp]") {
   // vLLM: the KV cache manager runs on blocks of block_size x DCP tokens (scheduler_block_size in
   // vllm/v1/engine/core.py) of which each rank stores its interleaved block_size; max_memory_usage_bytes takes

@@ -30,6 +30,16 @@ struct Deployment {
   /// every GPU of the deployment (tensor x data parallel, per pipeline stage) instead of being TP-sharded in each
   /// replica; the data-parallel replicas (num_gpus / (TP x PP)) keep their own requests and KV cache.
   bool enable_expert_parallel = false;
+  /// --all2all-backend (vLLM ParallelConfig.all2all_backend): how expert parallelism moves tokens to their experts.
+  /// allgather_reducescatter (vLLM's default) and naive gather every data-parallel rank's tokens and reduce-scatter
+  /// the outputs over NCCL; deepep_high_throughput and deepep_low_latency send each token to its top-k experts' ranks
+  /// through DeepEP's buffers (vllm/distributed/device_communicators/all2all.py), which take GPU memory.
+  enum class All2All : std::uint8_t {
+    allgather_reducescatter,
+    naive,
+    deepep_high_throughput,
+    deepep_low_latency
+  } all2all_backend = All2All::allgather_reducescatter;
   /// What-if --kv-quant-group-size (no vLLM option; with --kv-cache-dtype int4 or int2, KIVI's grouped formats): the
   /// elements sharing one fp16 scale and one fp16 zero point (Liu et al., "KIVI", arXiv:2402.02750, groups of 32 by
   /// default, 64 and 128 in its ablation); 0: 32.
@@ -128,6 +138,9 @@ struct ResolvedDeployment {
   u64 linear_state_page_bytes = 0;  ///< the same padded to the attention page (vLLM mamba_page_size_padded)
   bool mamba_align = false;         ///< mamba_cache_mode resolved to align (2 state blocks per request and group)
 };
+
+/// vLLM's name of an --all2all-backend ("allgather_reducescatter", "deepep_low_latency", ...).
+const char* all2all_backend_name(Deployment::All2All b);
 
 /// Whether attention layer `layer` keeps the model dtype under --kv-cache-dtype-skip-layers.
 bool kv_dtype_skipped(const ModelSpec& m, const Deployment& d, i64 layer);

@@ -92,6 +92,9 @@ bool hybrid_manager_enabled(const ModelSpec& m, const Deployment& d);
 u64 estimate_activation_peak_bytes(const ModelSpec& m, const ResolvedDeployment& d);
 /// Non-torch memory default per rank (documented in docs/memory-model.md).
 u64 default_non_torch_bytes(const ModelSpec& m, const ResolvedDeployment& d);
+/// DeepEP's buffers per rank under --all2all-backend deepep_* with expert parallelism (0 otherwise); part of the
+/// non-torch default.
+u64 all2all_buffer_bytes(const ModelSpec& m, const ResolvedDeployment& d);
 /// Weight bytes held by one rank of pipeline stage `stage`.
 u64 weights_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, i64 stage);
 /// The part of weights_bytes_per_rank that is the vision encoder (params.hpp vision_tensors): stage 0 only, 0 with
