@@ -63,6 +63,8 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("enable-expert-parallel", po::bool_switch(), "split a MoE model's routed experts over all GPUs (expert parallel over the data-parallel x "
                                                    "tensor-parallel ranks, as vLLM's flag; give --num-gpus for the data-parallel size)")
     ("all2all-backend", po::value<std::string>()->default_value("allgather_reducescatter"), "expert parallelism's token exchange, as vLLM's flag: allgather_reducescatter, naive, deepep_high_throughput, deepep_low_latency (DeepEP's buffers take GPU memory)")
+    ("enable-eplb", po::bool_switch(), "expert-parallel load balancing, as vLLM's flag (with --eplb-config's redundant experts)")
+    ("eplb-config", po::value<std::string>(), "vLLM's EPLBConfig as JSON: '{\"num_redundant_experts\": 32}' adds that many expert copies, ceil((E + R) / EP) experts per rank")
     ("language-model-only", po::bool_switch(), "serve a multimodal checkpoint (Gemma 3, Llama 4) as text only, as vLLM's flag: its vision encoder is not loaded")
     ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
     ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")

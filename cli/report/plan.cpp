@@ -127,7 +127,10 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << ", " << d.replicas << (d.replicas == 1 ? " replica" : " replicas")
     << (d.expert_parallel_size > 1
             ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size) + " (" +
-                  all2all_backend_name(d.d.all2all_backend) + ")"
+                  all2all_backend_name(d.d.all2all_backend) +
+                  (d.d.enable_eplb ? ", EPLB, " + std::to_string(d.d.num_redundant_experts) + " redundant experts"
+                                   : "") +
+                  ")"
             : "")
     << "; weights " << name(d.weight_dtype) << ", KV " << name(d.kv_dtype) << ", block " << d.block_size << " tokens"
     << (d.block_size_note.empty() ? "" : " (" + d.block_size_note + ")") << ", max_model_len "
@@ -190,6 +193,9 @@ nlohmann::ordered_json deployment_json(const ResolvedDeployment& d) {
           {"kv_cache_dtype", std::string(name(d.kv_dtype))},
           {"block_size", d.block_size},
           {"expert_parallel_size", d.expert_parallel_size},
+          {"all2all_backend", all2all_backend_name(d.d.all2all_backend)},
+          {"enable_eplb", d.d.enable_eplb},
+          {"num_redundant_experts", d.d.num_redundant_experts},
           {"max_model_len", d.max_model_len},
           {"max_num_batched_tokens", d.max_num_batched_tokens},
           {"max_num_seqs", d.max_num_seqs},

@@ -72,6 +72,9 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
     add("--mamba-ssm-cache-dtype", std::string(name(d.mamba_ssm_cache_dtype)));
   if (d.vllm_version != def.vllm_version) add("--vllm-version", d.vllm_version);
   if (d.all2all_backend != def.all2all_backend) add("--all2all-backend", all2all_backend_name(d.all2all_backend));
+  if (d.enable_eplb) f.emplace_back("--enable-eplb");
+  if (d.num_redundant_experts != 0)
+    add("--eplb-config", R"({"num_redundant_experts": )" + std::to_string(d.num_redundant_experts) + "}");
   if (d.kv_layer_sharing.on()) add("--kv-layer-sharing", d.kv_layer_sharing.describe());
   if (d.kv_eviction.on()) add("--kv-eviction", d.kv_eviction.describe());
   if (d.kv_quant_group_size != 0) add("--kv-quant-group-size", std::to_string(d.kv_quant_group_size));

@@ -366,6 +366,13 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   }
   // vLLM EP: the expert-parallel group is the data-parallel x tensor-parallel ranks of a stage.
   if (d.enable_expert_parallel && m.moe.enabled()) r.expert_parallel_size = mul(tp, r.replicas, "expert-parallel size");
+  if (d.num_redundant_experts < 0)
+    throw SpecError("num_redundant_experts", "must be >= 0 (got " + str(d.num_redundant_experts) + ")");
+  if (d.num_redundant_experts > 0 && !d.enable_eplb)
+    vllm_refuses("num_redundant_experts", "needs --enable-eplb (vLLM: redundant experts are EPLB's)");
+  if (d.enable_eplb && r.expert_parallel_size <= 1)
+    vllm_refuses("enable_eplb",
+                 "needs expert parallelism over 2 or more GPUs (--enable-expert-parallel on a MoE model)");
   if (d.all2all_backend != Deployment::All2All::allgather_reducescatter && r.expert_parallel_size <= 1)
     throw SpecError("all2all_backend",
                     "applies to expert parallelism over 2 or more GPUs (--enable-expert-parallel on a MoE model with "

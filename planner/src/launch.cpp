@@ -116,6 +116,16 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
       c.notes.push_back("decode context parallelism is vLLM's (--decode-context-parallel-size)");
   }
   if (d.enable_expert_parallel) c.argv.emplace_back(vllm ? "--enable-expert-parallel" : "--enable-ep-moe");
+  if (d.enable_eplb) {
+    if (vllm) {
+      c.argv.emplace_back("--enable-eplb");
+      if (d.num_redundant_experts > 0)
+        add(c, "--eplb-config", R"({"num_redundant_experts": )" + std::to_string(d.num_redundant_experts) + "}");
+    } else {
+      c.argv.emplace_back("--enable-eplb");
+      if (d.num_redundant_experts > 0) add(c, "--ep-num-redundant-experts", std::to_string(d.num_redundant_experts));
+    }
+  }
   if (d.all2all_backend != Deployment::All2All::allgather_reducescatter) {
     if (vllm)
       add(c, "--all2all-backend", all2all_backend_name(d.all2all_backend));

@@ -175,7 +175,9 @@ u64 tensor_bytes_per_rank(const ModelSpec& m, const ResolvedDeployment& d, const
   u64 bytes = 0;
   for (const auto& t : ts) {
     const DType dt = t.quantizable ? d.weight_dtype : d.dtype;
-    bytes = add(bytes, weight_bytes(dt, u(elements_per_rank(m, t, d.d.tensor_parallel_size, d.expert_parallel_size))),
+    bytes = add(bytes,
+                weight_bytes(dt, u(elements_per_rank(m, t, d.d.tensor_parallel_size, d.expert_parallel_size,
+                                                     d.d.num_redundant_experts))),
                 "weight bytes per rank");
   }
   return bytes;

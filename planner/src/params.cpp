@@ -199,11 +199,13 @@ ParamCounts param_counts(const ModelSpec& m) {
   return c;
 }
 
-i64 elements_per_rank(const ModelSpec& m, const WeightTensor& t, i64 tp, i64 ep) {
+i64 elements_per_rank(const ModelSpec& m, const WeightTensor& t, i64 tp, i64 ep, i64 redundant) {
   if (t.routed_expert && ep > 1 && m.moe.num_experts > 0) {
-    // vLLM FusedMoE with expert parallelism: each rank holds ceil(E / ep) whole experts.
+    // vLLM FusedMoE with expert parallelism: each rank holds ceil((E + redundant) / ep) whole experts (the physical
+    // experts, EPLB's redundant copies included).
     const i64 per_expert = t.elements / m.moe.num_experts;
-    return mul(per_expert, static_cast<i64>(ceil_div(static_cast<u64>(m.moe.num_experts), static_cast<u64>(ep))), "expert elements per rank");
+    const u64 physical = static_cast<u64>(add(m.moe.num_experts, redundant, "physical experts"));
+    return mul(per_expert, static_cast<i64>(ceil_div(physical, static_cast<u64>(ep))), "expert elements per rank");
   }
   switch (t.shard) {
     case Shard::replicated:

@@ -443,7 +443,7 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan
     const auto& st = ctx.plan.stages[s];
     StageWeights w;
     auto account = [&](const WeightTensor& t, bool logits) {
-      const u64 e = static_cast<u64>(elements_per_rank(m, t, tp, d.expert_parallel_size));
+      const u64 e = static_cast<u64>(elements_per_rank(m, t, tp, d.expert_parallel_size, d.d.num_redundant_experts));
       const double bytes = dbl(weight_bytes(t.quantizable ? d.weight_dtype : d.dtype, e));
       (t.routed_expert ? w.routed_bytes : w.bytes) += bytes;
       (logits ? w.head_elements : t.routed_expert ? w.routed_elements : w.elements) += dbl(e);

@@ -2,6 +2,7 @@
 #include "kvcap/profiles/flags.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -104,6 +105,34 @@ Deployment::All2All all2all_backend(const std::string& b) {
       b + "'");
 }
 
+/// --eplb-config: vLLM's EPLBConfig as JSON; num_redundant_experts is what kvcap models (the memory of the extra
+/// expert copies); the balancing schedule's keys are accepted and do not change a plan.
+i64 eplb_redundant_experts(const std::string& text) {
+  static const char* kKeys[] = {"num_redundant_experts",     "window_size", "step_interval", "log_balancedness",
+                                "log_balancedness_interval", "use_async",   "policy"};
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("--eplb-config: expected JSON such as '{\"num_redundant_experts\": 32}', got '" + text + "'");
+  }
+  if (!j.is_object())
+    throw InputError("--eplb-config: expected a JSON object such as '{\"num_redundant_experts\": 32}', got '" + text +
+                     "'");
+  for (const auto& item : j.items()) {
+    const std::string& k = item.key();
+    if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) == std::end(kKeys))
+      throw InputError("--eplb-config: unknown key '" + k +
+                       "'; expected num_redundant_experts, window_size, step_interval, log_balancedness, "
+                       "log_balancedness_interval, use_async or policy (vLLM's EPLBConfig)");
+  }
+  if (!j.contains("num_redundant_experts")) return 0;
+  const auto& n = j["num_redundant_experts"];
+  if (!n.is_number_integer() || n.get<i64>() < 0)
+    throw InputError("--eplb-config: num_redundant_experts must be a whole number >= 0, got " + n.dump());
+  return n.get<i64>();
+}
+
 /// --mamba-cache-mode.
 Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
   if (mcm == "none") return Deployment::MambaCache::none;
@@ -121,6 +150,7 @@ constexpr const char* kValueFlags[] = {"activation-peak-memory",
                                        "data-parallel-size",
                                        "decode-context-parallel-size",
                                        "dtype",
+                                       "eplb-config",
                                        "gpu-memory-utilization",
                                        "kv-cache-dtype",
                                        "kv-cache-dtype-skip-layers",
@@ -140,8 +170,8 @@ constexpr const char* kValueFlags[] = {"activation-peak-memory",
                                        "shared-prefix-tokens",
                                        "tensor-parallel-size",
                                        "vllm-version"};
-constexpr const char* kSwitchFlags[] = {"enable-expert-parallel", "hybrid-chunked-local", "language-model-only",
-                                        "disable-hybrid-kv-cache-manager"};
+constexpr const char* kSwitchFlags[] = {"enable-expert-parallel", "enable-eplb", "hybrid-chunked-local",
+                                        "language-model-only", "disable-hybrid-kv-cache-manager"};
 }  // namespace
 
 bool is_deployment_switch(const std::string& name) {
@@ -252,6 +282,8 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
         text("shared-prefix-tokens") == "0" ? 0 : parse_tokens(text("shared-prefix-tokens"), "--shared-prefix-tokens");
   if (given("enable-expert-parallel")) d.enable_expert_parallel = true;
   if (given("all2all-backend")) d.all2all_backend = all2all_backend(text("all2all-backend"));
+  if (given("enable-eplb")) d.enable_eplb = true;
+  if (given("eplb-config")) d.num_redundant_experts = eplb_redundant_experts(text("eplb-config"));
   if (given("language-model-only")) d.language_model_only = true;
   if (given("kv-quant-group-size"))
     d.kv_quant_group_size = parse_int(text("kv-quant-group-size"), "--kv-quant-group-size", 1, 1'000'000);

@@ -513,6 +513,42 @@ TEST_CASE("all2all backends: DeepEP's buffers per rank and each backend's traffi
         Approx(32 * 2 * 64 * (7 - 2.0 * 7 / 8) * bytes_per_token / g.interconnect_bandwidth_bytes_per_s).epsilon(1e-9));
 }
 
+TEST_CASE("EPLB's redundant experts: ceil((E + R) / EP) experts per rank", "[speed][ep][memory]") {
+  const auto m = profiles::resolve_model("deepseek-v3");
+  const auto g = profiles::resolve_gpu("h200");
+  Deployment ep;
+  ep.num_gpus = 8;
+  ep.enable_expert_parallel = true;
+  ep.max_model_len = 8192;
+  Deployment eplb = ep;
+  eplb.enable_eplb = true;
+  eplb.num_redundant_experts = 32;  // 288 physical experts, 36 per rank instead of 32
+  const auto a = plan_memory(m, g, ep, {}), b = plan_memory(m, g, eplb, {});
+  u64 extra = 0;
+  for (i64 l = 0; l < m.num_layers; ++l)
+    for (const auto& w : layer_tensors(m, l))
+      if (w.routed_expert) {
+        CHECK(elements_per_rank(m, w, 1, 8, 32) == w.elements / 256 * 36);
+        extra += weight_bytes(DType::fp8, u64(elements_per_rank(m, w, 1, 8, 32))) -
+                 weight_bytes(DType::fp8, u64(elements_per_rank(m, w, 1, 8)));
+      }
+  CHECK(extra > 0);
+  CHECK(b.stages[0].weights_bytes - a.stages[0].weights_bytes == extra);
+  CHECK(b.kv_capacity_tokens < a.kv_capacity_tokens);
+  // Enabling EPLB alone adds no expert; the speed model reads the extra copies' weights only as they are activated.
+  Deployment on = ep;
+  on.enable_eplb = true;
+  CHECK(plan_memory(m, g, on, {}).stages[0].weights_bytes == a.stages[0].weights_bytes);
+  // vLLM's rules: redundant experts belong to EPLB, and EPLB to expert parallelism.
+  Deployment no_eplb = ep;
+  no_eplb.num_redundant_experts = 32;
+  CHECK_THROWS_WITH(plan_memory(m, g, no_eplb, {}), Catch::Contains("num_redundant_experts"));
+  Deployment no_ep = eplb;
+  no_ep.enable_expert_parallel = false;
+  no_ep.num_redundant_experts = 0;
+  CHECK_THROWS_WITH(plan_memory(m, g, no_ep, {}), Catch::Contains("enable_eplb"));
+}
+
 TEST_CASE("decode context parallelism: each request's KV split over the DCP ranks of a TP group", "[speed][dcp]") {
   // vLLM: the KV cache manager runs on blocks of block_size x DCP tokens (scheduler_block_size in
   // vllm/v1/engine/core.py) of which each rank stores its interleaved block_size; max_memory_usage_bytes takes

@@ -86,11 +86,30 @@ TEST_CASE("deployment flags: --kv-eviction's grammar", "[flags]") {
   }
 }
 
+TEST_CASE("expert-parallel flags as vLLM spells them: --all2all-backend, --enable-eplb, --eplb-config", "[flags][ep]") {
+  const Deployment d = deployment_from_flags({{"enable-expert-parallel", ""},
+                                              {"enable-eplb", ""},
+                                              {"eplb-config", R"({"num_redundant_experts": 32, "window_size": 1000})"},
+                                              {"all2all-backend", "deepep_low_latency"}});
+  CHECK(d.enable_eplb);
+  CHECK(d.num_redundant_experts == 32);
+  CHECK(d.all2all_backend == Deployment::All2All::deepep_low_latency);
+  CHECK(std::string(all2all_backend_name(d.all2all_backend)) == "deepep_low_latency");
+  CHECK(deployment_from_flags({{"eplb-config", "{}"}}).num_redundant_experts == 0);
+  for (const char* bad : {"32", "{\"num_redundant_experts\": -1}", "{\"num_redundant_experts\": 1.5}",
+                          "{\"redundant\": 4}", "{not json"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(deployment_from_flags({{"eplb-config", bad}}), Catch::StartsWith("--eplb-config"));
+  }
+  CHECK_THROWS_WITH(deployment_from_flags({{"all2all-backend", "pplx"}}),
+                    Catch::StartsWith("--all2all-backend") && Catch::Contains("deepep_low_latency"));
+}
+
 TEST_CASE("the listed deployment flags are exactly those the reader takes", "[flags]") {
   // Each listed value flag with a malformed value is refused naming it: the reader reads it. The other way round, the
   // reader refuses (std::logic_error) to read a flag missing from the list, so every test that reads one fails.
   const auto values = deployment_value_flags();
-  CHECK(values.size() == 25);
+  CHECK(values.size() == 26);
   for (const std::string& f : values) {
     INFO(f);
     CHECK(is_deployment_flag(f));
@@ -108,7 +127,7 @@ TEST_CASE("the listed deployment flags are exactly those the reader takes", "[fl
     CHECK(is_deployment_switch(f));
     CHECK(is_deployment_flag(f));
   }
-  CHECK(deployment_switches().size() == 4);
+  CHECK(deployment_switches().size() == 5);
   CHECK_FALSE(is_deployment_flag("kv-cach-dtype"));
   CHECK_FALSE(is_deployment_flag("model"));
 }

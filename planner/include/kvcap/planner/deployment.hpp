@@ -40,6 +40,12 @@ struct Deployment {
     deepep_high_throughput,
     deepep_low_latency
   } all2all_backend = All2All::allgather_reducescatter;
+  /// --enable-eplb (vLLM expert-parallel load balancing): experts are moved between ranks as their loads drift, and
+  /// `num_redundant_experts` (--eplb-config '{"num_redundant_experts": R}') extra copies of the busiest experts are
+  /// kept, so each rank holds ceil((E + R) / EP) experts (vllm/config/parallel.py EPLBConfig; FusedMoE
+  /// global_num_experts = E + R). The balancing itself is not modelled (the speed model assumes uniform routing).
+  bool enable_eplb = false;
+  i64 num_redundant_experts = 0;
   /// What-if --kv-quant-group-size (no vLLM option; with --kv-cache-dtype int4 or int2, KIVI's grouped formats): the
   /// elements sharing one fp16 scale and one fp16 zero point (Liu et al., "KIVI", arXiv:2402.02750, groups of 32 by
   /// default, 64 and 128 in its ablation); 0: 32.

@@ -49,8 +49,9 @@ struct ParamCounts {
 ParamCounts param_counts(const ModelSpec& m);
 
 /// Elements of `t` held by one of `tp` ranks.
-/// `ep` > 1: routed experts are split whole over `ep` ranks (expert parallelism), ceil(E / ep) experts each.
-i64 elements_per_rank(const ModelSpec& m, const WeightTensor& t, i64 tp, i64 ep = 1);
+/// `ep` > 1: routed experts are split whole over `ep` ranks (expert parallelism), ceil((E + redundant) / ep) experts
+/// each (EPLB's redundant copies, --eplb-config num_redundant_experts).
+i64 elements_per_rank(const ModelSpec& m, const WeightTensor& t, i64 tp, i64 ep = 1, i64 redundant = 0);
 
 /// Layers per pipeline stage: L / PP each, the remainder to the earlier stages (vLLM get_pp_indices:
 /// from the second-to-last stage backwards).
