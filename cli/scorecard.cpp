@@ -148,7 +148,21 @@ std::vector<Point> read_points(const std::string& path) {
     p.pp = j["pp"].is_number() ? j["pp"].get<i64>() : 1;
     p.ep = j["ep"].is_number() ? j["ep"].get<i64>() : 0;
     p.attention_dp = j.value("attention_dp", false);
-    if (j["num_requests"].is_number()) p.num_requests = j["num_requests"].get<i64>();
+    // Expert parallelism is modelled over every GPU of the point (vLLM's EP = data-parallel x TP ranks).
+    if (p.ep > 1 && p.ep != p.tp * p.pp)
+      throw UsageError(
+          path + ": point " + p.id + ": ep " + std::to_string(p.ep) +
+          " must be 0, 1 or the point's tp x pp (experts over every GPU; a TP x EP hybrid is not modelled)");
+    if (p.attention_dp && p.ep != p.tp * p.pp)
+      throw UsageError(path + ": point " + p.id +
+                       ": attention_dp is modelled with the experts over every GPU (ep = tp x pp), as kvcap's "
+                       "--enable-expert-parallel at TP 1");
+    if (j["num_requests"].is_number()) {
+      p.num_requests = j["num_requests"].get<i64>();
+      if (*p.num_requests < 1 || *p.num_requests > 10'000'000)
+        throw UsageError(path + ": point " + p.id + ": num_requests must be 1 ... 10,000,000, got " +
+                         std::to_string(*p.num_requests));
+    }
     p.isl = j.at("isl").get<i64>();
     p.osl = j.at("osl").get<i64>();
     if (j["batch_or_concurrency"].is_number()) p.concurrency = j["batch_or_concurrency"].get<i64>();
@@ -170,6 +184,10 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
     return o;
   }
   const ModelSpec model = profiles::resolve_model(o.model);
+  if (p.attention_dp && !model.moe.enabled()) {
+    o.skipped = "attention_dp of a dense model (its MLPs stay tensor-parallel) is not modelled";
+    return o;
+  }
   const GpuSpec gpu = profiles::resolve_gpu(p.gpu);
   Deployment d = deployment_for(p);
   MemoryPlan plan = plan_memory(model, gpu, d, {});

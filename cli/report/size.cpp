@@ -108,6 +108,16 @@ void add_pools_json(nlohmann::ordered_json& j, const SizingCandidate& c) {
                  {"gpus", c.replicas * c.gpus_per_replica}};
 }
 
+/// An aggregated candidate's launch command; with several expert-parallel groups, a note that it starts one.
+LaunchCommand candidate_launch(LaunchEngine e, const ModelSpec& m, const SizingCandidate& c) {
+  LaunchCommand cmd = launch_command(e, m, *c.deployment);
+  if (c.ep_group_replicas > 0 && c.replicas > c.ep_group_replicas)
+    cmd.notes.push_back("this command starts one expert-parallel group of " +
+                        std::to_string(c.gpus_per_replica * c.ep_group_replicas) + " GPUs; the plan runs " +
+                        std::to_string(c.replicas / c.ep_group_replicas) + " groups, one server each, behind a router");
+  return cmd;
+}
+
 nlohmann::ordered_json launch_json(const LaunchCommand& cmd) {
   return {{"argv", cmd.argv}, {"command", launch_line(cmd)}, {"notes", cmd.notes}};
 }
@@ -126,7 +136,7 @@ nlohmann::ordered_json ranked_json(const SizingRequest& q, const SizingResult& r
       l["prefill"] = launch_json(launch_command(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill));
       l["decode"] = launch_json(launch_command(*o.emit, q.model, *c.deployment, DisaggRole::decode));
     } else {
-      l.update(launch_json(launch_command(*o.emit, q.model, *c.deployment)));
+      l.update(launch_json(candidate_launch(*o.emit, q.model, c)));
     }
   }
   return j;
@@ -324,7 +334,7 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
             "prefill: " + launch_line(launch_command(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill)) +
             "; decode: " + launch_line(launch_command(*o.emit, q.model, *c.deployment, DisaggRole::decode));
       else if (ok && c.deployment)
-        line = launch_line(launch_command(*o.emit, q.model, *c.deployment));
+        line = launch_line(candidate_launch(*o.emit, q.model, c));
       out << "," << (line.empty() ? "" : escape::csv_field(line));
     }
     out << "\n";
@@ -502,12 +512,7 @@ void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult&
     const auto& c = r.candidates[i];
     if (!c.deployment) continue;
     out << "  # " << i + 1 << ": " << escape::terminal_text(c.gpu) << ", " << c.gpus << (c.gpus == 1 ? " GPU" : " GPUs")
-        << (c.prefill ? " (" + xpyd(c) + ")" : "")
-        << (c.ep_group_replicas > 0 && c.replicas > c.ep_group_replicas
-                ? " (" + std::to_string(c.replicas / c.ep_group_replicas) +
-                      " expert-parallel groups: the command starts one, run one per group behind a router)"
-                : "")
-        << "\n";
+        << (c.prefill ? " (" + xpyd(c) + ")" : "") << "\n";
     auto print = [&](const LaunchCommand& cmd, const char* role) {
       out << "  " << role << launch_line(cmd) << "\n";
       for (const auto& note : cmd.notes) out << "  # " << escape::terminal_text(note) << "\n";
@@ -516,7 +521,7 @@ void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult&
       print(launch_command(e, q.model, *c.prefill->deployment, DisaggRole::prefill), "prefill: ");
       print(launch_command(e, q.model, *c.deployment, DisaggRole::decode), "decode:  ");
     } else {
-      print(launch_command(e, q.model, *c.deployment), "");
+      print(candidate_launch(e, q.model, c), "");
     }
   }
 }

@@ -373,10 +373,13 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (d.enable_eplb && r.expert_parallel_size <= 1)
     vllm_refuses("enable_eplb",
                  "needs expert parallelism over 2 or more GPUs (--enable-expert-parallel on a MoE model)");
-  if (d.all2all_backend != Deployment::All2All::allgather_reducescatter && r.expert_parallel_size <= 1)
+  // vLLM runs its all-to-all kernels only with expert parallelism across data-parallel replicas
+  // (FusedMoEParallelConfig.use_all2all_kernels: dp_size > 1 and use_ep); one replica's ranks share its tokens.
+  if (d.all2all_backend != Deployment::All2All::allgather_reducescatter &&
+      (r.expert_parallel_size <= 1 || r.replicas <= 1))
     throw SpecError("all2all_backend",
-                    "applies to expert parallelism over 2 or more GPUs (--enable-expert-parallel on a MoE model with "
-                    "TP x data-parallel replicas >= 2); vLLM moves no tokens between ranks without it");
+                    "applies to expert parallelism across data-parallel replicas (--enable-expert-parallel on a MoE "
+                    "model with --data-parallel-size >= 2); vLLM uses no all-to-all kernel otherwise");
   if (has_linear_layers(m)) {
     const auto& a = m.linear;
     using K = LinearAttentionSpec::Kind;

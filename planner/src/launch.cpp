@@ -72,14 +72,23 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
                 : std::vector<std::string>{"python3", "-m", "sglang.launch_server", "--model-path", hf_repo_id(m)};
   const i64 tp = d.tensor_parallel_size, pp = d.pipeline_parallel_size;
   const i64 replicas = d.num_gpus > 0 ? d.num_gpus / (tp * pp) : 1;
-  if (tp > 1) add(c, n.tp, std::to_string(tp));
+  // SGLang spells data-parallel attention over an expert-parallel group as one TP group of replicas x TP ranks whose
+  // attention runs data-parallel (--enable-dp-attention) and whose experts are split over all of them (--ep-size).
+  const bool sglang_dp_attention = !vllm && d.enable_expert_parallel && replicas > 1;
+  const i64 tp_flag = sglang_dp_attention ? replicas * tp : tp;
+  if (tp_flag > 1) add(c, n.tp, std::to_string(tp_flag));
   if (pp > 1) add(c, n.pp, std::to_string(pp));
   if (replicas > 1) {
     add(c, n.dp, std::to_string(replicas));
+    if (sglang_dp_attention) c.argv.emplace_back("--enable-dp-attention");
     if (replicas * tp * pp > 8)
-      c.notes.push_back(std::to_string(replicas) + " replicas of " + std::to_string(tp * pp) +
-                        " GPUs span nodes: start one server per node (" + n.dp +
-                        " with its per-node and address flags), or one server per replica behind a router");
+      c.notes.push_back(std::to_string(replicas) + " replicas of " + std::to_string(tp * pp) + " GPUs span nodes: " +
+                        (d.enable_expert_parallel
+                             ? std::string("an expert-parallel group is one server over its nodes (") + n.dp +
+                                   " with its per-node and address flags); its all-to-all then crosses the network, "
+                                   "which kvcap times at the NVLink rate"
+                             : std::string("start one server per node (") + n.dp +
+                                   " with its per-node and address flags), or one server per replica behind a router"));
   }
   if (d.max_model_len) add(c, n.max_model_len, std::to_string(*d.max_model_len));
   add(c, n.memory, number(d.gpu_memory_utilization));
@@ -115,7 +124,16 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
     else
       c.notes.push_back("decode context parallelism is vLLM's (--decode-context-parallel-size)");
   }
-  if (d.enable_expert_parallel) c.argv.emplace_back(vllm ? "--enable-expert-parallel" : "--enable-ep-moe");
+  if (d.enable_expert_parallel) {
+    if (vllm)
+      c.argv.emplace_back("--enable-expert-parallel");
+    else
+      add(c, "--ep-size", std::to_string(replicas * tp));
+    if (sglang_dp_attention)
+      c.notes.push_back(
+          "SGLang shards the dense MLPs and shared experts over the whole TP group under --enable-dp-attention "
+          "(--moe-dense-tp-size 1 keeps them whole, as vLLM does); kvcap planned vLLM's layout");
+  }
   if (d.enable_eplb) {
     if (vllm) {
       c.argv.emplace_back("--enable-eplb");

@@ -626,6 +626,10 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
   dedupe(wq);
   dedupe(kv);
 
+  if (s.disaggregated && s.base.enable_expert_parallel && m.moe.enabled())
+    throw SpecError("disaggregated",
+                    "xPyD is searched without expert parallelism: drop --enable-expert-parallel (the search then "
+                    "ranks the expert-parallel layouts as aggregated candidates beside the xPyD ones)");
   if (s.disaggregated && !w.open_loop())
     throw SpecError("disaggregated",
                     "sizing prefill and decode pools needs an open-loop workload (an arrival rate or "
@@ -639,7 +643,7 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
         for (i64 ep : eps) {
           // An EP group stays within max_gpus_per_replica; EP over one GPU is no EP (kept only when EP is asked for).
           if (tp * pp * std::max<i64>(1, ep) > s.max_gpus_per_replica) continue;
-          if (ep == 1 && tp == 1 && eps.front() == 0) continue;
+          if (ep == 1 && tp == 1) continue;
           for (DType q : wq)
             for (DType k : kv) {
               keys.push_back(Key{&g, tp, pp, q, k, ep});

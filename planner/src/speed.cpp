@@ -338,7 +338,7 @@ void check_context(const SpeedContext& c, i64 s, const char* field) {
 
 double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double tokens) {
   const i64 ep = c.plan.dep.expert_parallel_size;
-  if (ep <= 1 || tokens <= 0) return 0;
+  if (ep <= 1 || tokens <= 0 || c.plan.dep.replicas <= 1) return 0;  // one replica: the TP all-reduce carries it
   i64 moe_layers = 0;
   for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l) moe_layers += layer_is_moe(c.model, l) ? 1 : 0;
   if (moe_layers == 0) return 0;
@@ -348,9 +348,9 @@ double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double token
   // outputs join the TP all-reduce the step already has.
   using A = Deployment::All2All;
   const A b = c.plan.dep.d.all2all_backend;
-  const double per_token = b == A::deepep_high_throughput || b == A::deepep_low_latency
-                               ? dbl(c.model.moe.experts_per_token) * dbl(ep - 1) / dbl(ep)
-                               : dbl(c.plan.dep.replicas - 1);
+  const bool deepep = (b == A::deepep_high_throughput || b == A::deepep_low_latency) && c.plan.dep.replicas > 1;
+  const double per_token =
+      deepep ? dbl(c.model.moe.experts_per_token) * dbl(ep - 1) / dbl(ep) : dbl(c.plan.dep.replicas - 1);
   if (per_token <= 0) return 0;
   const double bytes = 2.0 * tokens * per_token * dbl(c.model.hidden_size) * bytes_of(c.plan.dep.dtype);
   return dbl(moe_layers) * (bytes / c.gpu.interconnect_bandwidth_bytes_per_s + 2.0 * c.gpu.interconnect_latency_s);

@@ -122,6 +122,8 @@ kvcap_golden(err_simulate_eviction_host_tier 2 simulate --model llama-3.1-8b --g
 # Commands that had no golden before the front ends became thin shells (issue 12): the scorecard over the published
 # measurements (its MAPEs are those docs/accuracy.md records), the built-in list, a workload file in the text grammar.
 kvcap_golden(accuracy_scorecard 0 accuracy --fixtures %FIXTURES%)
+# The published expert-parallel and NVFP4 runs (docs/accuracy.md, "Large models"); not a gate, their errors pinned.
+kvcap_golden(accuracy_large_models 0 accuracy --points %SOURCE%/bench/accuracy/large_models.json)
 kvcap_golden(list_builtin 0 list)
 kvcap_golden(simulate_load_test_text_lengths 0 simulate --model llama-3.1-8b --gpu h100-sxm --workload %SOURCE%/profiles/examples/workload-load-test.yaml --num-requests 300 --no-wall-time --no-progress)
 # Multi-turn conversations (docs/simulator.md): the example file, its prefix-cache hit rate; runs whose duration or
@@ -206,3 +208,5 @@ kvcap_golden(err_plan_lmcache_and_offloading 2 plan --model llama-3.1-8b --gpu h
 kvcap_golden(compare_deploy_row_tp_with_dp 0 compare --data-parallel-size 2 --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --tensor-parallel-size 2" --contexts 8K --format csv)
 kvcap_golden(simulate_host_tier_mla 0 simulate --model deepseek-v2-lite --gpu h200 --kv-cache-memory 2GiB --max-model-len 16K --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --num-requests 300 --lmcache-cpu-size 4 --no-wall-time)
 kvcap_golden(err_compare_deploy_same_twice 2 compare --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --kv-cache-dtype auto")
+# Expert-parallel layouts of a MoE model (issue 16): the EP column, whole groups, one group's SGLang command.
+kvcap_golden(size_ep_emit_sglang 0 size --model deepseek-r1 --gpus h200 --prompt-tokens 1000 --output-tokens 2000 --concurrent-users 2048 --ttft-p 10s --tpot 100ms --kv-cache-dtype fp8 --top 4 --emit sglang)

@@ -434,6 +434,15 @@ TEST_CASE("expert-parallel candidates come in whole groups, launch one group, an
   const auto only = size_cluster(m, w, t, s);
   CHECK(std::all_of(only.candidates.begin(), only.candidates.end(),
                     [](const SizingCandidate& c) { return c.ep_group_replicas > 0; }));
+  CHECK(std::none_of(only.candidates.begin(), only.candidates.end(),
+                     [](const SizingCandidate& c) { return c.expert_parallel_size() == 1; }));  // no EP of one GPU
+  // xPyD is searched without expert parallelism: asking for both is refused, not answered with nothing.
+  SizingSpace both = s;
+  both.disaggregated = true;
+  SizingWorkload open = w;
+  open.concurrent_users = 0;
+  open.arrival_rate_per_s = 4;
+  CHECK_THROWS_WITH(size_cluster(m, open, t, both), Catch::Contains("without expert parallelism"));
   const auto dense = size_cluster(profiles::resolve_model("llama-3.1-8b"), w, t, s);
   CHECK(std::none_of(dense.candidates.begin(), dense.candidates.end(),
                      [](const SizingCandidate& c) { return c.ep_group_replicas > 0; }));

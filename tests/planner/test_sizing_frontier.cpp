@@ -1,5 +1,6 @@
 // The purchase answer of a sizing search (issue 17): the Pareto frontier (no dominated point kept, no non-dominated
 // point dropped), the best deployment per GPU type, and the launch commands, whose flags plan the same deployment.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <random>
@@ -140,6 +141,38 @@ TEST_CASE("the emitted vLLM command plans the same deployment kvcap sized", "[si
     CHECK(plan.dep.kv_dtype == c.kv_dtype);
     CHECK(cmd.notes.size() == (c.gpus > 8 && c.replicas > 1 ? 1u : 0u));
   }
+}
+
+TEST_CASE("an expert-parallel group launches as DP x EP in vLLM and as DP attention in SGLang",
+          "[sizing][launch][ep]") {
+  const auto m = profiles::resolve_model("deepseek-r1");
+  Deployment d;
+  d.num_gpus = 8;  // TP 1 x 8 replicas, experts over all 8
+  d.enable_expert_parallel = true;
+  d.all2all_backend = Deployment::All2All::deepep_low_latency;
+  const auto has = [](const LaunchCommand& c, const std::vector<std::string>& seq) {
+    return std::search(c.argv.begin(), c.argv.end(), seq.begin(), seq.end()) != c.argv.end();
+  };
+  const auto v = launch_command(LaunchEngine::vllm, m, d);
+  CHECK(has(v, {"--data-parallel-size", "8"}));
+  CHECK(has(v, {"--enable-expert-parallel"}));
+  CHECK(has(v, {"--all2all-backend", "deepep_low_latency"}));
+  CHECK_FALSE(has(v, {"--tensor-parallel-size"}));
+  // SGLang: one TP group of 8 whose attention is data-parallel and whose experts are split over all 8 (its
+  // --enable-ep-moe would set EP = --tp-size = 1 here: eight whole copies of the model).
+  const auto s = launch_command(LaunchEngine::sglang, m, d);
+  CHECK(has(s, {"--tp-size", "8"}));
+  CHECK(has(s, {"--dp-size", "8"}));
+  CHECK(has(s, {"--enable-dp-attention"}));
+  CHECK(has(s, {"--ep-size", "8"}));
+  CHECK_FALSE(has(s, {"--enable-ep-moe"}));
+  // And the plan of the vLLM command read back is the deployment planned.
+  d.tensor_parallel_size = 2;
+  d.num_gpus = 8;  // TP 2 x 4 replicas: SGLang TP 8, DP 4, EP 8
+  const auto s2 = launch_command(LaunchEngine::sglang, m, d);
+  CHECK(has(s2, {"--tp-size", "8"}));
+  CHECK(has(s2, {"--dp-size", "4"}));
+  CHECK(has(s2, {"--ep-size", "8"}));
 }
 
 TEST_CASE("launch commands name each engine's flags and say what they cannot carry", "[sizing][launch]") {

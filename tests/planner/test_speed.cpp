@@ -497,6 +497,15 @@ TEST_CASE("all2all backends: DeepEP's buffers per rank and each backend's traffi
   tp.tensor_parallel_size = 8;
   tp.all2all_backend = A::deepep_low_latency;
   CHECK_THROWS_WITH(plan_memory(m, g, tp, {}), Catch::Contains("all2all_backend"));
+  // Nor with one replica: vLLM builds its all-to-all only across data-parallel replicas (use_all2all_kernels), the
+  // experts of TP 8 with --enable-expert-parallel share their tokens through the TP all-reduce.
+  tp.enable_expert_parallel = true;
+  CHECK_THROWS_WITH(plan_memory(m, g, tp, {}), Catch::Contains("data-parallel"));
+  tp.all2all_backend = A::allgather_reducescatter;
+  Deployment tp_no_ep = tp;
+  tp_no_ep.enable_expert_parallel = false;
+  CHECK(decode_step(make_speed_context(m, g, tp), 16, 4096).stage.communication_s ==
+        Approx(decode_step(make_speed_context(m, g, tp_no_ep), 16, 4096).stage.communication_s));
   // Traffic per MoE layer: all-gather + reduce-scatter move (DP - 1) x the tokens each way, DeepEP top-k x (EP-1)/EP.
   // Mixtral 8x7B (top-2) over 8 replicas: 7 against 2 x 7/8 per token, so DeepEP's step communicates less.
   const auto mix = profiles::resolve_model("mixtral-8x7b");
