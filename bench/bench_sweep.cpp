@@ -62,7 +62,7 @@ int main() {
   {
     cli::SweepWriter out(sink, false);
     for (const auto& c : ctx) {
-      out.series({c.model.name, c.gpu.name, 8, 1, "bf16", "bf16"});
+      out.series({c.model.name, c.gpu.name, 8, 1, 1, 1, "bf16", "bf16"});
       sweep_grid(c, contexts, batches, [&](const SweepPoint& p) { out.point(p); });
     }
     out.finish();

@@ -18,6 +18,7 @@ constexpr double kMaxSweepRows = 1e8;  ///< ~16 GB of CSV at ~160 bytes a row
 struct Grid {
   Deployment base;
   std::vector<i64> contexts, batches, tps;
+  std::vector<i64> dps;  ///< --data-parallel-sizes; empty: the base deployment's GPU count
   std::vector<ModelSpec> models;
   std::vector<GpuSpec> gpus;
   std::optional<Calibration> calibration;
@@ -43,6 +44,18 @@ Grid grid_from(const po::variables_map& vm) {
       g.tps.push_back(n);
     }
   }
+  if (vm.count("data-parallel-sizes")) {
+    if (vm.count("num-gpus") || vm.count("data-parallel-size"))
+      throw UsageError(
+          "--data-parallel-sizes sets the GPU count of each deployment (DP x TP x PP): give it without "
+          "--num-gpus and --data-parallel-size");
+    for (const auto& t : parse_name_list(vm["data-parallel-sizes"].as<std::string>(), "--data-parallel-sizes")) {
+      const i64 n = parse_int(t, "--data-parallel-sizes", 1, 4096);
+      if (std::find(g.dps.begin(), g.dps.end(), n) != g.dps.end())
+        throw UsageError("--data-parallel-sizes: " + std::to_string(n) + " is listed twice; give each size once");
+      g.dps.push_back(n);
+    }
+  }
   for (const auto& m : parse_name_list(vm["models"].as<std::string>(), "--models"))
     g.models.push_back(profiles::resolve_model(m));
   for (const auto& name : parse_name_list(vm["gpus"].as<std::string>(), "--gpus"))
@@ -56,47 +69,62 @@ Grid grid_from(const po::variables_map& vm) {
   g.calibration = calibration_from(vm, g.gpus.front());
   // Bounded work: the grid is a product; refuse one whose output no one could read, with the estimate.
   const double rows = static_cast<double>(g.models.size()) * static_cast<double>(g.gpus.size()) *
-                      static_cast<double>(g.tps.size()) * static_cast<double>(g.contexts.size()) *
-                      static_cast<double>(g.batches.size());
+                      static_cast<double>(g.tps.size()) * static_cast<double>(std::max<std::size_t>(1, g.dps.size())) *
+                      static_cast<double>(g.contexts.size()) * static_cast<double>(g.batches.size());
   if (rows > kMaxSweepRows)
-    throw UsageError("the grid has " + fixed(rows, 0) + " points (models x GPUs x TP sizes x contexts x batches), about " +
-                     fixed(rows * 160 / 1e9, 1) + " GB of output; at most " + grouped(static_cast<std::uint64_t>(kMaxSweepRows)) +
-                     ": split it into several runs");
+    throw UsageError("the grid has " + fixed(rows, 0) +
+                     " points (models x GPUs x TP sizes x DP sizes x contexts x batches), about " +
+                     fixed(rows * 160 / 1e9, 1) + " GB of output; at most " +
+                     grouped(static_cast<std::uint64_t>(kMaxSweepRows)) + ": split it into several runs");
 
   return g;
+}
+
+/// One deployment of the grid through sweep_grid, streamed to `out`; false when it is skipped (said on stderr).
+bool run_deployment(const Grid& grid, const SpeedOptions& speed, const ModelSpec& m, const GpuSpec& g,
+                    const Deployment& d, std::set<std::string>& warned, SweepWriter& out) {
+  std::optional<SpeedContext> c;
+  try {
+    const MemoryPlan plan = plan_memory(m, g, d, grid.contexts);  // the curve: for W203
+    // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device (E103) and a
+    // shared prefix no request can carry (E106) or the cache cannot hold (E107) are impossible inputs, not
+    // points; warnings (W203: contexts not longer than the prefix) go to stderr.
+    for (const auto& f : check_memory_plan(g, plan)) {
+      if (f.impossible_input) throw FindingError(f);
+      if (f.level == Finding::Level::warning && warned.insert(f.code + f.message).second)
+        print_findings("sweep", {f}, m.name + " on " + g.name);
+    }
+    c = make_speed_context(m, g, plan, speed, grid.calibration);
+  } catch (const SpecError& e) {
+    std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << d.tensor_parallel_size
+              << (grid.dps.empty()
+                      ? ""
+                      : " DP " + std::to_string(d.num_gpus / (d.tensor_parallel_size * d.pipeline_parallel_size)))
+              << ": " << e.what() << "\n";
+    return false;
+  }
+  const auto& r = c->plan.dep;
+  out.series({m.name, g.name, d.tensor_parallel_size, r.d.pipeline_parallel_size, r.replicas, r.expert_parallel_size,
+              std::string(name(r.weight_dtype)), std::string(name(r.kv_dtype))});
+  sweep_grid(*c, grid.contexts, grid.batches, [&](const SweepPoint& p) { out.point(p); });
+  return true;
 }
 
 /// Every deployment of the grid through sweep_grid, streamed to `out`: {series written, deployments skipped}.
 std::pair<std::size_t, std::size_t> run_grid(const Grid& grid, const SpeedOptions& speed, SweepWriter& out) {
   std::size_t skipped = 0, series = 0;
   std::set<std::string> warned;  // a warning the grid repeats (W203 is the same for every deployment) is printed once
+  // Without --data-parallel-sizes, one deployment per TP size with the base flags' GPU count.
+  const std::vector<i64> dps = grid.dps.empty() ? std::vector<i64>{0} : grid.dps;
   for (const auto& m : grid.models)
     for (const auto& g : grid.gpus)
-      for (i64 tp : grid.tps) {
-        Deployment d = grid.base;
-        d.tensor_parallel_size = tp;
-        std::optional<SpeedContext> c;
-        try {
-          const MemoryPlan plan = plan_memory(m, g, d, grid.contexts);  // the curve: for W203
-          // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device (E103) and a
-          // shared prefix no request can carry (E106) or the cache cannot hold (E107) are impossible inputs, not
-          // points; warnings (W203: contexts not longer than the prefix) go to stderr.
-          for (const auto& f : check_memory_plan(g, plan)) {
-            if (f.impossible_input) throw FindingError(f);
-            if (f.level == Finding::Level::warning && warned.insert(f.code + f.message).second)
-              print_findings("sweep", {f}, m.name + " on " + g.name);
-          }
-          c = make_speed_context(m, g, plan, speed, grid.calibration);
-        } catch (const SpecError& e) {
-          std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << tp << ": " << e.what() << "\n";
-          ++skipped;
-          continue;
+      for (i64 tp : grid.tps)
+        for (i64 dp : dps) {
+          Deployment d = grid.base;
+          d.tensor_parallel_size = tp;
+          if (dp > 0) d.num_gpus = dp * tp * d.pipeline_parallel_size;
+          ++(run_deployment(grid, speed, m, g, d, warned, out) ? series : skipped);
         }
-        ++series;
-        out.series({m.name, g.name, tp, c->plan.dep.d.pipeline_parallel_size, std::string(name(c->plan.dep.weight_dtype)),
-                    std::string(name(c->plan.dep.kv_dtype))});
-        sweep_grid(*c, grid.contexts, grid.batches, [&](const SweepPoint& p) { out.point(p); });
-      }
   return {series, skipped};
 }
 
@@ -124,6 +152,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     ("models", po::value<std::string>(), "models, comma-separated (built-in names, YAML profiles or config.json)")
     ("gpus", po::value<std::string>(), "GPU types, comma-separated (built-in names or YAML profiles)")
     ("tensor-parallel-sizes", po::value<std::string>(), "TP sizes, comma-separated (overrides --tensor-parallel-size)")
+    ("data-parallel-sizes", po::value<std::string>(), "data-parallel replicas per deployment, comma-separated (--num-gpus = DP x TP x PP); with --enable-expert-parallel each DP size is an expert-parallel group: its rows are one replica's")
     ("contexts", po::value<std::string>()->default_value("1K,2K,4K,8K,16K,32K,64K,128K"), "context lengths (tokens per request)")
     ("batches", po::value<std::string>()->default_value("1,2,4,8,16,32,64,128,256,512,1024"), "batch sizes (requests decoding together)")
     ("format,f", po::value<std::string>()->default_value("csv"), "csv or json")

@@ -33,7 +33,8 @@ SweepWriter::SweepWriter(std::ostream& out, bool json) : out_(out), json_(json) 
     buf_ += "[";
   else
     buf_ +=
-        "model,gpu,tensor_parallel_size,pipeline_parallel_size,weight_dtype,kv_cache_dtype,context_tokens,batch,fits,"
+        "model,gpu,tensor_parallel_size,pipeline_parallel_size,data_parallel_size,expert_parallel_size,weight_dtype,"
+        "kv_cache_dtype,context_tokens,batch,fits,"
         "max_concurrency,tpot_s,ttft_s,tokens_per_s,tokens_per_s_per_user,bound\n";
 }
 
@@ -53,10 +54,12 @@ void SweepWriter::series(const SweepSeries& s) {
     prefix_ += "{\"model\":" + json_string(s.model) + ",\"gpu\":" + json_string(s.gpu) +
                ",\"tensor_parallel_size\":" + std::to_string(s.tp) +
                ",\"pipeline_parallel_size\":" + std::to_string(s.pp) +
+               ",\"data_parallel_size\":" + std::to_string(s.dp) + ",\"expert_parallel_size\":" + std::to_string(s.ep) +
                ",\"weight_dtype\":" + json_string(s.weight_dtype) + ",\"kv_cache_dtype\":" + json_string(s.kv_dtype);
   } else {
     prefix_ += csv_field(s.model) + "," + csv_field(s.gpu) + "," + std::to_string(s.tp) + "," + std::to_string(s.pp) +
-               "," + csv_field(s.weight_dtype) + "," + csv_field(s.kv_dtype) + ",";
+               "," + std::to_string(s.dp) + "," + std::to_string(s.ep) + "," + csv_field(s.weight_dtype) + "," +
+               csv_field(s.kv_dtype) + ",";
   }
 }
 

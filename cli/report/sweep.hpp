@@ -12,6 +12,8 @@ namespace kvcap::cli {
 struct SweepSeries {
   std::string model, gpu;
   i64 tp = 1, pp = 1;
+  i64 dp = 1;  ///< data-parallel replicas of the deployment (each row is one replica's)
+  i64 ep = 1;  ///< GPUs the routed experts are split over (1: no expert parallelism)
   std::string weight_dtype, kv_dtype;
 };
 

@@ -210,3 +210,6 @@ kvcap_golden(simulate_host_tier_mla 0 simulate --model deepseek-v2-lite --gpu h2
 kvcap_golden(err_compare_deploy_same_twice 2 compare --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --kv-cache-dtype auto")
 # Expert-parallel layouts of a MoE model (issue 16): the EP column, whole groups, one group's SGLang command.
 kvcap_golden(size_ep_emit_sglang 0 size --model deepseek-r1 --gpus h200 --prompt-tokens 1000 --output-tokens 2000 --concurrent-users 2048 --ttft-p 10s --tpot 100ms --kv-cache-dtype fp8 --top 4 --emit sglang)
+# sweep's data-parallel axis: with --enable-expert-parallel each DP size is an expert-parallel group (issue 16).
+kvcap_golden(sweep_data_parallel_ep 0 sweep --models deepseek-v3 --gpus h200 --tensor-parallel-sizes 1,8 --data-parallel-sizes 1,8 --enable-expert-parallel --max-model-len 32K --contexts 8K --batches 64)
+kvcap_golden(sweep_data_parallel_with_num_gpus 2 sweep --models deepseek-v3 --gpus h200 --data-parallel-sizes 8 --num-gpus 8)
