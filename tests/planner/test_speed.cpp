@@ -461,6 +461,48 @@ TEST_CASE("expert parallelism: experts split over DP x TP ranks, each replica ke
   CHECK(without.stage.communication_s > 0);  // TP all-reduces
 }
 
+TEST_CASE("weights are conserved across layouts: every rank's share adds up to the model plus its replicated parts",
+          "[memory][ep]") {
+  // Summed over all GPUs of a deployment, each tensor is held once per copy its layout makes: routed experts once
+  // under expert parallelism (EPLB's redundant copies on top), TP-sharded tensors once per data-parallel replica,
+  // replicated tensors (norms, router, MLA down-projections) on every GPU.
+  struct Layout {
+    const char* model;
+    i64 tp, replicas, redundant;
+    bool ep;
+  };
+  for (const Layout& L : {Layout{"deepseek-v3", 8, 1, 0, false}, Layout{"deepseek-v3", 1, 8, 0, true},
+                          Layout{"deepseek-v3", 1, 8, 32, true}, Layout{"qwen3-30b-a3b", 2, 4, 0, true},
+                          Layout{"qwen3-30b-a3b", 4, 2, 0, false}, Layout{"mixtral-8x7b", 2, 4, 0, true}}) {
+    const auto m = profiles::resolve_model(L.model);
+    const i64 gpus = L.tp * L.replicas, ep = L.ep ? gpus : 1;
+    INFO(L.model << " TP " << L.tp << " x " << L.replicas << (L.ep ? " EP" : "") << " redundant " << L.redundant);
+    for (const i64 layer : {i64{0}, m.num_layers - 1}) {
+      for (const auto& t : layer_tensors(m, layer)) {
+        INFO(t.name);
+        const i64 held = gpus * elements_per_rank(m, t, L.tp, ep, L.redundant);
+        if (t.routed_expert && L.ep)
+          CHECK(held * m.moe.num_experts == t.elements * (m.moe.num_experts + L.redundant));
+        else if (t.shard == Shard::replicated)
+          CHECK(held == gpus * t.elements);
+        else if (t.shard == Shard::q_heads || t.shard == Shard::columns)
+          CHECK(held == L.replicas * t.elements);
+      }
+    }
+    // The plan charges each GPU that share: routed experts 1/EP of the model's under EP, the rest as TP shards.
+    Deployment d;
+    d.tensor_parallel_size = L.tp;
+    d.num_gpus = gpus;
+    d.enable_expert_parallel = L.ep;
+    d.enable_eplb = L.redundant > 0;
+    d.num_redundant_experts = L.redundant;
+    d.max_model_len = 4096;
+    const auto plan = plan_memory(m, profiles::resolve_gpu("h200"), d, {});
+    CHECK(plan.dep.expert_parallel_size == ep);
+    CHECK(plan.dep.replicas == L.replicas);
+  }
+}
+
 TEST_CASE("all2all backends: DeepEP's buffers per rank and each backend's traffic", "[speed][ep][memory]") {
   const auto m = profiles::resolve_model("deepseek-v3");
   const auto g = profiles::resolve_gpu("h200");
