@@ -70,6 +70,13 @@ struct Options {
   const QCommandLineOption dcp{"decode-context-parallel-size", "split each request's KV over n TP ranks (vLLM DCP)",
                                "n"};
   const QCommandLineOption ep{"enable-expert-parallel", "routed experts split over all GPUs, data-parallel attention"};
+  const QCommandLineOption all2all{"all2all-backend",
+                                   "expert parallelism's token exchange: allgather_reducescatter, naive, "
+                                   "deepep_high_throughput, deepep_low_latency",
+                                   "backend"};
+  const QCommandLineOption eplb{"enable-eplb", "expert-parallel load balancing (vLLM's flag)"};
+  const QCommandLineOption eplb_config{"eplb-config",
+                                       "vLLM's EPLBConfig as JSON, e.g. '{\"num_redundant_experts\": 32}'", "json"};
   const QCommandLineOption max_len{"max-model-len", "context limit per request (default: the model's)", "n"};
   const QCommandLineOption quant{"quantization", "weight format: auto, bf16, fp8, int4, mxfp4, ...", "dtype"};
   const QCommandLineOption kv{"kv-cache-dtype", "KV format: auto, bf16, fp8, int8, int4, ...", "dtype"};
@@ -101,9 +108,10 @@ struct Options {
 
   void add_to(QCommandLineParser& p) const {
     for (const auto* o :
-         {&screenshot, &size,      &models,  &gpu,         &num_gpus, &dp,           &tp,       &pp,        &dcp,
-          &ep,         &max_len,   &quant,   &kv,          &util,     &block,        &seqs,     &kv_memory, &batched,
-          &prefix,     &speed_ctx, &folders, &calibration, &timeline, &compare_with, &simulate, &view})
+         {&screenshot, &size,    &models,  &gpu,       &num_gpus,   &dp,          &tp,       &pp,
+          &dcp,        &ep,      &max_len, &quant,     &kv,         &util,        &block,    &seqs,
+          &kv_memory,  &batched, &prefix,  &speed_ctx, &folders,    &calibration, &timeline, &compare_with,
+          &simulate,   &view,    &all2all, &eplb,      &eplb_config})
       p.addOption(*o);
   }
 };
@@ -136,9 +144,10 @@ DashboardSettings settings_from(const QCommandLineParser& p, const Options& o, D
   // it means to `kvcap plan`.
   kvcap::profiles::FlagTexts flags;
   for (const auto* f : {&o.num_gpus, &o.dp, &o.tp, &o.pp, &o.dcp, &o.max_len, &o.quant, &o.kv, &o.util, &o.block,
-                        &o.seqs, &o.kv_memory, &o.batched, &o.prefix})
+                        &o.seqs, &o.kv_memory, &o.batched, &o.prefix, &o.all2all, &o.eplb_config})
     if (p.isSet(*f)) flags[f->names().first().toStdString()] = p.value(*f).toStdString();
   if (p.isSet(o.ep)) flags["enable-expert-parallel"] = "";
+  if (p.isSet(o.eplb)) flags["enable-eplb"] = "";
   try {
     kvcap::Deployment& d = s.deployment;
     d = kvcap::profiles::deployment_from_flags(flags, d);

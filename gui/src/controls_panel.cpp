@@ -66,7 +66,7 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   set_settings(default_settings());
 
   connect(models_, &QListWidget::itemChanged, this, &ControlsPanel::changed);
-  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_, kv_group_})
+  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_, kv_group_, all2all_})
     connect(box, &QComboBox::currentIndexChanged, this, &ControlsPanel::changed);
   connect(expert_parallel_, &QCheckBox::toggled, this, &ControlsPanel::changed);
   // A what-if text the flag reader takes becomes the value kept; one it refuses leaves the last taken.
@@ -75,7 +75,7 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
       base_ = with_what_ifs(base_, nullptr);
       changed();
     });
-  for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_})
+  for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_, redundant_})
     connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::changed);
   for (auto* spin : {dp_, tp_, pp_}) connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::parallelism_changed);
   for (auto* spin : {utilization_, kv_memory_})
@@ -115,6 +115,17 @@ void ControlsPanel::build_form(QFormLayout* form) {
   expert_parallel_->setToolTip(
       QStringLiteral("--enable-expert-parallel: routed experts split over all GPUs; each "
                      "data-parallel replica keeps its own KV cache (MoE models)"));
+  all2all_ = new QComboBox;
+  all2all_->setObjectName(QStringLiteral("all2allBackend"));
+  all2all_->setToolTip(
+      QStringLiteral("--all2all-backend: how expert parallelism exchanges tokens across "
+                     "data-parallel replicas; DeepEP's buffers take GPU memory"));
+  using A = Deployment::All2All;
+  for (const A b : {A::allgather_reducescatter, A::naive, A::deepep_high_throughput, A::deepep_low_latency})
+    all2all_->addItem(QString::fromLatin1(all2all_backend_name(b)), int(b));
+  redundant_ = spin("numRedundantExperts", 0, 4096, 0,
+                    QStringLiteral("--enable-eplb --eplb-config '{\"num_redundant_experts\": R}': R extra expert "
+                                   "copies, ceil((E + R) / EP) experts per GPU"));
   quantization_ = new QComboBox;
   quantization_->setObjectName(QStringLiteral("quantization"));
   fill_dtypes(
@@ -193,7 +204,7 @@ void ControlsPanel::build_form(QFormLayout* form) {
   clear_calibration_->setEnabled(false);
 
   // Combos may shrink below their longest entry (the popup still shows it whole).
-  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_, kv_group_}) {
+  for (auto* box : {gpu_, quantization_, kv_dtype_, block_size_, speed_context_, kv_group_, all2all_}) {
     box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     box->setMinimumContentsLength(6);
   }
@@ -208,6 +219,8 @@ void ControlsPanel::build_form(QFormLayout* form) {
   form->addRow(QStringLiteral("pipeline parallel"), pp_);
   form->addRow(QStringLiteral("decode context par."), dcp_);
   form->addRow(QStringLiteral("expert parallel"), expert_parallel_);
+  form->addRow(QStringLiteral("all-to-all backend"), all2all_);
+  form->addRow(QStringLiteral("EPLB redundant exp."), redundant_);
   form->addRow(QStringLiteral("weights"), quantization_);
   form->addRow(QStringLiteral("KV cache dtype"), kv_dtype_);
   form->addRow(QStringLiteral("gpu_memory_util."), utilization_);
@@ -260,6 +273,9 @@ QWidget* ControlsPanel::control_for(const std::string& field) const {
                                                     {"pipeline_parallel_size", pp_},
                                                     {"decode_context_parallel_size", dcp_},
                                                     {"enable_expert_parallel", expert_parallel_},
+                                                    {"all2all_backend", all2all_},
+                                                    {"enable_eplb", redundant_},
+                                                    {"num_redundant_experts", redundant_},
                                                     {"quantization", quantization_},
                                                     {"kv_cache_dtype", kv_dtype_},
                                                     {"gpu_memory_utilization", utilization_},
@@ -390,6 +406,9 @@ DashboardSettings ControlsPanel::settings() const {
   d.pipeline_parallel_size = pp_->value();
   d.decode_context_parallel_size = dcp_->value();
   d.enable_expert_parallel = expert_parallel_->isChecked();
+  d.all2all_backend = static_cast<Deployment::All2All>(all2all_->currentData().toInt());
+  d.num_redundant_experts = redundant_->value();
+  if (d.num_redundant_experts > 0) d.enable_eplb = true;  // 0 keeps --enable-eplb as it was given
   d.quantization = dtype_of(quantization_);
   d.kv_cache_dtype = dtype_of(kv_dtype_);
   d.gpu_memory_utilization = utilization_->value();
@@ -442,6 +461,8 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   update_gpu_count();
   dcp_->setValue(int(d.decode_context_parallel_size));
   expert_parallel_->setChecked(d.enable_expert_parallel);
+  select_data(all2all_, int(d.all2all_backend));
+  redundant_->setValue(int(std::min<i64>(d.num_redundant_experts, 4096)));
   select_data(quantization_, qs(name(d.quantization)));
   select_data(kv_dtype_, qs(name(d.kv_cache_dtype)));
   utilization_->setValue(d.gpu_memory_utilization);

@@ -69,6 +69,8 @@ class ControlsPanel : public QWidget {
   QSpinBox* pp_;
   QSpinBox* dcp_;
   QCheckBox* expert_parallel_;
+  QComboBox* all2all_;   ///< --all2all-backend (Deployment::All2All as the item data)
+  QSpinBox* redundant_;  ///< EPLB's redundant experts (--eplb-config num_redundant_experts); > 0 turns EPLB on
   QComboBox* quantization_;
   QComboBox* kv_dtype_;
   QDoubleSpinBox* utilization_;

@@ -415,6 +415,9 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   s.deployment.tensor_parallel_size = 2;
   s.deployment.num_gpus = 8;
   s.deployment.enable_expert_parallel = true;
+  s.deployment.all2all_backend = Deployment::All2All::deepep_low_latency;
+  s.deployment.enable_eplb = true;
+  s.deployment.num_redundant_experts = 8;
   s.deployment.decode_context_parallel_size = 2;
   s.deployment.max_model_len = 32768;
   s.deployment.vllm_version = "0.10";
@@ -423,10 +426,15 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   w.controls()->set_settings(s);
   CHECK(child<QCheckBox>(w, "enableExpertParallel")->isChecked());
   CHECK(child<QSpinBox>(w, "decodeContextParallelSize")->value() == 2);
+  CHECK(child<QComboBox>(w, "all2allBackend")->currentText() == "deepep_low_latency");
+  CHECK(child<QSpinBox>(w, "numRedundantExperts")->value() == 8);
   // A control change rebuilds the deployment from the controls, keeping what no control shows.
   child<QDoubleSpinBox>(w, "gpuMemoryUtilization")->setValue(0.8);
   const Deployment d = w.controls()->settings().deployment;
   CHECK(d.enable_expert_parallel);
+  CHECK(d.all2all_backend == Deployment::All2All::deepep_low_latency);
+  CHECK(d.enable_eplb);
+  CHECK(d.num_redundant_experts == 8);
   CHECK(d.decode_context_parallel_size == 2);
   CHECK(d.max_model_len == 32768);
   CHECK(d.vllm_version == "0.10");
@@ -434,6 +442,9 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   CHECK(d.gpu_memory_utilization == Approx(0.8));
   const std::string cmd = w.plan_command_text().toStdString();
   CHECK_THAT(cmd, Catch::Contains("--enable-expert-parallel"));
+  CHECK_THAT(cmd, Catch::Contains("--all2all-backend deepep_low_latency"));
+  CHECK_THAT(cmd, Catch::Contains("--enable-eplb"));
+  CHECK_THAT(cmd, Catch::Contains("num_redundant_experts"));
   CHECK_THAT(cmd, Catch::Contains("--decode-context-parallel-size 2"));
   CHECK_THAT(cmd, Catch::Contains("--max-model-len 32768"));
   CHECK_THAT(cmd, Catch::Contains("--vllm-version 0.10"));
