@@ -503,6 +503,42 @@ TEST_CASE("weights are conserved across layouts: every rank's share adds up to t
   }
 }
 
+TEST_CASE("expert parallelism: MLA capacity grows with the DP size, the all-to-all with the EP size", "[speed][ep]") {
+  // DeepSeek-V3 at TP 8 with 1, 2, 4 data-parallel replicas, experts over all of them: each replica keeps its own
+  // latent cache and every rank holds fewer experts, so the cluster's KV more than doubles with each doubling.
+  const auto m = profiles::resolve_model("deepseek-v3");
+  const auto g = profiles::resolve_gpu("h200");
+  u64 last = 0;
+  for (const i64 dp : {1, 2, 4}) {
+    Deployment d;
+    d.tensor_parallel_size = 8;
+    d.num_gpus = 8 * dp;
+    d.enable_expert_parallel = true;
+    d.max_model_len = 131072;
+    const auto plan = plan_memory(m, g, d, {});
+    INFO("DP " << dp << ": " << plan.cluster_kv_capacity_tokens);
+    CHECK(plan.cluster_kv_capacity_tokens > 2 * last);
+    last = plan.cluster_kv_capacity_tokens;
+  }
+  // Mixtral 8x7B at TP 1 over 2, 4, 8 replicas: the per-layer exchange grows with the group for either backend
+  // (all-gather: DP - 1 copies of the tokens; DeepEP: top-k x (EP - 1)/EP).
+  const auto mix = profiles::resolve_model("mixtral-8x7b");
+  for (const auto b : {Deployment::All2All::allgather_reducescatter, Deployment::All2All::deepep_high_throughput}) {
+    double prev = 0;
+    for (const i64 ep : {2, 4, 8}) {
+      Deployment d;
+      d.num_gpus = ep;
+      d.enable_expert_parallel = true;
+      d.all2all_backend = b;
+      d.max_model_len = 4096;
+      const double comm = decode_step(make_speed_context(mix, g, d), 32, 2048).stage.communication_s;
+      INFO(all2all_backend_name(b) << " EP " << ep << ": " << comm);
+      CHECK(comm > prev);
+      prev = comm;
+    }
+  }
+}
+
 TEST_CASE("all2all backends: DeepEP's buffers per rank and each backend's traffic", "[speed][ep][memory]") {
   const auto m = profiles::resolve_model("deepseek-v3");
   const auto g = profiles::resolve_gpu("h200");
