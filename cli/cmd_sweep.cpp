@@ -94,6 +94,10 @@ bool run_deployment(const Grid& grid, const SpeedOptions& speed, const ModelSpec
       if (f.level == Finding::Level::warning && warned.insert(f.code + f.message).second)
         print_findings("sweep", {f}, m.name + " on " + g.name);
     }
+    // An expert-parallel group beyond one 8-GPU NVLink domain: its all-to-all is still timed at the NVLink rate.
+    if (plan.dep.expert_parallel_size > 8 && warned.insert("ep-nodes").second)
+      std::cerr << "kvcap sweep: note: expert-parallel groups of more than 8 GPUs span nodes; their all-to-all is "
+                   "timed at the GPU profile's NVLink rate, so those rows are optimistic\n";
     c = make_speed_context(m, g, plan, speed, grid.calibration);
   } catch (const SpecError& e) {
     std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << d.tensor_parallel_size

@@ -43,7 +43,10 @@ po::options_description size_deployment_options() {
     ("max-num-batched-tokens", po::value<std::string>(), "token budget per step (default: vLLM serve's)")
     ("max-num-seqs", po::value<std::string>(), "sequences per step (default: vLLM serve's)")
     ("enable-expert-parallel", po::bool_switch(), "search only expert-parallel layouts (a MoE model is searched with "
-     "and without by default: groups of 1, 2, 4, ... data-parallel replicas within --max-gpus-per-replica)");
+     "and without by default: groups of 1, 2, 4, ... data-parallel replicas within --max-gpus-per-replica)")
+    ("all2all-backend", po::value<std::string>()->default_value("allgather_reducescatter"), "the expert-parallel candidates' token exchange (vLLM's flag; DeepEP's buffers take memory)")
+    ("enable-eplb", po::bool_switch(), "the expert-parallel candidates run EPLB (vLLM's flag)")
+    ("eplb-config", po::value<std::string>(), "their EPLBConfig as JSON, e.g. '{\"num_redundant_experts\": 32}'");
   // clang-format on
   add_what_if_options(dep);
   return dep;
@@ -294,6 +297,10 @@ void what_if_findings(const SizingRequest& q, std::vector<Finding>& findings) {
     d.kv_cache_dtype = kv;
     if (!kv_group_size_settable(kv)) d.kv_quant_group_size = 0;  // the KIVI formats' group only, as the search
     d.num_gpus = 0;
+    // The what-ifs are checked on one GPU: without the expert-parallel options, which need a group.
+    d.enable_expert_parallel = d.enable_eplb = false;
+    d.num_redundant_experts = 0;
+    d.all2all_backend = Deployment::All2All::allgather_reducescatter;
     for (auto& f : check_what_ifs(plan_memory(q.model, s.gpus.front(), d, {})))
       if (std::none_of(findings.begin(), findings.end(), [&](const Finding& e) { return e.message == f.message; }))
         findings.push_back(std::move(f));

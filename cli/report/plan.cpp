@@ -128,7 +128,8 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
     << (d.expert_parallel_size > 1
             ? " (data parallel), experts split over EP " + std::to_string(d.expert_parallel_size) + " (" +
                   all2all_backend_name(d.d.all2all_backend) +
-                  (d.d.enable_eplb ? ", EPLB, " + std::to_string(d.d.num_redundant_experts) + " redundant experts"
+                  (d.d.enable_eplb ? ", EPLB, " + std::to_string(d.d.num_redundant_experts) +
+                                         (d.d.num_redundant_experts == 1 ? " redundant expert" : " redundant experts")
                                    : "") +
                   ")"
             : "")

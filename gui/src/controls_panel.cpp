@@ -123,7 +123,7 @@ void ControlsPanel::build_form(QFormLayout* form) {
   using A = Deployment::All2All;
   for (const A b : {A::allgather_reducescatter, A::naive, A::deepep_high_throughput, A::deepep_low_latency})
     all2all_->addItem(QString::fromLatin1(all2all_backend_name(b)), int(b));
-  redundant_ = spin("numRedundantExperts", 0, 4096, 0,
+  redundant_ = spin("numRedundantExperts", 0, std::numeric_limits<int>::max(), 0,
                     QStringLiteral("--enable-eplb --eplb-config '{\"num_redundant_experts\": R}': R extra expert "
                                    "copies, ceil((E + R) / EP) experts per GPU"));
   quantization_ = new QComboBox;
@@ -407,8 +407,9 @@ DashboardSettings ControlsPanel::settings() const {
   d.decode_context_parallel_size = dcp_->value();
   d.enable_expert_parallel = expert_parallel_->isChecked();
   d.all2all_backend = static_cast<Deployment::All2All>(all2all_->currentData().toInt());
+  // R > 0: EPLB with R copies; 0: EPLB off (without copies it changes no figure of the plan).
   d.num_redundant_experts = redundant_->value();
-  if (d.num_redundant_experts > 0) d.enable_eplb = true;  // 0 keeps --enable-eplb as it was given
+  d.enable_eplb = d.num_redundant_experts > 0;
   d.quantization = dtype_of(quantization_);
   d.kv_cache_dtype = dtype_of(kv_dtype_);
   d.gpu_memory_utilization = utilization_->value();
@@ -462,7 +463,7 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   dcp_->setValue(int(d.decode_context_parallel_size));
   expert_parallel_->setChecked(d.enable_expert_parallel);
   select_data(all2all_, int(d.all2all_backend));
-  redundant_->setValue(int(std::min<i64>(d.num_redundant_experts, 4096)));
+  redundant_->setValue(int(std::min<i64>(d.num_redundant_experts, std::numeric_limits<int>::max())));
   select_data(quantization_, qs(name(d.quantization)));
   select_data(kv_dtype_, qs(name(d.kv_cache_dtype)));
   utilization_->setValue(d.gpu_memory_utilization);

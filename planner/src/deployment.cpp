@@ -29,7 +29,9 @@ void validate(const GpuSpec& g) {
 }
 
 namespace {
-std::string str(i64 v) { return std::to_string(v); }
+std::string str(i64 v) {
+  return std::to_string(v);
+}
 
 /// A setting vLLM's own start-up checks reject (vllm/config/parallel.py, model.py, cache.py): would not start.
 [[noreturn]] void vllm_refuses(std::string field, const std::string& reason) {
@@ -73,7 +75,8 @@ int vllm_minor(const std::string& v) {
   const bool rest_ok = rest.empty() || (rest[0] == '.' && rest.size() > 1 &&
                                         rest.find_first_not_of("0123456789", 1) == std::string::npos);
   if (minor < 10 || minor > 99 || !rest_ok)
-    throw SpecError("vllm_version", "expected current, or a vLLM V1 release 0.10 or later such as 0.11 or 0.19.1 (got '" + v + "')");
+    throw SpecError("vllm_version",
+                    "expected current, or a vLLM V1 release 0.10 or later such as 0.11 or 0.19.1 (got '" + v + "')");
   return minor;
 }
 }  // namespace
@@ -263,6 +266,35 @@ const char* all2all_backend_name(Deployment::All2All b) {
   return "allgather_reducescatter";
 }
 
+namespace {
+/// vLLM's rules for EPLB and the all-to-all backend (resolve()); a dense model ignores them.
+void check_expert_parallel(const ModelSpec& m, const Deployment& d, const ResolvedDeployment& r) {
+  // Expert-parallel options of a dense model are ignored, as --enable-expert-parallel is (vLLM builds no MoE layer).
+  const bool moe = m.moe.enabled();
+  if (moe && d.num_redundant_experts > 0 && !d.enable_eplb)
+    vllm_refuses("num_redundant_experts", "needs --enable-eplb (vLLM: redundant experts are EPLB's)");
+  if (moe && d.enable_eplb && r.expert_parallel_size <= 1)
+    vllm_refuses("enable_eplb",
+                 "needs expert parallelism over 2 or more GPUs (--enable-expert-parallel on a MoE model)");
+  // EPLB places the E + R physical experts evenly: vLLM's rearrange_expert_weights_inplace and SGLang's
+  // expert_location assert num_physical_experts % ep_size == 0.
+  if (moe && d.enable_eplb && (m.moe.num_experts + d.num_redundant_experts) % r.expert_parallel_size != 0) {
+    const i64 ep = r.expert_parallel_size, up = (ep - (m.moe.num_experts + d.num_redundant_experts) % ep) % ep;
+    vllm_refuses("num_redundant_experts",
+                 "with EPLB the " + str(m.moe.num_experts) + " experts + " + str(d.num_redundant_experts) +
+                     " redundant ones must split evenly over EP " + str(ep) + " (e.g. num_redundant_experts " +
+                     str(d.num_redundant_experts + up) + ")");
+  }
+  // vLLM runs its all-to-all kernels only with expert parallelism across data-parallel replicas
+  // (FusedMoEParallelConfig.use_all2all_kernels: dp_size > 1 and use_ep); one replica's ranks share its tokens.
+  if (moe && d.all2all_backend != Deployment::All2All::allgather_reducescatter &&
+      (r.expert_parallel_size <= 1 || r.replicas <= 1))
+    throw SpecError("all2all_backend",
+                    "applies to expert parallelism across data-parallel replicas (--enable-expert-parallel on a MoE "
+                    "model with --data-parallel-size >= 2); vLLM uses no all-to-all kernel otherwise");
+}
+}  // namespace
+
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
   Deployment& d = r.d;
@@ -293,8 +325,8 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   // vLLM's --block-size choices (vllm/config/cache.py, BlockSize = Literal[1, 8, 16, 32, 64, 128]).
   constexpr i64 kVllmBlockSizes[] = {1, 8, 16, 32, 64, 128};
   if (std::find(std::begin(kVllmBlockSizes), std::end(kVllmBlockSizes), d.block_size) == std::end(kVllmBlockSizes))
-    throw SpecError("block_size", "must be one of vLLM's block sizes 1, 8, 16, 32, 64 or 128 tokens (got " +
-                                      str(d.block_size) + ")");
+    throw SpecError("block_size",
+                    "must be one of vLLM's block sizes 1, 8, 16, 32, 64 or 128 tokens (got " + str(d.block_size) + ")");
 
   r.dtype = d.dtype == DType::auto_ ? m.dtype : d.dtype;
   // --dtype auto serves float32 checkpoints in the platform's preferred half type: bf16 on CUDA GPUs of
@@ -322,7 +354,8 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
                                           dtype_names([](const DTypeInfo& i) { return i.kv_ok; }));
   check_what_if_options(m, d, r);
 
-  r.max_model_len = d.max_model_len.value_or(m.default_max_model_len > 0 ? m.default_max_model_len : m.max_position_embeddings);
+  r.max_model_len =
+      d.max_model_len.value_or(m.default_max_model_len > 0 ? m.default_max_model_len : m.max_position_embeddings);
   if (r.max_model_len < 1) throw SpecError("max_model_len", "must be >= 1 (got " + str(r.max_model_len) + ")");
   const bool large = large_gpu(g);
   r.max_num_batched_tokens = d.max_num_batched_tokens.value_or(large ? 8192 : 2048);
@@ -344,7 +377,8 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
       static_cast<i64>(d.kv_cache_memory_bytes.size()) != pp)
     throw SpecError("kv_cache_memory", "give one value, or one per pipeline stage (" + str(pp) + ")");
   if (d.mamba_ssm_cache_dtype != DType::auto_ && !info(d.mamba_ssm_cache_dtype).activation_ok)
-    throw SpecError("mamba_ssm_cache_dtype", "must be auto, fp32, bf16 or fp16 (got " + std::string(name(d.mamba_ssm_cache_dtype)) + ")");
+    throw SpecError("mamba_ssm_cache_dtype",
+                    "must be auto, fp32, bf16 or fp16 (got " + std::string(name(d.mamba_ssm_cache_dtype)) + ")");
   r.block_size = d.block_size;
   force_mla_block_size(m, g, r);
   // Decode context parallelism (vllm/config/parallel.py, docs/serving/context_parallel_deployment.md): the DCP group
@@ -368,18 +402,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (d.enable_expert_parallel && m.moe.enabled()) r.expert_parallel_size = mul(tp, r.replicas, "expert-parallel size");
   if (d.num_redundant_experts < 0)
     throw SpecError("num_redundant_experts", "must be >= 0 (got " + str(d.num_redundant_experts) + ")");
-  if (d.num_redundant_experts > 0 && !d.enable_eplb)
-    vllm_refuses("num_redundant_experts", "needs --enable-eplb (vLLM: redundant experts are EPLB's)");
-  if (d.enable_eplb && r.expert_parallel_size <= 1)
-    vllm_refuses("enable_eplb",
-                 "needs expert parallelism over 2 or more GPUs (--enable-expert-parallel on a MoE model)");
-  // vLLM runs its all-to-all kernels only with expert parallelism across data-parallel replicas
-  // (FusedMoEParallelConfig.use_all2all_kernels: dp_size > 1 and use_ep); one replica's ranks share its tokens.
-  if (d.all2all_backend != Deployment::All2All::allgather_reducescatter &&
-      (r.expert_parallel_size <= 1 || r.replicas <= 1))
-    throw SpecError("all2all_backend",
-                    "applies to expert parallelism across data-parallel replicas (--enable-expert-parallel on a MoE "
-                    "model with --data-parallel-size >= 2); vLLM uses no all-to-all kernel otherwise");
+  check_expert_parallel(m, d, r);
   if (has_linear_layers(m)) {
     const auto& a = m.linear;
     using K = LinearAttentionSpec::Kind;

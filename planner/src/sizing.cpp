@@ -37,6 +37,10 @@ Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, c
   // One replica; with expert parallelism one EP group (its replicas share the routed experts).
   d.enable_expert_parallel = k.ep_group_replicas > 0;
   d.num_gpus = d.enable_expert_parallel ? k.ep_group_replicas * k.tp * k.pp : 0;
+  // The expert-parallel options apply where there is an exchange across replicas (vLLM's rules, resolve()).
+  if (!d.enable_expert_parallel || k.ep_group_replicas < 2)
+    d.all2all_backend = Deployment::All2All::allgather_reducescatter;
+  if (!d.enable_expert_parallel) d.enable_eplb = false, d.num_redundant_experts = 0;
   d.tensor_parallel_size = k.tp;
   d.pipeline_parallel_size = k.pp;
   d.quantization = k.wq;

@@ -20,6 +20,10 @@ double dbl(u64 v) { return static_cast<double>(v); }
 i64 ep_token_scale(const SpeedContext& c) {
   return c.plan.dep.expert_parallel_size > 1 ? c.plan.dep.replicas : 1;
 }
+/// The routed experts a layer holds over all ranks: E, plus EPLB's redundant copies under expert parallelism.
+i64 physical_experts(const SpeedContext& c) {
+  return c.model.moe.num_experts + (c.plan.dep.expert_parallel_size > 1 ? c.plan.dep.d.num_redundant_experts : 0);
+}
 
 // Expert parallelism: every MoE layer moves each token's hidden state to its experts' ranks and the results back
 // (--all2all-backend): DeepEP 2 x tokens x top-k x hidden x activation bytes x (EP-1)/EP per rank and layer,
@@ -189,10 +193,12 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   // experts only in the expected fraction the step's tokens activate. With expert parallelism a rank's experts
   // serve the tokens of every data-parallel replica (balanced routing: the replicas' steps have this one's load).
   const double ep_tokens = dbl(ep_token_scale(c));
+  // EPLB's redundant copies share their expert's tokens: picks spread over the E + R physical experts, so the rank's
+  // extra copies add memory and weight reads, not GEMM work.
+  const i64 physical = physical_experts(c);
   const double moe_frac =
-      m.moe.enabled() ? expected_active_experts(m.moe.num_experts, m.moe.experts_per_token, t * ep_tokens) / dbl(m.moe.num_experts)
-                      : 0;
-  const double top_k_frac = m.moe.enabled() ? dbl(m.moe.experts_per_token) / dbl(m.moe.num_experts) : 0;
+      m.moe.enabled() ? expected_active_experts(physical, m.moe.experts_per_token, t * ep_tokens) / dbl(physical) : 0;
+  const double top_k_frac = m.moe.enabled() ? dbl(m.moe.experts_per_token) / dbl(physical) : 0;
   // The busiest EP rank's share (routed experts are only in the layers, whose tokens are t): once per step.
   const double imbalance =
       m.moe.enabled() ? expert_load_imbalance(d.expert_parallel_size, t * ep_tokens * dbl(m.moe.experts_per_token))
@@ -695,7 +701,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
   pp_ = d.d.pipeline_parallel_size;
   moe_ = m.moe.enabled();
   mla_ = m.attention == AttentionType::mla;
-  num_experts_ = m.moe.num_experts;
+  num_experts_ = physical_experts(c);
   top_k_ = m.moe.experts_per_token;
   heads_ = dbl(m.num_heads / tp_);  // as stage_step: query heads per rank
   if (mla_) {

@@ -445,6 +445,14 @@ TEST_CASE("the dashboard keeps EP, DCP and the flags it has no control for", "[g
   CHECK_THAT(cmd, Catch::Contains("--all2all-backend deepep_low_latency"));
   CHECK_THAT(cmd, Catch::Contains("--enable-eplb"));
   CHECK_THAT(cmd, Catch::Contains("num_redundant_experts"));
+  // The spin turns EPLB on with its copies and off at 0.
+  child<QSpinBox>(w, "numRedundantExperts")->setValue(16);
+  CHECK(w.controls()->settings().deployment.enable_eplb);
+  CHECK(w.controls()->settings().deployment.num_redundant_experts == 16);
+  child<QSpinBox>(w, "numRedundantExperts")->setValue(0);
+  CHECK_FALSE(w.controls()->settings().deployment.enable_eplb);
+  CHECK_THAT(w.plan_command_text().toStdString(), !Catch::Contains("--enable-eplb"));
+  child<QSpinBox>(w, "numRedundantExperts")->setValue(8);
   CHECK_THAT(cmd, Catch::Contains("--decode-context-parallel-size 2"));
   CHECK_THAT(cmd, Catch::Contains("--max-model-len 32768"));
   CHECK_THAT(cmd, Catch::Contains("--vllm-version 0.10"));

@@ -473,7 +473,8 @@ TEST_CASE("weights are conserved across layouts: every rank's share adds up to t
   };
   for (const Layout& L : {Layout{"deepseek-v3", 8, 1, 0, false}, Layout{"deepseek-v3", 1, 8, 0, true},
                           Layout{"deepseek-v3", 1, 8, 32, true}, Layout{"qwen3-30b-a3b", 2, 4, 0, true},
-                          Layout{"qwen3-30b-a3b", 4, 2, 0, false}, Layout{"mixtral-8x7b", 2, 4, 0, true}}) {
+                          Layout{"qwen3-30b-a3b", 4, 2, 0, false}, Layout{"mixtral-8x7b", 2, 4, 0, true},
+                          Layout{"qwen3-30b-a3b", 1, 6, 0, true}}) {  // 128 experts over 6: 22 per rank
     const auto m = profiles::resolve_model(L.model);
     const i64 gpus = L.tp * L.replicas, ep = L.ep ? gpus : 1;
     INFO(L.model << " TP " << L.tp << " x " << L.replicas << (L.ep ? " EP" : "") << " redundant " << L.redundant);
@@ -481,7 +482,9 @@ TEST_CASE("weights are conserved across layouts: every rank's share adds up to t
       for (const auto& t : layer_tensors(m, layer)) {
         INFO(t.name);
         const i64 held = gpus * elements_per_rank(m, t, L.tp, ep, L.redundant);
-        if (t.routed_expert && L.ep)
+        if (t.routed_expert && L.ep && (m.moe.num_experts + L.redundant) % ep != 0)
+          CHECK((held > t.elements && held < t.elements + ep * (t.elements / m.moe.num_experts)));  // ceil per rank
+        else if (t.routed_expert && L.ep)
           CHECK(held * m.moe.num_experts == t.elements * (m.moe.num_experts + L.redundant));
         else if (t.shard == Shard::replicated)
           CHECK(held == gpus * t.elements);
@@ -489,7 +492,7 @@ TEST_CASE("weights are conserved across layouts: every rank's share adds up to t
           CHECK(held == L.replicas * t.elements);
       }
     }
-    // The plan charges each GPU that share: routed experts 1/EP of the model's under EP, the rest as TP shards.
+    // The plan's layout is the one whose shares were summed (kv_heads and vocab tensors are not checked here).
     Deployment d;
     d.tensor_parallel_size = L.tp;
     d.num_gpus = gpus;
@@ -622,10 +625,21 @@ TEST_CASE("EPLB's redundant experts: ceil((E + R) / EP) experts per rank", "[spe
   CHECK(extra > 0);
   CHECK(b.stages[0].weights_bytes - a.stages[0].weights_bytes == extra);
   CHECK(b.kv_capacity_tokens < a.kv_capacity_tokens);
-  // Enabling EPLB alone adds no expert; the speed model reads the extra copies' weights only as they are activated.
+  // Enabling EPLB alone adds no expert (its rearrangement buffer is not charged: docs/memory-model.md).
   Deployment on = ep;
   on.enable_eplb = true;
   CHECK(plan_memory(m, g, on, {}).stages[0].weights_bytes == a.stages[0].weights_bytes);
+  // The copies share their experts' tokens: the same GEMM work per rank, more weights to read.
+  const auto s0 = decode_step(make_speed_context(m, g, ep), 32, 1024),
+             s32 = decode_step(make_speed_context(m, g, eplb), 32, 1024);
+  CHECK(s32.stage.gemm_flops == Approx(s0.stage.gemm_flops).epsilon(1e-12));
+  CHECK(s32.stage.weight_bytes > s0.stage.weight_bytes);
+  // The E + R physical experts split evenly over EP (vLLM's and SGLang's EPLB assert it): 257 over 8 is refused.
+  Deployment uneven = eplb;
+  uneven.num_redundant_experts = 1;
+  CHECK_THROWS_WITH(plan_memory(m, g, uneven, {}), Catch::Contains("num_redundant_experts 8"));
+  // A dense model ignores the expert-parallel options, as it ignores --enable-expert-parallel.
+  CHECK(plan_memory(profiles::resolve_model("llama-3.1-8b"), g, uneven, {}).dep.expert_parallel_size == 1);
   // vLLM's rules: redundant experts belong to EPLB, and EPLB to expert parallelism.
   Deployment no_eplb = ep;
   no_eplb.num_redundant_experts = 32;
