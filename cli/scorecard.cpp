@@ -21,8 +21,13 @@ namespace kvcap::cli {
 namespace {
 
 std::optional<double> opt_number(const nlohmann::json& j, const char* k) {
-  if (!j.contains(k) || j[k].is_null()) return std::nullopt;
-  return j[k].get<double>();
+  if (!j.contains(k) || j.at(k).is_null()) return std::nullopt;
+  return j.at(k).get<double>();
+}
+/// A whole-number field; absent or null: none (a key missing from a const object is never read with operator[]).
+std::optional<i64> opt_integer(const nlohmann::json& j, const char* k) {
+  if (!j.contains(k) || j.at(k).is_null()) return std::nullopt;
+  return j.at(k).get<i64>();
 }
 
 /// The built-in profile of a published model (Llama 3.3 70B has Llama 3.1 70B's architecture); "" when none.
@@ -134,45 +139,49 @@ std::vector<Point> read_points(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(path + ": not valid JSON: " + e.what());
   }
+  if (!doc.is_object() || !doc.contains("points") || !doc.at("points").is_array())
+    throw UsageError(path + ": expected an object with a \"points\" array");
   std::vector<Point> pts;
-  for (const auto& j : doc.at("points")) {
-    Point p;
-    p.id = j.at("id").get<std::string>();
-    p.model_hf = j.at("model_hf").get<std::string>();
-    p.gpu = j.at("gpu").get<std::string>();
-    p.engine = j.at("engine").get<std::string>();
-    p.weight_dtype = j.value("weight_dtype", "");
-    p.kv_dtype = j["kv_dtype"].is_string() ? j["kv_dtype"].get<std::string>() : "";
-    p.note = j.value("note", "");
-    p.tp = j.value("tp", 1);
-    p.pp = j["pp"].is_number() ? j["pp"].get<i64>() : 1;
-    p.ep = j["ep"].is_number() ? j["ep"].get<i64>() : 0;
-    p.attention_dp = j.value("attention_dp", false);
-    // Expert parallelism is modelled over every GPU of the point (vLLM's EP = data-parallel x TP ranks).
-    if (p.ep > 1 && p.ep != p.tp * p.pp)
-      throw UsageError(
-          path + ": point " + p.id + ": ep " + std::to_string(p.ep) +
-          " must be 0, 1 or the point's tp x pp (experts over every GPU; a TP x EP hybrid is not modelled)");
-    if (p.attention_dp && p.ep != p.tp * p.pp)
-      throw UsageError(path + ": point " + p.id +
-                       ": attention_dp is modelled with the experts over every GPU (ep = tp x pp), as kvcap's "
-                       "--enable-expert-parallel at TP 1");
-    if (j["num_requests"].is_number()) {
-      p.num_requests = j["num_requests"].get<i64>();
-      if (*p.num_requests < 1 || *p.num_requests > 10'000'000)
-        throw UsageError(path + ": point " + p.id + ": num_requests must be 1 ... 10,000,000, got " +
-                         std::to_string(*p.num_requests));
+  for (const auto& j : doc.at("points")) try {
+      Point p;
+      p.id = j.at("id").get<std::string>();
+      p.model_hf = j.at("model_hf").get<std::string>();
+      p.gpu = j.at("gpu").get<std::string>();
+      p.engine = j.at("engine").get<std::string>();
+      p.weight_dtype = j.value("weight_dtype", "");
+      p.kv_dtype = j.contains("kv_dtype") && j.at("kv_dtype").is_string() ? j.at("kv_dtype").get<std::string>() : "";
+      p.note = j.value("note", "");
+      p.tp = j.value("tp", 1);
+      p.pp = opt_integer(j, "pp").value_or(1);
+      p.ep = opt_integer(j, "ep").value_or(0);
+      p.attention_dp = j.value("attention_dp", false);
+      // Expert parallelism is modelled over every GPU of the point (vLLM's EP = data-parallel x TP ranks).
+      if (p.ep > 1 && p.ep != p.tp * p.pp)
+        throw UsageError(
+            path + ": point " + p.id + ": ep " + std::to_string(p.ep) +
+            " must be 0, 1 or the point's tp x pp (experts over every GPU; a TP x EP hybrid is not modelled)");
+      if (p.attention_dp && p.ep != p.tp * p.pp)
+        throw UsageError(path + ": point " + p.id +
+                         ": attention_dp is modelled with the experts over every GPU (ep = tp x pp), as kvcap's "
+                         "--enable-expert-parallel at TP 1");
+      if (const auto n = opt_integer(j, "num_requests")) {
+        p.num_requests = *n;
+        if (*p.num_requests < 1 || *p.num_requests > 10'000'000)
+          throw UsageError(path + ": point " + p.id + ": num_requests must be 1 ... 10,000,000, got " +
+                           std::to_string(*p.num_requests));
+      }
+      p.isl = j.at("isl").get<i64>();
+      p.osl = j.at("osl").get<i64>();
+      p.concurrency = opt_integer(j, "batch_or_concurrency");
+      p.rate_per_s = opt_number(j, "request_rate");
+      if (auto v = opt_number(j, "tpot_ms")) p.tpot_s = *v / 1000;
+      if (auto v = opt_number(j, "ttft_ms")) p.ttft_s = *v / 1000;
+      p.output_tokens_per_s = opt_number(j, "output_tok_s");
+      p.medians = p.note.find("median") != std::string::npos;
+      pts.push_back(p);
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(path + ": point " + std::to_string(pts.size() + 1) + ": " + e.what());
     }
-    p.isl = j.at("isl").get<i64>();
-    p.osl = j.at("osl").get<i64>();
-    if (j["batch_or_concurrency"].is_number()) p.concurrency = j["batch_or_concurrency"].get<i64>();
-    p.rate_per_s = opt_number(j, "request_rate");
-    if (auto v = opt_number(j, "tpot_ms")) p.tpot_s = *v / 1000;
-    if (auto v = opt_number(j, "ttft_ms")) p.ttft_s = *v / 1000;
-    p.output_tokens_per_s = opt_number(j, "output_tok_s");
-    p.medians = p.note.find("median") != std::string::npos;
-    pts.push_back(p);
-  }
   return pts;
 }
 

@@ -214,3 +214,6 @@ kvcap_golden(size_ep_emit_sglang 0 size --model deepseek-r1 --gpus h200 --prompt
 kvcap_golden(sweep_data_parallel_ep 0 sweep --models deepseek-v3 --gpus h200 --tensor-parallel-sizes 1,8 --data-parallel-sizes 1,8 --enable-expert-parallel --max-model-len 32K --contexts 8K --batches 64)
 kvcap_golden(sweep_data_parallel_with_num_gpus 2 sweep --models deepseek-v3 --gpus h200 --data-parallel-sizes 8 --num-gpus 8)
 kvcap_golden(size_ep_eplb_emit_vllm 0 size --model deepseek-r1 --gpus h200 --prompt-tokens 1000 --output-tokens 2000 --concurrent-users 1024 --ttft-p 10s --tpot 100ms --kv-cache-dtype fp8 --enable-eplb --eplb-config {\"num_redundant_experts\":32} --all2all-backend deepep_low_latency --top 3 --emit vllm)
+# A points file: fields absent from a point are read as absent (P-1 has no ep, pp, kv_dtype), a layout kvcap cannot
+# model is refused naming the file and the point.
+kvcap_golden(accuracy_points_bad_ep 2 accuracy --points %DATA%/points_bad_ep.json)
