@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <numbers>
 #include <stdexcept>
 #include <string>
@@ -479,9 +481,8 @@ double expected_active_experts(i64 num_experts, i64 top_k, double tokens) {
   return e * (1.0 - std::pow(1.0 - dbl(top_k) / e, tokens));
 }
 
-double expected_max_std_normal(i64 n) {
-  if (n < 1) throw SpecError("n", "must be >= 1 (got " + std::to_string(n) + ")");
-  if (n == 1) return 0;
+namespace {
+double expected_max_std_normal_by_quadrature(i64 n) {
   // E[max of n iid N(0,1)] = integral of x n phi(x) Phi(x)^(n-1) dx, by Simpson's rule over [-8, 8 + sqrt(2 ln n)]
   // (the integrand is below 1e-14 outside it).
   const double lo = -8.0, hi = 8.0 + std::sqrt(2.0 * std::log(dbl(n)));
@@ -495,6 +496,24 @@ double expected_max_std_normal(i64 n) {
   double s = f(lo) + f(hi);
   for (int i = 1; i < kSteps; ++i) s += (i % 2 ? 4.0 : 2.0) * f(lo + i * h);
   return s * h / 3.0;
+}
+}  // namespace
+
+double expected_max_std_normal(i64 n) {
+  if (n < 1) throw SpecError("n", "must be >= 1 (got " + std::to_string(n) + ")");
+  if (n == 1) return 0;
+  // 800 quadrature points per call were 90% of a MoE model's size search (every step of every expert-parallel
+  // candidate asks for it): each n is computed once per process. Shared by the verifying threads.
+  static std::mutex mutex;
+  static std::map<i64, double> known;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(n); it != known.end()) return it->second;
+  }
+  const double v = expected_max_std_normal_by_quadrature(n);
+  const std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(n, v);
+  return v;
 }
 
 namespace {
@@ -510,7 +529,7 @@ double expert_load_imbalance(i64 ep, double picks) {
   // Balls into bins: each of the N picks lands on a rank with probability 1/EP (a rank holds E/EP experts), so a
   // rank's load is Binomial(N, 1/EP), near normal with sigma/mean = sqrt((EP - 1) / N), and the busiest of EP ranks
   // carries mean + sigma E[max of EP standard normals] (1.42 sigma for EP 8). Uniform routing is the optimistic case:
-  // real routers are skewed, which EPLB's redundant experts counter (not modelled).
+  // real routers are skewed, which EPLB's rebalancing counters (not modelled; its redundant copies' memory is).
   return load_imbalance(ep, picks, ep > 1 ? expected_max_std_normal(ep) : 0);
 }
 
