@@ -64,10 +64,8 @@ void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::siz
     o << row("- activation peak (" + grouped(static_cast<u64>(d.max_num_batched_tokens)) + " tokens, " +
                  std::to_string(std::min(d.max_num_seqs, d.max_num_batched_tokens)) + " seqs)",
              padl(gib(static_cast<double>(st.activation_peak_bytes)), 8));
-    const bool deepep = d.d.all2all_backend == Deployment::All2All::deepep_high_throughput ||
-                        d.d.all2all_backend == Deployment::All2All::deepep_low_latency;
-    o << row(deepep && !d.d.non_torch_bytes ? "- non-torch (CUDA context, NCCL, DeepEP buffers)"
-                                            : "- non-torch (CUDA context, NCCL buffers)",
+    o << row(uses_deepep(d) && !d.d.non_torch_bytes ? "- non-torch (CUDA context, NCCL, DeepEP buffers)"
+                                                    : "- non-torch (CUDA context, NCCL buffers)",
              padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
     o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
   }

@@ -114,7 +114,7 @@ LaunchCommand candidate_launch(LaunchEngine e, const ModelSpec& m, const SizingC
   if (c.ep_group_replicas > 0 && c.replicas > c.ep_group_replicas)
     cmd.notes.push_back("this command starts one expert-parallel group of " +
                         std::to_string(c.gpus_per_replica * c.ep_group_replicas) + " GPUs; the plan runs " +
-                        std::to_string(c.replicas / c.ep_group_replicas) + " groups, one server each, behind a router");
+                        std::to_string(c.ep_groups()) + " groups, one server each, behind a router");
   return cmd;
 }
 
@@ -402,7 +402,7 @@ std::string ep_column(const SizingCandidate& c) {
 /// What an expert-parallel candidate's replicas are, in a line ("" without expert parallelism).
 std::string ep_groups_text(const SizingCandidate& b) {
   if (b.ep_group_replicas <= 0) return "";
-  const i64 groups = b.replicas / b.ep_group_replicas;
+  const i64 groups = b.ep_groups();
   return "  expert parallel: " + std::to_string(groups) + (groups == 1 ? " group" : " groups") + " of " +
          std::to_string(b.ep_group_replicas) +
          " data-parallel replicas; each replica keeps its own requests and KV cache, and a group's routed experts "

@@ -295,6 +295,12 @@ void check_expert_parallel(const ModelSpec& m, const Deployment& d, const Resolv
 }
 }  // namespace
 
+bool uses_deepep(const ResolvedDeployment& d) {
+  using A = Deployment::All2All;
+  const A b = d.d.all2all_backend;
+  return (b == A::deepep_high_throughput || b == A::deepep_low_latency) && d.expert_parallel_size > 1 && d.replicas > 1;
+}
+
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
   Deployment& d = r.d;

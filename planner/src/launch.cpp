@@ -135,13 +135,12 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
           "(--moe-dense-tp-size 1 keeps them whole, as vLLM does); kvcap planned vLLM's layout");
   }
   if (d.enable_eplb) {
-    if (vllm) {
-      c.argv.emplace_back("--enable-eplb");
-      if (d.num_redundant_experts > 0)
+    c.argv.emplace_back("--enable-eplb");  // both engines' name
+    if (d.num_redundant_experts > 0) {
+      if (vllm)
         add(c, "--eplb-config", R"({"num_redundant_experts": )" + std::to_string(d.num_redundant_experts) + "}");
-    } else {
-      c.argv.emplace_back("--enable-eplb");
-      if (d.num_redundant_experts > 0) add(c, "--ep-num-redundant-experts", std::to_string(d.num_redundant_experts));
+      else
+        add(c, "--ep-num-redundant-experts", std::to_string(d.num_redundant_experts));
     }
   }
   if (d.all2all_backend != Deployment::All2All::allgather_reducescatter) {

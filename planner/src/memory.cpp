@@ -134,11 +134,9 @@ u64 estimate_activation_peak_bytes(const ModelSpec& m, const ResolvedDeployment&
 }
 
 u64 all2all_buffer_bytes(const ModelSpec& m, const ResolvedDeployment& d) {
+  if (!uses_deepep(d)) return 0;
   using A = Deployment::All2All;
   const A b = d.d.all2all_backend;
-  // Only with expert parallelism across data-parallel replicas does vLLM build the all-to-all (use_all2all_kernels).
-  if (d.expert_parallel_size <= 1 || d.replicas <= 1 || (b != A::deepep_high_throughput && b != A::deepep_low_latency))
-    return 0;
   // vLLM sizes DeepEP's NVLink buffer, and its RDMA buffer for high throughput across nodes, by
   // VLLM_DEEPEP_BUFFER_SIZE_MB = 1024 (vllm/envs.py; vllm/distributed/device_communicators/all2all.py
   // DeepEPHTAll2AllManager). A group spans nodes beyond DeepEP's NUM_MAX_NVL_PEERS = 8 GPUs.

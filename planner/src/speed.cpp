@@ -354,11 +354,8 @@ double moe_all_to_all_s(const SpeedContext& c, const StagePlan& st, double token
   // allgather_reducescatter and naive (vLLM's default) gather every data-parallel rank's tokens and reduce-scatter
   // the outputs over the DP group (AgRsAll2AllManager): (DP-1) x the tokens each way; with one replica the experts'
   // outputs join the TP all-reduce the step already has.
-  using A = Deployment::All2All;
-  const A b = c.plan.dep.d.all2all_backend;
-  const bool deepep = (b == A::deepep_high_throughput || b == A::deepep_low_latency) && c.plan.dep.replicas > 1;
-  const double per_token =
-      deepep ? dbl(c.model.moe.experts_per_token) * dbl(ep - 1) / dbl(ep) : dbl(c.plan.dep.replicas - 1);
+  const double per_token = uses_deepep(c.plan.dep) ? dbl(c.model.moe.experts_per_token) * dbl(ep - 1) / dbl(ep)
+                                                   : dbl(c.plan.dep.replicas - 1);
   if (per_token <= 0) return 0;
   const double bytes = 2.0 * tokens * per_token * dbl(c.model.hidden_size) * bytes_of(c.plan.dep.dtype);
   return dbl(moe_layers) * (bytes / c.gpu.interconnect_bandwidth_bytes_per_s + 2.0 * c.gpu.interconnect_latency_s);

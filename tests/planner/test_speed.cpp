@@ -461,6 +461,18 @@ TEST_CASE("expert parallelism: experts split over DP x TP ranks, each replica ke
   CHECK(without.stage.communication_s > 0);  // TP all-reduces
 }
 
+namespace {
+/// 8 GPUs as 8 data-parallel replicas with the routed experts over all of them (vLLM --data-parallel-size 8
+/// --enable-expert-parallel), max_model_len 8K.
+Deployment ep8_on_8_gpus() {
+  Deployment d;
+  d.num_gpus = 8;
+  d.enable_expert_parallel = true;
+  d.max_model_len = 8192;
+  return d;
+}
+}  // namespace
+
 TEST_CASE("weights are conserved across layouts: every rank's share adds up to the model plus its replicated parts",
           "[memory][ep]") {
   // Summed over all GPUs of a deployment, each tensor is held once per copy its layout makes: routed experts once
@@ -545,10 +557,7 @@ TEST_CASE("expert parallelism: MLA capacity grows with the DP size, the all-to-a
 TEST_CASE("all2all backends: DeepEP's buffers per rank and each backend's traffic", "[speed][ep][memory]") {
   const auto m = profiles::resolve_model("deepseek-v3");
   const auto g = profiles::resolve_gpu("h200");
-  Deployment ep;
-  ep.num_gpus = 8;
-  ep.enable_expert_parallel = true;
-  ep.max_model_len = 8192;
+  const Deployment ep = ep8_on_8_gpus();
   using A = Deployment::All2All;
   constexpr u64 kMiB = u64{1} << 20;
   const auto plan_with = [&](A b, i64 gpus) {
@@ -606,10 +615,7 @@ TEST_CASE("all2all backends: DeepEP's buffers per rank and each backend's traffi
 TEST_CASE("EPLB's redundant experts: ceil((E + R) / EP) experts per rank", "[speed][ep][memory]") {
   const auto m = profiles::resolve_model("deepseek-v3");
   const auto g = profiles::resolve_gpu("h200");
-  Deployment ep;
-  ep.num_gpus = 8;
-  ep.enable_expert_parallel = true;
-  ep.max_model_len = 8192;
+  const Deployment ep = ep8_on_8_gpus();
   Deployment eplb = ep;
   eplb.enable_eplb = true;
   eplb.num_redundant_experts = 32;  // 288 physical experts, 36 per rank instead of 32

@@ -148,6 +148,10 @@ struct ResolvedDeployment {
 /// vLLM's name of an --all2all-backend ("allgather_reducescatter", "deepep_low_latency", ...).
 const char* all2all_backend_name(Deployment::All2All b);
 
+/// Whether a DeepEP backend exchanges tokens: --all2all-backend deepep_* with expert parallelism across data-parallel
+/// replicas (vLLM builds the all-to-all only then, FusedMoEParallelConfig.use_all2all_kernels).
+bool uses_deepep(const ResolvedDeployment& d);
+
 /// Whether attention layer `layer` keeps the model dtype under --kv-cache-dtype-skip-layers.
 bool kv_dtype_skipped(const ModelSpec& m, const Deployment& d, i64 layer);
 

@@ -106,6 +106,8 @@ struct SizingCandidate {
   i64 ep_group_replicas = 0;
   /// The GPUs one routed expert layer is split over: ep_group_replicas x TP (1 without expert parallelism).
   i64 expert_parallel_size() const { return ep_group_replicas > 0 ? ep_group_replicas * tp : 1; }
+  /// Expert-parallel groups running side by side (0 without expert parallelism).
+  i64 ep_groups() const { return ep_group_replicas > 0 ? replicas / ep_group_replicas : 0; }
   i64 gpus_per_replica = 0;
   i64 replicas = 0;                       ///< smallest count meeting the targets
   i64 gpus = 0;                           ///< replicas x TP x PP
