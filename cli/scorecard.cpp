@@ -9,7 +9,9 @@
 #include <cctype>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "common.hpp"
 #include "kvcap/planner/text.hpp"
@@ -30,15 +32,45 @@ std::optional<i64> opt_integer(const nlohmann::json& j, const char* k) {
   return j.at(k).get<i64>();
 }
 
-/// The built-in profile of a published model (Llama 3.3 70B has Llama 3.1 70B's architecture); "" when none.
-std::string builtin_model(const std::string& hf) {
+/// A Hugging Face repository name reduced to what tells architectures apart: lower case, no organisation, no
+/// "meta-" prefix, no checkpoint-format or tuning suffix ("-instruct", "-fp8", "-nvfp4", "-hf", "-it"), so that
+/// nvidia/Llama-3.1-8B-Instruct-FP8 and meta-llama/Llama-3.1-8B name the same architecture.
+std::string architecture_key(std::string_view hf) {
   std::string s;
-  for (char c : hf) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (s.find("llama-3.1-8b") != std::string::npos) return "llama-3.1-8b";
-  if (s.find("llama-3.1-70b") != std::string::npos || s.find("llama-3.3-70b") != std::string::npos)
-    return "llama-3.1-70b";
-  if (s.find("deepseek-r1") != std::string::npos) return "deepseek-r1";
-  return "";
+  for (char c : hf.substr(hf.rfind('/') == std::string_view::npos ? 0 : hf.rfind('/') + 1))
+    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.starts_with("meta-")) s.erase(0, 5);
+  for (bool cut = true; cut;) {
+    cut = false;
+    for (const std::string_view suffix : {"-instruct", "-fp8", "-nvfp4", "-fp4", "-hf", "-it"})
+      if (s.ends_with(suffix)) {
+        s.resize(s.size() - suffix.size());
+        cut = true;
+      }
+  }
+  return s;
+}
+
+/// The built-in profile of a published model: the one whose source config.json names the same architecture
+/// (architecture_key); Llama 3.3 70B has Llama 3.1 70B's architecture. "" when none.
+std::string builtin_model(const std::string& hf) {
+  std::string key = architecture_key(hf);
+  if (key == "llama-3.3-70b") key = "llama-3.1-70b";
+  static const std::map<std::string, std::string> by_key = [] {
+    std::map<std::string, std::string> m;
+    for (const std::string& name : profiles::builtin_model_names()) {
+      const std::string src = profiles::resolve_model(name).source;  // https://huggingface.co/ORG/NAME/blob/...
+      const auto at = src.find("huggingface.co/");
+      if (at == std::string::npos) continue;
+      const auto repo_end = src.find("/blob/", at);
+      m.emplace(
+          architecture_key(src.substr(at + 15, repo_end == std::string::npos ? std::string::npos : repo_end - at - 15)),
+          name);
+    }
+    return m;
+  }();
+  const auto it = by_key.find(key);
+  return it == by_key.end() ? "" : it->second;
 }
 
 /// The first whole number after `key` in `text` (0 when absent).

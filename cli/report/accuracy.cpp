@@ -29,7 +29,7 @@ std::string cell(double pred_s, const std::optional<double>& meas_s, double scal
 void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const std::vector<Outcome>& outs,
                       const Scores& s) {
   char line[512];
-  std::snprintf(line, sizeof line, "%-7s %-13s %-14s %-9s %4s %-14s %-22s %-24s %-24s\n", "point", "engine", "model",
+  std::snprintf(line, sizeof line, "%-8s %-13s %-15s %-9s %4s %-14s %-22s %-24s %-24s\n", "point", "engine", "model",
                 "gpu", "TP", "load", "TPOT ms pred/meas", "TTFT ms pred/meas", "output tok/s pred/meas");
   out << line;
   for (std::size_t i = 0; i < pts.size(); ++i) {
@@ -37,14 +37,14 @@ void report_scorecard(std::ostream& out, const std::vector<Point>& pts, const st
     const Outcome& o = outs[i];
     const std::string eng = terminal_text(p.engine.substr(0, 13));
     if (!o.skipped.empty()) {
-      std::snprintf(line, sizeof line, "%-7s %-13s skipped: %s\n", terminal_text(p.id).c_str(), eng.c_str(),
+      std::snprintf(line, sizeof line, "%-8s %-13s skipped: %s\n", terminal_text(p.id).c_str(), eng.c_str(),
                     terminal_text(o.skipped).c_str());
       out << line;
       continue;
     }
     // Attention data-parallel points run as TP 1 x tp replicas: "DP8".
     const std::string tp = (p.attention_dp ? "DP" : "") + std::to_string(p.tp);
-    std::snprintf(line, sizeof line, "%-7s %-13s %-14s %-9s %4s %-14s %-22s %-24s %-24s\n", terminal_text(p.id).c_str(),
+    std::snprintf(line, sizeof line, "%-8s %-13s %-15s %-9s %4s %-14s %-22s %-24s %-24s\n", terminal_text(p.id).c_str(),
                   eng.c_str(), o.model.c_str(), terminal_text(p.gpu).c_str(), tp.c_str(), o.load.c_str(),
                   cell(o.tpot_s, p.tpot_s, 1e3, 1).c_str(), cell(o.ttft_s, p.ttft_s, 1e3, 0).c_str(),
                   cell(o.output_tokens_per_s, p.output_tokens_per_s, 1, 0).c_str());

@@ -217,3 +217,6 @@ kvcap_golden(size_ep_eplb_emit_vllm 0 size --model deepseek-r1 --gpus h200 --pro
 # A points file: fields absent from a point are read as absent (P-1 has no ep, pp, kv_dtype), a layout kvcap cannot
 # model is refused naming the file and the point.
 kvcap_golden(accuracy_points_bad_ep 2 accuracy --points %DATA%/points_bad_ep.json)
+# How the accuracy points' Hugging Face names map to built-in profiles: checkpoint-format and tuning suffixes dropped
+# (nvidia/...-FP8, -Instruct, -it), Meta- prefixes, Llama 3.3 70B as 3.1 70B; a model without a profile is skipped.
+kvcap_golden(accuracy_model_names 0 accuracy --points %DATA%/points_model_names.json)
