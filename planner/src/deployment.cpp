@@ -10,6 +10,32 @@
 
 namespace kvcap {
 
+namespace {
+/// interconnect.allreduce_measured: TP sizes >= 2, positive finite sizes and times, each TP size's points in
+/// strictly increasing message size, at least two of them (one point has no slope to interpolate on).
+void validate_allreduce_measured(const GpuSpec& g) {
+  const auto& pts = g.allreduce_measured;
+  const std::string field = "interconnect.allreduce_measured.points";
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const auto& p = pts[i];
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (p.tp < 2) throw SpecError(at + ".tp", "must be a tensor-parallel size >= 2");
+    if (!(p.message_bytes > 0) || !std::isfinite(p.message_bytes))
+      throw SpecError(at + ".message_bytes", "must be a positive, finite number of bytes");
+    if (!(p.time_s > 0) || !std::isfinite(p.time_s)) throw SpecError(at + ".time_s", "must be a positive, finite time");
+    for (std::size_t j = 0; j < i; ++j)
+      if (pts[j].tp == p.tp && pts[j].message_bytes >= p.message_bytes)
+        throw SpecError(at + ".message_bytes", "must grow from one point of TP " + std::to_string(p.tp) +
+                                                   " to the next (got " +
+                                                   std::to_string(static_cast<long long>(p.message_bytes)) + " after " +
+                                                   std::to_string(static_cast<long long>(pts[j].message_bytes)) + ")");
+  }
+  for (const auto& p : pts)
+    if (std::count_if(pts.begin(), pts.end(), [&](const auto& q) { return q.tp == p.tp; }) < 2)
+      throw SpecError(field, "TP " + std::to_string(p.tp) + " has one point: give at least two message sizes");
+}
+}  // namespace
+
 void validate(const GpuSpec& g) {
   if (g.memory_bytes == 0) throw SpecError("memory.cuda_total_bytes", "must be a positive number of bytes");
   if (!(g.memory_bandwidth_bytes_per_s > 0) || !std::isfinite(g.memory_bandwidth_bytes_per_s))
@@ -22,6 +48,7 @@ void validate(const GpuSpec& g) {
     throw SpecError("gpu.host_link.bandwidth_bytes_per_s", "must be a finite number >= 0");
   if (g.interconnect_bandwidth_bytes_per_s < 0 || g.interconnect_latency_s < 0)
     throw SpecError("interconnect", "bandwidth and latency must not be negative");
+  validate_allreduce_measured(g);
   if (!(g.network_bandwidth_bytes_per_s >= 0) || !std::isfinite(g.network_bandwidth_bytes_per_s) ||
       !(g.network_latency_s >= 0) || !std::isfinite(g.network_latency_s))
     throw SpecError("network", "bandwidth and latency must be finite numbers >= 0");

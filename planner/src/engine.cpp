@@ -23,6 +23,11 @@ EngineProfile make(std::string name, std::string description, double bw, double 
   e.tpot_error = tpot_err, e.ttft_error = ttft_err, e.throughput_error = thr_err;
   return e;
 }
+/// `e` with its errors on models it was not fitted on (EngineProfile::other_models_*_error).
+EngineProfile held_out(EngineProfile e, double tpot_err, double ttft_err) {
+  e.other_models_tpot_error = tpot_err, e.other_models_ttft_error = ttft_err;
+  return e;
+}
 std::string lower(std::string_view s) {
   std::string r;
   for (char c : s) r += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -33,9 +38,14 @@ std::string lower(std::string_view s) {
 const std::vector<EngineProfile>& engine_profiles() {
   static const SpeedOptions d;
   static const std::vector<EngineProfile> k = {
-      make("datasheet", "the roofline model with its default efficiencies (docs/speed-model.md), no front-end cost",
-           d.bandwidth_efficiency, d.compute_efficiency_16bit, d.compute_efficiency_8bit, d.step_overhead_s,
-           d.layer_overhead_s, 0, 0.129, 0.559, 0.251),
+      // held_out(...): MAPE of TPOT and TTFT on bench/accuracy/aiconfigurator_holdout.json (1,125 published
+      // measurements of Qwen3-32B, Qwen3-235B-A22B, gpt-oss-120b and DeepSeek-R1/V3, models no profile was fitted
+      // on; docs/accuracy.md, 2026-11-27, with the measured all-reduce times).
+      held_out(
+          make("datasheet", "the roofline model with its default efficiencies (docs/speed-model.md), no front-end cost",
+               d.bandwidth_efficiency, d.compute_efficiency_16bit, d.compute_efficiency_8bit, d.step_overhead_s,
+               d.layer_overhead_s, 0, 0.123, 0.527, 0.240),
+          0.212, 0.874),
       // Fitted by `kvcap accuracy --fit` (docs/accuracy.md, 2026-11-25, after closed loops were staggered over the
       // planner's steady-state cycle and S2-083 ran; SGLang came out unchanged; refitted 2026-11-25 after the
       // closed-loop client fix: TensorRT-LLM fp8 0.55 -> 0.60, the rest unchanged): coordinate descent over the grid of
@@ -45,36 +55,47 @@ const std::vector<EngineProfile>& engine_profiles() {
       // bandwidth 0.90) mark what the
       // model misses there (docs/accuracy.md); they are not measurements of those engines' kernels. The last three:
       // leave-one-out MAPE of TPOT, TTFT, throughput (datasheet: the scorecard's MAPE over every engine).
-      make("vllm", "vLLM (V1 and 0.6), fitted on its 12 published serving points", 0.75, 0.75, 0.35, 0.0, 50.0e-6,
-           30.0e-3, 0.128, 0.213, 0),
-      make("sglang", "SGLang, fitted on its 10 published serving points", 0.70, 0.45, 0.45, 0.0, 50.0e-6, 15.0e-3,
-           0.157, 0.337, 0.124),
-      make("trtllm", "TensorRT-LLM (and NIM on it), fitted on its 17 published serving points", 0.90, 0.45, 0.60,
-           0.25e-3, 50.0e-6, 80.0e-3, 0.064, 0.482, 0.092),
+      // Not refitted after the measured all-reduce times (2026-11-27): a refit lowered the fixtures' TPOT MAPE
+      // (11.5% -> 9.5%) by raising vLLM's bandwidth to its bound, and raised it on the held-out models (24.2% ->
+      // 27.2%); docs/accuracy.md, "Held-out models".
+      held_out(make("vllm", "vLLM (V1 and 0.6), fitted on its 12 published serving points", 0.75, 0.75, 0.35, 0.0,
+                    50.0e-6, 30.0e-3, 0.128, 0.213, 0),
+               0.265, 0.530),
+      held_out(make("sglang", "SGLang, fitted on its 10 published serving points", 0.70, 0.45, 0.45, 0.0, 50.0e-6,
+                    15.0e-3, 0.157, 0.337, 0.124),
+               0.319, 0.936),
+      held_out(make("trtllm", "TensorRT-LLM (and NIM on it), fitted on its 17 published serving points", 0.90, 0.45,
+                    0.60, 0.25e-3, 50.0e-6, 80.0e-3, 0.064, 0.482, 0.092),
+               0.201, 0.578),
   };
   return k;
 }
 
 std::string error_band(const EngineProfile& e) {
-  std::string bands;
-  auto add = [&](const char* what, double err) {
-    if (err > 0)
-      bands.append(bands.empty() ? "" : ", ")
-          .append(what)
-          .append(" +-")
-          .append(std::to_string(std::lround(err * 100)))
-          .append("%");
+  auto bands_of = [](std::initializer_list<std::pair<const char*, double>> errs) {
+    std::string bands;
+    for (const auto& [what, err] : errs)
+      if (err > 0)
+        bands.append(bands.empty() ? "" : ", ")
+            .append(what)
+            .append(" +-")
+            .append(std::to_string(std::lround(err * 100)))
+            .append("%");
+    return bands;
   };
-  add("TPOT", e.tpot_error);
-  add("TTFT", e.ttft_error);
-  add("throughput", e.throughput_error);
-  if (bands.empty()) return "";
+  const std::string fitted =
+      bands_of({{"TPOT", e.tpot_error}, {"TTFT", e.ttft_error}, {"throughput", e.throughput_error}});
+  if (fitted.empty()) return "";
   static const char* kWho[][2] = {{"datasheet", "all published"}, {"vllm", "published vLLM"},
                                   {"sglang", "published SGLang"}, {"trtllm", "published TensorRT-LLM"}};
   std::string who = e.name;
   for (const auto& w : kWho)
     if (e.name == w[0]) who = w[1];
-  return bands + " (" + (e.name == "datasheet" ? "MAPE on " : "leave-one-out MAPE on ") + who + " serving measurements)";
+  std::string band = fitted + " (" + (e.name == "datasheet" ? "MAPE on " : "leave-one-out MAPE on ") + who +
+                     " serving measurements of Llama 3.1 8B/70B)";
+  const std::string other = bands_of({{"TPOT", e.other_models_tpot_error}, {"TTFT", e.other_models_ttft_error}});
+  if (!other.empty()) band += "; other models: " + other + " (MAPE on held-out measurements, docs/accuracy.md)";
+  return band;
 }
 
 const EngineProfile& engine_profile(std::string_view name) {

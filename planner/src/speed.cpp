@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <numbers>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -530,9 +531,49 @@ double expert_load_imbalance(i64 ep, double picks) {
   return load_imbalance(ep, picks, ep > 1 ? expected_max_std_normal(ep) : 0);
 }
 
+namespace {
+// NCCL's protocol overhead: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective
+// NVLink bandwidth of 370GB/s" (NCCL maintainer, NVIDIA/nccl-tests#212, H100). A ring moves 2(tp-1)/tp of the
+// message over each link at that rate.
+constexpr double kNcclLinkEfficiency = 370.0 / 450.0;
+
+double ring_allreduce_s(const GpuSpec& g, i64 tp, double message_bytes) {
+  return 2.0 * dbl(tp - 1) / dbl(tp) * message_bytes / (kNcclLinkEfficiency * g.interconnect_bandwidth_bytes_per_s);
+}
+
+/// The measured all-reduce over exactly `tp` GPUs (GpuSpec::allreduce_measured, in increasing size): linear between
+/// the measured sizes, the smallest one's time below them (a latency floor), and past the largest the ring's
+/// bandwidth term for the bytes beyond it. nullopt when `tp` was not measured.
+std::optional<double> measured_allreduce_s(const GpuSpec& g, i64 tp, double m) {
+  const GpuSpec::AllReducePoint* prev = nullptr;
+  for (const auto& p : g.allreduce_measured) {
+    if (p.tp != tp) continue;
+    if (m <= p.message_bytes)
+      return prev == nullptr ? p.time_s
+                             : prev->time_s + (p.time_s - prev->time_s) * (m - prev->message_bytes) /
+                                                  (p.message_bytes - prev->message_bytes);
+    prev = &p;
+  }
+  if (prev == nullptr) return std::nullopt;
+  return prev->time_s + ring_allreduce_s(g, tp, m - prev->message_bytes);
+}
+}  // namespace
+
 double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes) {
   if (tp <= 1) return 0;
-  return 2.0 * dbl(tp - 1) / dbl(tp) * message_bytes / g.interconnect_bandwidth_bytes_per_s + g.interconnect_latency_s;
+  const double formula = ring_allreduce_s(g, tp, message_bytes) + g.interconnect_latency_s;
+  if (g.allreduce_measured.empty()) return formula;
+  // Between two measured TP sizes: linear in TP; below the smallest, the smallest; above the largest, at least
+  // the largest (more GPUs never reduce faster) and at least the formula.
+  i64 lo = 0, hi = 0;
+  for (const auto& p : g.allreduce_measured) {
+    if (p.tp <= tp && p.tp > lo) lo = p.tp;
+    if (p.tp >= tp && (hi == 0 || p.tp < hi)) hi = p.tp;
+  }
+  if (hi == 0) return std::max(formula, *measured_allreduce_s(g, lo, message_bytes));
+  if (lo == 0 || lo == hi) return *measured_allreduce_s(g, hi, message_bytes);
+  const double a = *measured_allreduce_s(g, lo, message_bytes), b = *measured_allreduce_s(g, hi, message_bytes);
+  return a + (b - a) * dbl(tp - lo) / dbl(hi - lo);
 }
 
 DecodeStep decode_step(const SpeedContext& c, const std::vector<i64>& contexts) {

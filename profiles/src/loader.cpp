@@ -67,7 +67,9 @@ const std::map<std::string, std::vector<std::string>>& gpu_keys() {
       {"memory", {"cuda_total_bytes", "marketed", "marketed_bytes", "bandwidth_bytes_per_s"}},
       {"compute",
        {"bf16_dense_flops", "fp16_dense_flops", "fp8_dense_flops", "fp4_dense_flops", "int8_dense_ops", "fp32_flops"}},
-      {"interconnect", {"name", "bandwidth_bytes_per_s", "direction", "latency_s"}},
+      {"interconnect", {"name", "bandwidth_bytes_per_s", "direction", "latency_s", "allreduce_measured"}},
+      {"interconnect.allreduce_measured", {"source", "points"}},
+      {"interconnect.allreduce_measured.points[]", {"tp", "message_bytes", "time_s"}},
       {"host_link", {"name", "bandwidth_bytes_per_s", "direction"}},
       {"network", {"name", "bandwidth_bytes_per_s", "direction", "latency_s"}},
   };
@@ -300,6 +302,34 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   return m;
 }
 
+/// interconnect.allreduce_measured: {source, points: [{tp, message_bytes, time_s}, ...]} (GpuSpec::allreduce_measured;
+/// the order and count rules are the planner's validate()).
+void read_allreduce_measured(Ctx& c, const YAML::Node& ic, GpuSpec& g) {
+  const std::string path = "interconnect.allreduce_measured";
+  const YAML::Node ar = get_map(c, ic, "interconnect", "allreduce_measured", false);
+  if (!ar.IsMap()) return;
+  check_keys(c, ar, path, gpu_keys().at(path));
+  set(g.allreduce_source, get_string(c, ar, path, "source", true));
+  const YAML::Node pts = ar["points"];
+  if (!pts.IsDefined() || !pts.IsSequence() || pts.size() == 0) {
+    c.error(pts.IsDefined() ? pts : ar, path + ".points",
+            "expected a list of measured points, each {tp: N, message_bytes: B, time_s: T}");
+    return;
+  }
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const std::string at = path + ".points[" + std::to_string(i) + "]";
+    if (!pts[i].IsMap()) {
+      c.error(pts[i], at, "expected {tp: N, message_bytes: B, time_s: T}");
+      continue;
+    }
+    check_keys(c, pts[i], at, gpu_keys().at(path + ".points[]"));
+    const auto tp = get_int(c, pts[i], at, "tp", true, 2, 1 << 20);
+    const auto bytes = get_number(c, pts[i], at, "message_bytes", true, 1, 1e15);
+    const auto time = get_number(c, pts[i], at, "time_s", true, 1e-9, 60);
+    if (tp && bytes && time) g.allreduce_measured.push_back({*tp, *bytes, *time});
+  }
+}
+
 GpuSpec gpu_from_yaml(Ctx& c, const YAML::Node& root) {
   GpuSpec g;
   if (!root.IsMap()) {
@@ -336,6 +366,7 @@ GpuSpec gpu_from_yaml(Ctx& c, const YAML::Node& root) {
   if (auto dir = get_string(c, ic, "interconnect", "direction", false); dir && *dir != "per_direction")
     c.error(ic["direction"], "interconnect.direction",
             "expected per_direction (give the per-direction bandwidth; marketed NVLink figures are usually both directions added)");
+  read_allreduce_measured(c, ic, g);
   const YAML::Node hl = get_map(c, root, "", "host_link", false);
   check_keys(c, hl, "host_link", keys.at("host_link"));
   set(g.host_link_name, get_string(c, hl, "host_link", "name", false));

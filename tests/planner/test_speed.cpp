@@ -94,10 +94,41 @@ TEST_CASE("MoE reads only the experts a batch activates", "[speed][moe]") {
   }
 }
 
+TEST_CASE("all-reduce: the ring formula where the GPU profile has no measurements", "[speed][tp]") {
+  const auto g = gpu("a100-80gb");
+  REQUIRE(g.allreduce_measured.empty());
+  CHECK(allreduce_time_s(g, 1, 1e6) == 0);
+  // NCCL reaches 370 of NVLink's 450 GB/s (NVIDIA/nccl-tests#212): the ring moves 2(tp-1)/tp of the message.
+  CHECK(allreduce_time_s(g, 2, 1e6) ==
+        Approx(1e6 / (370.0 / 450.0 * g.interconnect_bandwidth_bytes_per_s) + g.interconnect_latency_s));
+  CHECK(allreduce_time_s(g, 8, 1e6) ==
+        Approx(1.75e6 / (370.0 / 450.0 * g.interconnect_bandwidth_bytes_per_s) + g.interconnect_latency_s));
+}
+
+TEST_CASE("all-reduce: the measured times of the H100 profile, interpolated", "[speed][tp]") {
+  const auto g = gpu("h100-sxm");
+  REQUIRE(!g.allreduce_measured.empty());
+  // At a measured point, the measurement (sgl-project/sglang#2904: TP 8, 256 KiB, 16.7 us; TP 2, 1 MiB, 19.9 us).
+  CHECK(allreduce_time_s(g, 8, 262144) == Approx(16.7e-6));
+  CHECK(allreduce_time_s(g, 2, 1048576) == Approx(19.9e-6));
+  // Below the smallest size, its time; between sizes, linear (TP 8: 22.1 us at 512 KiB, 33.8 us at 1 MiB).
+  CHECK(allreduce_time_s(g, 8, 100) == Approx(5.9e-6));
+  CHECK(allreduce_time_s(g, 8, 786432) == Approx((22.1e-6 + 33.8e-6) / 2));
+  // Between TP sizes, linear in TP (TP 6: halfway between TP 4's 13.9 us and TP 8's 16.7 us at 256 KiB).
+  CHECK(allreduce_time_s(g, 6, 262144) == Approx((13.9e-6 + 16.7e-6) / 2));
+  // Past the largest size, the ring's bandwidth term for the bytes beyond it.
+  const double extra = 2.0 * 7 / 8 * (8e6 - 1048576) / (370.0 / 450.0 * g.interconnect_bandwidth_bytes_per_s);
+  CHECK(allreduce_time_s(g, 8, 8e6) == Approx(33.8e-6 + extra));
+  // Beyond the largest measured TP: at least TP 8's time, and at least the formula.
+  CHECK(allreduce_time_s(g, 16, 262144) >= allreduce_time_s(g, 8, 262144));
+  // A decode-sized message (batch 32 of Llama-70B's hidden 8192, bf16: 512 KiB) costs far more than the ring
+  // formula at the link rate would say: that is what the measurements add.
+  CHECK(allreduce_time_s(g, 8, 524288) > 2.5 * (1.75 * 524288 / g.interconnect_bandwidth_bytes_per_s + 5e-6));
+}
+
 TEST_CASE("tensor-parallel all-reduce time grows with TP", "[speed][tp]") {
   const auto g = gpu("h100-sxm");
   CHECK(allreduce_time_s(g, 1, 1e6) == 0);
-  CHECK(allreduce_time_s(g, 2, 1e6) == Approx(1e6 / g.interconnect_bandwidth_bytes_per_s + g.interconnect_latency_s));
   CHECK(allreduce_time_s(g, 4, 1e6) > allreduce_time_s(g, 2, 1e6));
   CHECK(allreduce_time_s(g, 8, 1e6) > allreduce_time_s(g, 4, 1e6));
   double prev = 0;
@@ -289,13 +320,13 @@ TEST_CASE("predictions against published measurements (shared/fixtures/speed_mea
       {"llama-2-7b", "h100-sxm", 1, DType::fp8, 2048, 36, 0.09},
       {"llama-2-7b", "a100-80gb", 1, DType::auto_, 2048, 133, 0.05},
       {"llama-2-7b", "l40s", 1, DType::fp8, 2048, 73, 0.20},
-      {"llama-2-70b", "h100-sxm", 4, DType::fp8, 2048, 109, 0.06},
-      {"llama-2-70b", "a100-80gb", 4, DType::auto_, 2048, 377, 0.03},
-      // Short prompts: the model misses a fixed cost the engine pays (under-predicts by 40-53%).
+      {"llama-2-70b", "h100-sxm", 4, DType::fp8, 2048, 109, 0.03},
+      {"llama-2-70b", "a100-80gb", 4, DType::auto_, 2048, 377, 0.04},
+      // Short prompts: the model misses a fixed cost the engine pays (under-predicts by 38-41%).
       {"llama-2-7b", "h100-sxm", 1, DType::fp8, 128, 7, 0.42},
       {"llama-2-7b", "a100-80gb", 1, DType::auto_, 128, 16, 0.40},
-      {"llama-2-70b", "h100-sxm", 4, DType::fp8, 128, 26, 0.53},
-      {"llama-2-70b", "a100-80gb", 4, DType::auto_, 128, 47, 0.41},
+      {"llama-2-70b", "h100-sxm", 4, DType::fp8, 128, 26, 0.39},
+      {"llama-2-70b", "a100-80gb", 4, DType::auto_, 128, 47, 0.40},
   };
   for (const auto& p : pre) {
     const auto c = ctx(p.model, p.gpu, p.tp, p.q);
@@ -340,7 +371,7 @@ TEST_CASE("predictions against vLLM serving measurements of Llama 3.1 and Mixtra
   // 32 prompt tokens, 128 output tokens, bf16; median end-to-end latency of the batch.
   struct E2e { const char* model; i64 tp; double e2e_ms; double err; };
   for (const E2e& r : {E2e{"llama-3.1-8b", 1, 833.53, -0.150}, E2e{"mixtral-8x7b", 2, 1916.58, -0.137},
-                       E2e{"llama-3-70b", 4, 2077.56, -0.140}}) {
+                       E2e{"llama-3-70b", 4, 2077.56, -0.107}}) {
     Deployment d;
     d.tensor_parallel_size = r.tp;
     d.max_model_len = 8192;
@@ -380,8 +411,18 @@ TEST_CASE("engine profiles: datasheet is the plain roofline, the fitted ones sta
   CHECK(engine_profile_for("lmdeploy").name == "datasheet");
   CHECK_THROWS_WITH(engine_profile("tgi"), Catch::Contains("expected one of datasheet, vllm, sglang, trtllm"));
   // The error band printed next to the latencies: only the metrics the fixtures measured.
+  // The band on models the profile was not fitted on (the held-out measurements) follows the fitted one.
   CHECK(error_band(engine_profile("vllm")) ==
-        "TPOT +-13%, TTFT +-21% (leave-one-out MAPE on published vLLM serving measurements)");
+        "TPOT +-13%, TTFT +-21% (leave-one-out MAPE on published vLLM serving measurements of Llama 3.1 8B/70B); "
+        "other models: TPOT +-27%, TTFT +-53% (MAPE on held-out measurements, docs/accuracy.md)");
+  EngineProfile fitted_only = engine_profile("vllm");
+  fitted_only.other_models_tpot_error = fitted_only.other_models_ttft_error = 0;
+  CHECK(error_band(fitted_only) ==
+        "TPOT +-13%, TTFT +-21% (leave-one-out MAPE on published vLLM serving measurements of Llama 3.1 8B/70B)");
+  for (const auto& e : engine_profiles()) {
+    INFO(e.name);
+    CHECK(e.other_models_tpot_error > e.tpot_error);  // what the held-out models say: the fit does not transfer whole
+  }
   EngineProfile none = engine_profile("datasheet");
   none.tpot_error = none.ttft_error = none.throughput_error = 0;
   CHECK(error_band(none).empty());

@@ -27,6 +27,17 @@ struct GpuSpec {
   std::string interconnect_name;
   double interconnect_bandwidth_bytes_per_s = 0;  ///< per direction
   double interconnect_latency_s = 0;
+  /// One measured all-reduce over `tp` GPUs of this kind (interconnect.allreduce_measured): how long the
+  /// collective of a `message_bytes` tensor took end to end, kernel and synchronisation included.
+  struct AllReducePoint {
+    i64 tp = 0;
+    double message_bytes = 0;
+    double time_s = 0;
+  };
+  /// Measured all-reduce times that replace the latency + bandwidth formula where they reach (allreduce_time_s in
+  /// planner/speed.hpp); per TP size in increasing message size. Empty: the formula alone.
+  std::vector<AllReducePoint> allreduce_measured;
+  std::string allreduce_source;                ///< where allreduce_measured comes from
   std::string host_link_name;                  ///< GPU-to-host link, e.g. "PCIe Gen5 x16" (host_link.name)
   double host_link_bandwidth_bytes_per_s = 0;  ///< per direction, datasheet; 0: not known (KV offloading reload)
   /// Scale-out network per GPU (the NIC beside each GPU of the node, e.g. ConnectX-7 400 Gb/s): what a KV cache

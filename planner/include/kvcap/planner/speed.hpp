@@ -129,7 +129,9 @@ double expected_max_std_normal(i64 n);
 /// ep (one rank takes all); 1 without EP. A step waits for its busiest rank.
 double expert_load_imbalance(i64 ep, double picks);
 
-/// Ring all-reduce of `message_bytes` over `tp` ranks: 2(tp-1)/tp x message / bandwidth + latency (0 when tp = 1).
+/// One all-reduce of `message_bytes` over `tp` ranks (0 when tp = 1): the GPU profile's measured times where it has
+/// them (interconnect.allreduce_measured: interpolated in size and TP, the ring's bandwidth term past the largest
+/// size), else the ring formula 2(tp-1)/tp x message / (NCCL's 82% of the link bandwidth) + latency.
 double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes);
 
 /// Decode step for requests with KV lengths `contexts` (tokens attended to, the new one included).
