@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/trace.hpp"
 
@@ -392,6 +393,7 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   c.report.top = parse_int(vm["top"].as<std::string>(), "--top", 0);
   c.report.explain = vm.count("explain") > 0;
   c.report.prices_overridden = vm.count("price") > 0;
+  if (vm.count("engine")) c.report.engine = engine_profile(vm["engine"].as<std::string>()).name;
   verify_into(vm, spec, c);
   if (vm.count("emit")) {
     try {

@@ -9,8 +9,9 @@ layouts kvcap models, so that `kvcap accuracy --points` shows how the engine pro
 
     python3 scripts/aiconfigurator_points.py silicon_sample.csv COMMIT > bench/accuracy/aiconfigurator_holdout.json
 
-Rows are kept in file order; a configuration measured twice (two collection dates) is kept once (the first), and a
-DeepSeek-V3 row that repeats a DeepSeek-R1 row's numbers (one architecture) is dropped.
+Rows are kept in file order; a configuration measured twice (two collection dates) is kept once (the first), and of a
+DeepSeek-V3 and a DeepSeek-R1 row with the same layout and numbers (one architecture, one measurement) the first is
+kept.
 """
 import csv
 import json
@@ -40,15 +41,24 @@ def weight_dtype(row):
     return None  # int4 weight-only and others: not modelled
 
 
+MOE = {"Qwen/Qwen3-235B-A22B-FP8", "openai/gpt-oss-120b", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"}
+
+
 def layout(row):
-    """(tp, ep, attention_dp) in kvcap's points format, or None when kvcap does not model the layout."""
+    """(tp, ep, attention_dp) in kvcap's points format, or None when kvcap does not model the layout.
+
+    A MoE row's experts must cover the same GPUs as its attention: moe_tp x moe_ep = tp x attention_dp (a row with
+    tp 2 and moe_tp 4 ran on 4 GPUs, which its tp alone does not say)."""
     def num(k):
         return int(row[k]) if row[k] else 0
     tp, pp, adp, mtp, ep = num("tp_size"), num("pp_size") or 1, num("attention_dp_size"), num("moe_tp_size"), num("moe_ep_size")
     if pp != 1:
         return None
+    gpus = tp * max(adp, 1)
+    if row["model_path"] in MOE and max(mtp, 1) * max(ep, 1) != gpus:
+        return None
     if adp > 1:  # attention data-parallel: adp GPUs, each attending to its own requests, experts over all
-        return (adp * tp, ep, True) if tp == 1 and ep == adp else None
+        return (gpus, ep, True) if tp == 1 and ep == adp else None
     if tp > 8:
         return None  # multi-node layouts
     if ep > 1:

@@ -8,6 +8,7 @@
 
 #include "common.hpp"
 #include "kvcap/escape.hpp"
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/text.hpp"
 
 namespace kvcap::cli {
@@ -268,7 +269,9 @@ void report_sizing_json(std::ostream& out, const SizingRequest& q, const SizingR
   j["candidates_searched"] = r.candidates.size();
   j["feasible"] = r.feasible;
   if (r.feasible == 0) j["diagnosis"] = r.diagnosis;
-  j["rates"] = s.calibration ? "calibrated" : "datasheet";
+  j["rates"] = s.calibration ? "calibrated" : o.engine;
+  if (const std::string band = error_band(engine_profile(o.engine)); !s.calibration && !band.empty())
+    j["expected_error"] = band;
   add_findings_json(j, o.findings);
   auto& best = j["best_per_gpu_type"] = nlohmann::ordered_json::array();
   for (const std::size_t i : r.best_per_gpu) best.push_back(ranked_json(q, r, i, o));
@@ -368,8 +371,12 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
   if (!w.derivation.empty()) out << "  from " << w.derivation << "\n";
   out << "Targets: TTFT " << pct_name(q.targets.ttft_percentile) << " <= " << dur(q.targets.ttft_s)
       << ", TPOT <= " << dur(q.targets.tpot_s) << "; rates "
-      << (s.calibration ? "calibrated" : "datasheet x default efficiencies")
+      << (s.calibration             ? "calibrated"
+          : o.engine == "datasheet" ? "datasheet x default efficiencies"
+                                    : "engine profile " + o.engine + " (fitted efficiencies and overheads)")
       << "; price per GPU-hour from the GPU profiles" << (o.prices_overridden ? " and --price" : "") << "\n";
+  if (const std::string band = error_band(engine_profile(o.engine)); !s.calibration && !band.empty())
+    out << "Expected error of the latencies: " << band << "\n";
   std::size_t counts[6] = {};
   for (const auto& c : r.candidates) ++counts[static_cast<int>(c.status)];
   out << r.candidates.size() << " candidates: " << r.feasible << " meet the targets";

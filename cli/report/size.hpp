@@ -15,9 +15,10 @@
 namespace kvcap::cli {
 
 struct SizingReportOptions {
-  std::int64_t top = 10;           ///< table rows (0: every feasible candidate)
-  bool explain = false;            ///< list the rejected candidates and why
-  bool prices_overridden = false;  ///< --price was given
+  std::int64_t top = 10;             ///< table rows (0: every feasible candidate)
+  bool explain = false;              ///< list the rejected candidates and why
+  bool prices_overridden = false;    ///< --price was given
+  std::string engine = "datasheet";  ///< the --engine profile the rates come from (planner/engine.hpp)
   /// The plausibility policy's findings about the request (E104, W205), in JSON `warnings` and `findings` as
   /// `plan` reports them; an error among them means no search was run (no candidates).
   std::vector<Finding> findings{};

@@ -166,9 +166,15 @@ double attended(i64 lo, i64 hi, i64 w) {
   return sum(dbl(lo), dbl(w)) + dbl(hi - w) * dbl(w);
 }
 
+// NCCL's protocol overhead: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective
+// NVLink bandwidth of 370GB/s" (NCCL maintainer, NVIDIA/nccl-tests#212, H100); assumed for NCCL's ring collectives on
+// every link (all-reduce, all-gather). A ring moves (tp-1)/tp of the message over each link per pass.
+constexpr double kNcclLinkEfficiency = 370.0 / 450.0;
+
 double ring_allgather_s(const GpuSpec& g, i64 tp, double message_bytes) {
   if (tp <= 1) return 0;
-  return dbl(tp - 1) / dbl(tp) * message_bytes / g.interconnect_bandwidth_bytes_per_s + g.interconnect_latency_s;
+  return dbl(tp - 1) / dbl(tp) * message_bytes / (kNcclLinkEfficiency * g.interconnect_bandwidth_bytes_per_s) +
+         g.interconnect_latency_s;
 }
 
 void finish(StepBreakdown& b) {
@@ -532,11 +538,6 @@ double expert_load_imbalance(i64 ep, double picks) {
 }
 
 namespace {
-// NCCL's protocol overhead: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective
-// NVLink bandwidth of 370GB/s" (NCCL maintainer, NVIDIA/nccl-tests#212, H100). A ring moves 2(tp-1)/tp of the
-// message over each link at that rate.
-constexpr double kNcclLinkEfficiency = 370.0 / 450.0;
-
 double ring_allreduce_s(const GpuSpec& g, i64 tp, double message_bytes) {
   return 2.0 * dbl(tp - 1) / dbl(tp) * message_bytes / (kNcclLinkEfficiency * g.interconnect_bandwidth_bytes_per_s);
 }
@@ -561,10 +562,12 @@ std::optional<double> measured_allreduce_s(const GpuSpec& g, i64 tp, double m) {
 
 double allreduce_time_s(const GpuSpec& g, i64 tp, double message_bytes) {
   if (tp <= 1) return 0;
+  if (!(message_bytes >= 0) || !std::isfinite(message_bytes))
+    throw SpecError("all-reduce message", "must be a finite number of bytes >= 0");
   const double formula = ring_allreduce_s(g, tp, message_bytes) + g.interconnect_latency_s;
   if (g.allreduce_measured.empty()) return formula;
-  // Between two measured TP sizes: linear in TP; below the smallest, the smallest; above the largest, at least
-  // the largest (more GPUs never reduce faster) and at least the formula.
+  // Between two measured TP sizes: linear in TP; below the smallest, the smallest's time; above the largest, at
+  // least the largest's and at least the formula (the measurements stop there; TP 16 or 72 is extrapolated).
   i64 lo = 0, hi = 0;
   for (const auto& p : g.allreduce_measured) {
     if (p.tp <= tp && p.tp > lo) lo = p.tp;

@@ -306,6 +306,10 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
 /// the order and count rules are the planner's validate()).
 void read_allreduce_measured(Ctx& c, const YAML::Node& ic, GpuSpec& g) {
   const std::string path = "interconnect.allreduce_measured";
+  if (ic.IsMap() && ic["allreduce_measured"].IsDefined() && ic["allreduce_measured"].IsNull()) {
+    c.error(ic["allreduce_measured"], path, "expected {source: ..., points: [{tp, message_bytes, time_s}, ...]}");
+    return;
+  }
   const YAML::Node ar = get_map(c, ic, "interconnect", "allreduce_measured", false);
   if (!ar.IsMap()) return;
   check_keys(c, ar, path, gpu_keys().at(path));

@@ -1,4 +1,5 @@
 // Every error path of the loader: located, named, and saying what was expected.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "kvcap/profiles/profiles.hpp"
@@ -166,7 +167,7 @@ TEST_CASE("GPU profile: measured all-reduce times load and bad ones are located 
   const GpuSpec g = profiles::parse_gpu(good, "g.yaml");
   REQUIRE(g.allreduce_measured.size() == 18);
   CHECK(g.allreduce_measured.front().tp == 2);
-  CHECK(g.allreduce_measured.front().message_bytes == 512);
+  CHECK(g.allreduce_measured.front().message_bytes == 2048);  // 512 float32 elements
   CHECK(g.allreduce_measured.front().time_s == Approx(3.7e-6));
   CHECK(g.allreduce_source.find("sglang#2904") != std::string::npos);
   auto first_error = [&](const std::string& from, const std::string& to) {
@@ -179,17 +180,17 @@ TEST_CASE("GPU profile: measured all-reduce times load and bad ones are located 
     return Diagnostic{};
   };
   // Sizes must grow within a TP size (the second TP 2 point made smaller than the first).
-  auto d = first_error("{tp: 2, message_bytes: 4096, time_s: 3.9e-6}", "{tp: 2, message_bytes: 256, time_s: 3.9e-6}");
+  auto d = first_error("{tp: 2, message_bytes: 16384, time_s: 3.9e-6}", "{tp: 2, message_bytes: 1024, time_s: 3.9e-6}");
   CHECK(d.key_path == "interconnect.allreduce_measured.points[1].message_bytes");
   CHECK(d.message.find("must grow") != std::string::npos);
   CHECK(d.line > 0);
   // One TP size with a single point has no slope.
   std::string one = good;
-  for (const char* row : {"      - {tp: 8, message_bytes: 4096, time_s: 5.7e-6}\n",
-                          "      - {tp: 8, message_bytes: 32768, time_s: 7.8e-6}\n",
-                          "      - {tp: 8, message_bytes: 262144, time_s: 16.7e-6}\n",
-                          "      - {tp: 8, message_bytes: 524288, time_s: 22.1e-6}\n",
-                          "      - {tp: 8, message_bytes: 1048576, time_s: 33.8e-6}\n"})
+  for (const char* row : {"      - {tp: 8, message_bytes: 16384, time_s: 5.7e-6}\n",
+                          "      - {tp: 8, message_bytes: 131072, time_s: 7.8e-6}\n",
+                          "      - {tp: 8, message_bytes: 1048576, time_s: 16.7e-6}\n",
+                          "      - {tp: 8, message_bytes: 2097152, time_s: 22.1e-6}\n",
+                          "      - {tp: 8, message_bytes: 4194304, time_s: 33.8e-6}\n"})
     one = replace(one, row, "");
   try {
     profiles::parse_gpu(one, "g.yaml");
@@ -198,15 +199,25 @@ TEST_CASE("GPU profile: measured all-reduce times load and bad ones are located 
     CHECK(e.diagnostics().at(0).message.find("TP 8 has one point") != std::string::npos);
   }
   // TP 1 is no all-reduce; a time must be positive; an unknown key gets a suggestion; points must be a list.
-  d = first_error("{tp: 2, message_bytes: 512,", "{tp: 1, message_bytes: 512,");
+  d = first_error("{tp: 2, message_bytes: 2048,", "{tp: 1, message_bytes: 2048,");
   CHECK(d.key_path == "interconnect.allreduce_measured.points[0].tp");
   d = first_error("time_s: 3.7e-6}", "time_s: 0}");
   CHECK(d.key_path == "interconnect.allreduce_measured.points[0].time_s");
-  d = first_error("{tp: 2, message_bytes: 512,", "{tp: 2, message_byte: 512,");
+  d = first_error("{tp: 2, message_bytes: 2048,", "{tp: 2, message_byte: 2048,");
   CHECK(d.key_path.find("interconnect.allreduce_measured.points[0]") == 0);
   CHECK(d.message.find("message_bytes") != std::string::npos);
   d = first_error("    points:\n", "    points: 3\n    old_points:\n");
   CHECK(d.key_path.find("interconnect.allreduce_measured") == 0);
+  // Present but empty is an error, as the schema says (not a silent "no measurements").
+  try {
+    profiles::parse_gpu(replace(good, "  allreduce_measured:\n", "  allreduce_measured:\n  unused_block:\n"), "g.yaml");
+    FAIL("no error");
+  } catch (const ProfileError& e) {
+    const auto& ds = e.diagnostics();
+    CHECK(std::any_of(ds.begin(), ds.end(), [](const Diagnostic& x) {
+      return x.key_path == "interconnect.allreduce_measured" && x.message.find("expected {source") == 0;
+    }));
+  }
 }
 
 TEST_CASE("did_you_mean suggests a near key, and spends no time on one that cannot be near", "[errors]") {

@@ -27,7 +27,7 @@ struct EngineProfile {
   double other_models_tpot_error = 0, other_models_ttft_error = 0;
 };
 /// "TPOT +-15%, TTFT +-15% (leave-one-out MAPE on published vLLM measurements of Llama 3.1 8B/70B); other models:
-/// TPOT +-26%, TTFT +-53% (held-out measurements)": the bands of `e` that are known; "" when none is.
+/// TPOT +-29%, TTFT +-53% (held-out measurements)": the bands of `e` that are known; "" when none is.
 std::string error_band(const EngineProfile& e);
 
 /// The built-in profiles, "datasheet" first.
