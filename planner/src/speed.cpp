@@ -171,10 +171,14 @@ double attended(i64 lo, i64 hi, i64 w) {
 // every link (all-reduce, all-gather). A ring moves (tp-1)/tp of the message over each link per pass.
 constexpr double kNcclLinkEfficiency = 370.0 / 450.0;
 
+/// One pass of NCCL's ring over `tp` ranks: (tp-1)/tp of the message over each link at NCCL's achieved rate.
+double ring_pass_s(const GpuSpec& g, i64 tp, double message_bytes) {
+  return dbl(tp - 1) / dbl(tp) * message_bytes / (kNcclLinkEfficiency * g.interconnect_bandwidth_bytes_per_s);
+}
+
 double ring_allgather_s(const GpuSpec& g, i64 tp, double message_bytes) {
   if (tp <= 1) return 0;
-  return dbl(tp - 1) / dbl(tp) * message_bytes / (kNcclLinkEfficiency * g.interconnect_bandwidth_bytes_per_s) +
-         g.interconnect_latency_s;
+  return ring_pass_s(g, tp, message_bytes) + g.interconnect_latency_s;
 }
 
 void finish(StepBreakdown& b) {
@@ -538,8 +542,9 @@ double expert_load_imbalance(i64 ep, double picks) {
 }
 
 namespace {
+/// A ring all-reduce's bandwidth term: a reduce-scatter pass and an all-gather pass.
 double ring_allreduce_s(const GpuSpec& g, i64 tp, double message_bytes) {
-  return 2.0 * dbl(tp - 1) / dbl(tp) * message_bytes / (kNcclLinkEfficiency * g.interconnect_bandwidth_bytes_per_s);
+  return 2.0 * ring_pass_s(g, tp, message_bytes);
 }
 
 /// The measured all-reduce over exactly `tp` GPUs (GpuSpec::allreduce_measured, in increasing size): linear between
