@@ -1,4 +1,5 @@
 // kvcap list: the built-in profiles.
+#include <algorithm>
 #include <iostream>
 
 #include "common.hpp"
@@ -18,7 +19,11 @@ int cmd_list(const std::vector<std::string>& args) {
     print_help("kvcap list", "Lists the built-in model and GPU profiles with their key figures.", desc, "  kvcap list");
     return 0;
   }
-  std::cout << "Models                 params    active  layers  attention             KV dtype  max len\n";
+  // The name column fits the longest built-in name (21 at least, the GPUs' column).
+  std::size_t w = 21;
+  for (const auto& n : profiles::builtin_model_names()) w = std::max(w, n.size() + 1);
+  std::cout << "Models" << std::string(w - 4, ' ')
+            << "params    active  layers  attention             KV dtype  max len\n";
   for (const auto& n : profiles::builtin_model_names()) {
     const auto m = profiles::resolve_model(n);
     const auto pc = param_counts(m);
@@ -26,9 +31,10 @@ int cmd_list(const std::vector<std::string>& args) {
                                                          : "GQA " + std::to_string(m.num_heads) + "/" + std::to_string(m.num_kv_heads) + "x" + std::to_string(m.head_dim);
     if (m.sliding_window > 0) att += " sw" + std::to_string(m.sliding_window);
     std::string p = billions(static_cast<double>(pc.total)), a = billions(static_cast<double>(pc.active));
-    std::cout << "  " << n << std::string(21 - std::min<std::size_t>(20, n.size()), ' ') << std::string(8 - std::min<std::size_t>(8, p.size()), ' ') << p
-              << std::string(10 - std::min<std::size_t>(10, a.size()), ' ') << a << std::string(8 - std::to_string(m.num_layers).size(), ' ') << m.num_layers
-              << "  " << att << std::string(22 - std::min<std::size_t>(21, att.size()), ' ') << name(m.dtype) << "      "
+    std::cout << "  " << n << std::string(w - n.size(), ' ') << std::string(8 - std::min<std::size_t>(8, p.size()), ' ')
+              << p << std::string(10 - std::min<std::size_t>(10, a.size()), ' ') << a
+              << std::string(8 - std::to_string(m.num_layers).size(), ' ') << m.num_layers << "  " << att
+              << std::string(22 - std::min<std::size_t>(21, att.size()), ' ') << name(m.dtype) << "      "
               << human_tokens(m.max_position_embeddings) << "\n";
   }
   std::cout << "\nGPUs                   memory (CUDA)   HBM B/W     BF16 dense   FP8 dense   $/GPU-h\n";

@@ -12,6 +12,21 @@ namespace {
 constexpr u64 kMiB = 1ull << 20;
 
 u64 u(i64 v) { return static_cast<u64>(v); }
+
+/// The layer kind a cache spec serves.
+LayerAttention spec_attention(const KvLayerSpec& s) {
+  switch (s.kind) {
+    case KvSpecKind::sliding:
+      return LayerAttention::sliding;
+    case KvSpecKind::chunked:
+      return LayerAttention::chunked;
+    case KvSpecKind::mamba:
+      return LayerAttention::linear;
+    case KvSpecKind::full:
+      break;
+  }
+  return LayerAttention::full;
+}
 }  // namespace
 
 std::vector<i64> default_contexts() {
@@ -59,16 +74,17 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
   // get_kv_cache_spec skips a layer with kv_sharing_target_layer_name).
   for (i64 l = 0; l < m.num_layers - m.kv_shared_layers; ++l) {
     if (d.d.kv_layer_sharing.shares(l)) continue;  // the what-if --kv-layer-sharing: no cache of its own
-    KvLayerSpec s;
-    s.block_size = bs * dcp;
-    s.page_size_bytes = attn_page;
-    if (d.skip_page_bytes > 0 && layer_attention(m, l) != LayerAttention::linear && kv_dtype_skipped(m, d.d, l)) {
-      // --kv-cache-dtype-skip-layers: the model dtype at the requested block, padded to the pool's page.
-      s.block_size = d.skip_block_size * dcp;
-      s.page_size_bytes = d.skip_page_bytes;
-    }
-    switch (layer_attention(m, l)) {
-      case LayerAttention::full:
+    if (layer_has_attention(m, l)) {
+      KvLayerSpec s;
+      s.block_size = bs * dcp;
+      s.page_size_bytes = attn_page;
+      if (d.skip_page_bytes > 0 && kv_dtype_skipped(m, d.d, l)) {
+        // --kv-cache-dtype-skip-layers: the model dtype at the requested block, padded to the pool's page.
+        s.block_size = d.skip_block_size * dcp;
+        s.page_size_bytes = d.skip_page_bytes;
+      }
+      const LayerAttention kind = layer_attention(m, l);
+      if (kind == LayerAttention::full) {
         s.evict = kv_eviction(d.d.kv_eviction);
         // H2O keeps, beside each kept token, its accumulated attention score per KV head in the activation dtype
         // (llama-recipes recipes/experimental/long_context/H2O/utils/cache.py HHCache.accumulated_attention_scores:
@@ -76,23 +92,29 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
         // back to the query dtype): held and read with the token's KV, so charged to its page.
         if (d.d.kv_eviction.kind == Deployment::Eviction::Kind::h2o)
           s.page_size_bytes = add(s.page_size_bytes, h2o_score_bytes_per_token(m, d) * u(bs), "H2O score page");
-        break;
-      case LayerAttention::sliding: s.kind = KvSpecKind::sliding, s.window_tokens = m.sliding_window; break;
-      case LayerAttention::chunked: s.kind = KvSpecKind::chunked, s.window_tokens = m.attention_chunk_size; break;
-      case LayerAttention::linear:
-        // MambaSpec: block_size = mamba_block_size (none: max_model_len; align: the attention block), the
-        // page padded to the attention page.
-        s.kind = KvSpecKind::mamba, s.page_size_bytes = d.linear_state_page_bytes;
-        s.block_size = d.mamba_align ? d.block_size : d.max_model_len;
-        s.state_blocks = d.mamba_align ? 2 : 1;
-        break;
+      } else if (kind == LayerAttention::sliding) {
+        s.kind = KvSpecKind::sliding, s.window_tokens = m.sliding_window;
+      } else {
+        s.kind = KvSpecKind::chunked, s.window_tokens = m.attention_chunk_size;
+      }
+      out.push_back(s);
+      if (decoder_layer) decoder_layer->push_back(l);
+      if (index_page > 0) {
+        KvLayerSpec ix = s;
+        ix.page_size_bytes = index_page;
+        out.push_back(ix);
+        if (decoder_layer) decoder_layer->push_back(l);
+      }
     }
-    out.push_back(s);
-    if (decoder_layer) decoder_layer->push_back(l);
-    if (index_page > 0) {
-      KvLayerSpec ix = s;
-      ix.page_size_bytes = index_page;
-      out.push_back(ix);
+    if (layer_has_linear(m, l)) {
+      // MambaSpec: block_size = mamba_block_size (none: max_model_len; align: the attention block), the page padded
+      // to the attention page. A Falcon-H1 layer has one beside its attention's (vLLM registers the layer's Attention
+      // and its MambaMixer2 as two cache layers).
+      KvLayerSpec s;
+      s.kind = KvSpecKind::mamba, s.page_size_bytes = d.linear_state_page_bytes;
+      s.block_size = d.mamba_align ? d.block_size : d.max_model_len;
+      s.state_blocks = d.mamba_align ? 2 : 1;
+      out.push_back(s);
       if (decoder_layer) decoder_layer->push_back(l);
     }
   }
@@ -336,7 +358,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       if (l < first || l >= first + st.num_layers) continue;
       on_stage[k] = true;
       const auto& spec = p.kv_layers[k];
-      const LayerAttention kind = layer_attention(m, l);
+      const LayerAttention kind = spec_attention(spec);
       if (spec.kind != KvSpecKind::mamba) {
         const u64 per_token = spec.page_size_bytes / u(spec.block_size);
         st.kv_bytes_per_token = add(st.kv_bytes_per_token, per_token, "KV bytes per token per rank");
@@ -347,8 +369,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
             {kind, 0, 0, spec.window_tokens, kind == LayerAttention::linear ? d.linear_state_bytes : 0, spec.evict});
         it = st.groups.end() - 1;
       }
-      // A decoder layer counts once; its indexer cache (same decoder layer, next KV layer) adds bytes.
-      if (k == 0 || kv_decoder_layer[k - 1] != l) it->num_layers += 1;
+      // A decoder layer counts once per kind; its indexer cache (same decoder layer, next KV layer) adds bytes.
+      if (k == 0 || kv_decoder_layer[k - 1] != l || spec_attention(p.kv_layers[k - 1]) != kind) it->num_layers += 1;
     }
     for (auto& grp : st.groups) {
       grp.attending_layers = grp.num_layers;
@@ -360,7 +382,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     for (auto& grp : st.groups) grp.bytes_per_token_per_layer = 0;
     for (std::size_t k = 0; k < p.kv_layers.size(); ++k) {
       if (!on_stage[k]) continue;
-      const LayerAttention kind = layer_attention(m, kv_decoder_layer[k]);
+      const LayerAttention kind = spec_attention(p.kv_layers[k]);
       if (kind == LayerAttention::linear) continue;  // a state per request, not bytes per token
       for (auto& grp : st.groups)
         if (grp.attention == kind) grp.bytes_per_token_per_layer += p.kv_layers[k].page_size_bytes / u(p.kv_layers[k].block_size);

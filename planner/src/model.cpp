@@ -13,12 +13,37 @@ LayerAttention layer_attention(const ModelSpec& m, i64 layer) {
 
 bool layer_is_moe(const ModelSpec& m, i64 layer) {
   if (!m.moe.enabled()) return false;
+  if (!m.mlp_pattern.empty())
+    return m.mlp_pattern[static_cast<std::size_t>(layer) % m.mlp_pattern.size()] == LayerMlp::moe;
   if (layer < m.moe.first_dense_layers) return false;
   // DeepSeek: layer >= first_k_dense_replace and layer % moe_layer_freq == 0
   // (vllm/model_executor/models/deepseek_v2.py). Qwen-MoE's decoder_sparse_step is imported as
   // layer_frequency with first_dense_layers = 0 and the same test on (layer + 1) - handled at import
   // by a frequency of 1 in every released Qwen MoE, so one rule serves both.
   return m.moe.layer_frequency <= 1 || (layer + m.moe.layer_offset) % m.moe.layer_frequency == 0;
+}
+
+LayerMlp layer_mlp(const ModelSpec& m, i64 layer) {
+  if (!m.mlp_pattern.empty()) {
+    const LayerMlp k = m.mlp_pattern[static_cast<std::size_t>(layer) % m.mlp_pattern.size()];
+    if (k != LayerMlp::moe || m.moe.enabled()) return k;
+  }
+  return layer_is_moe(m, layer) ? LayerMlp::moe : LayerMlp::dense;
+}
+
+bool layer_has_attention(const ModelSpec& m, i64 layer) {
+  const LayerAttention k = layer_attention(m, layer);
+  return k != LayerAttention::linear && k != LayerAttention::none;
+}
+
+bool layer_has_linear(const ModelSpec& m, i64 layer) {
+  const LayerAttention k = layer_attention(m, layer);
+  return k == LayerAttention::linear || (m.linear.parallel && k != LayerAttention::none);
+}
+
+i64 allreduces_per_layer(const ModelSpec& m, i64 layer) {
+  return (layer_has_attention(m, layer) ? 1 : 0) + (layer_has_linear(m, layer) ? 1 : 0) +
+         (layer_mlp(m, layer) != LayerMlp::none ? 1 : 0);
 }
 
 i64 kv_heads_per_rank(const ModelSpec& m, i64 tp) {
@@ -45,6 +70,7 @@ bool mla_projections(const ModelSpec& m) {
 }
 
 bool has_linear_layers(const ModelSpec& m) {
+  if (m.linear.parallel) return true;
   return std::find(m.layer_pattern.begin(), m.layer_pattern.end(), LayerAttention::linear) != m.layer_pattern.end();
 }
 
@@ -167,6 +193,18 @@ void validate(const ModelSpec& m) {
       throw SpecError("linear_attention.conv_kernel", "must be >= 2 (got " + std::to_string(a.conv_kernel) + ")");
     if (m.linear.state_dtype != DType::auto_ && !info(m.linear.state_dtype).activation_ok)
       throw SpecError("linear_attention.state_dtype", "must be auto, fp32, bf16 or fp16");
+  }
+  if (m.linear.parallel &&
+      std::find(m.layer_pattern.begin(), m.layer_pattern.end(), LayerAttention::linear) != m.layer_pattern.end())
+    throw SpecError(
+        "linear_attention.parallel",
+        "runs the mixer beside every attention layer; attention.layer_pattern cannot also have linear layers");
+  for (i64 l = 0; l < m.num_layers; ++l) {
+    if (layer_attention(m, l) == LayerAttention::none && layer_mlp(m, l) == LayerMlp::none)
+      throw SpecError("mlp_pattern", "layer " + std::to_string(l) + " has neither a token mixer nor an MLP");
+    if (!m.mlp_pattern.empty() && m.mlp_pattern[static_cast<std::size_t>(l) % m.mlp_pattern.size()] == LayerMlp::moe &&
+        !m.moe.enabled())
+      throw SpecError("mlp_pattern", "has moe layers but the model has no moe section");
   }
   for (auto a : m.layer_pattern) {
     if (a == LayerAttention::sliding && m.sliding_window <= 0)

@@ -12,8 +12,8 @@ void push(std::vector<WeightTensor>& v, std::string_view name, i64 elements, Sha
 std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
   std::vector<WeightTensor> t;
   const i64 h = m.hidden_size;
-  // Attention.
-  if (layer_attention(m, layer) == LayerAttention::linear) {
+  // Token mixers: a linear-attention / state-space mixer, attention, or both side by side (Falcon-H1).
+  if (layer_has_linear(m, layer)) {
     const auto& a = m.linear;
     switch (a.kind) {
       case LinearAttentionSpec::Kind::gated_delta_net: {
@@ -38,7 +38,7 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
         push(t, "conv1d", mul(d + bc, a.conv_kernel), Shard::columns, false);
         if (a.conv_bias) push(t, "conv1d_bias", d + bc, Shard::columns, false);
         push(t, "dt_bias_A_D", 3 * a.num_value_heads, Shard::columns, false);
-        push(t, "mamba_norm", d, Shard::columns, false);
+        if (a.gated_norm) push(t, "mamba_norm", d, Shard::columns, false);
         push(t, "out_proj", mul(d, h), Shard::columns, true);
         if (a.proj_bias) push(t, "out_proj_bias", h, Shard::replicated, false);
         break;
@@ -59,7 +59,9 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
         break;
       }
     }
-  } else if (!mla_projections(m)) {
+  }
+  const bool attends = layer_has_attention(m, layer);
+  if (attends && !mla_projections(m)) {
     const i64 q = m.num_heads * m.head_dim, kv = m.num_kv_heads * m.head_dim;
     push(t, "q_proj", mul(h, q), Shard::q_heads, true);
     // Gated attention (Qwen3-Next): q_proj also emits a per-channel output gate, as wide as q.
@@ -74,7 +76,7 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
     if (m.o_bias) push(t, "o_bias", h, Shard::replicated, false);
     if (m.qk_norm) push(t, "qk_norm", 2 * m.head_dim, Shard::replicated, false);
     if (m.attention_sinks) push(t, "sinks", m.num_heads, Shard::q_heads, false);
-  } else {
+  } else if (attends) {
     // DeepSeek MLA (vllm/model_executor/models/deepseek_v2.py DeepseekV2MLAAttention); MiniCPM3's
     // projections are the same (minicpm3.py MiniCPM3Attention), only its cache differs.
     const auto& a = m.mla;
@@ -95,7 +97,8 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
   push(t, "norms", mul(m.norms_per_layer, h), Shard::replicated, false);
   // MLP.
   const i64 mats = m.mlp_gated ? 3 : 2;
-  if (layer_is_moe(m, layer)) {
+  const LayerMlp mlp = layer_mlp(m, layer);
+  if (mlp == LayerMlp::moe) {
     const auto& e = m.moe;
     push(t, "router", mul(h, e.num_experts), Shard::replicated, false);
     if (e.router_bias) push(t, "router_bias", e.num_experts, Shard::replicated, false);
@@ -107,7 +110,7 @@ std::vector<WeightTensor> layer_tensors(const ModelSpec& m, i64 layer) {
            false, true);
     push(t, "shared_experts", mul(mul(mats, h), e.shared_intermediate_size), Shard::columns, true);
     if (e.shared_expert_gate) push(t, "shared_expert_gate", h, Shard::replicated, false);
-  } else {
+  } else if (mlp == LayerMlp::dense) {
     push(t, "mlp", mul(mul(mats, h), m.intermediate_size), Shard::columns, true);
     if (m.mlp_bias) push(t, "mlp_bias", (mats - 1) * m.intermediate_size + h, Shard::columns, false);
   }

@@ -269,9 +269,9 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   b.gemm_s = b.gemm_flops / r.gemm_flops;
   b.attention_s = b.attention_flops / r.attn_flops;
 
-  // Tensor parallelism: two all-reduces of the hidden state per layer (after o_proj and after the MLP
-  // down projection / MoE combine), one after the vocabulary-parallel embedding, and a gather of the
-  // logits of the sampling requests.
+  // Tensor parallelism: the all-reduces of the hidden state (StageWeights::allreduces: after o_proj and after the
+  // MLP down projection / MoE combine in an attention + MLP layer, one after the vocabulary-parallel embedding),
+  // and a gather of the logits of the sampling requests.
   double prefill_past = 0, decode_tokens = 0;
   for (const auto& q : seqs)
     (q.fresh > 1 ? prefill_past : decode_tokens) += dbl(q.count) * (q.fresh > 1 ? dbl(q.past) : 1.0);
@@ -279,7 +279,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   if (tp > 1) {
     const double act = bytes_of(d.dtype);
     const double msg = t * dbl(m.hidden_size) * act;
-    i64 reduces = 2 * st.num_layers + (s == 0 ? 1 : 0);
+    const i64 reduces = c.stage_weights.at(s).allreduces;
     b.communication_s += dbl(reduces) * allreduce_time_s(c.gpu, tp, msg);
     b.comm_bytes = dbl(reduces) * 2.0 * dbl(tp - 1) / dbl(tp) * msg;
     if (static_cast<i64>(s) == pp - 1 && samples > 0) {
@@ -464,8 +464,11 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan
       (t.routed_expert ? w.routed_bytes : w.bytes) += bytes;
       (logits ? w.head_elements : t.routed_expert ? w.routed_elements : w.elements) += dbl(e);
     };
-    for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
+    for (i64 l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
       for (const auto& t : layer_tensors(m, l)) account(t, false);
+      w.allreduces += allreduces_per_layer(m, l);
+    }
+    if (s == 0) w.allreduces += 1;
     // The embedding lookup gathers rows (negligible, not counted); the LM head reads its whole matrix
     // (a tied head reads the shared embedding) but computes logits only for the requests that sample.
     if (static_cast<i64>(s) == pp - 1)
@@ -808,7 +811,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
       g.attn_layers[k] += dbl(grp.attending_layers);
       g.attention_layers += grp.attending_layers;
     }
-    g.allreduces = 2 * st.num_layers + (s == 0 ? 1 : 0);
+    g.allreduces = sw.allreduces;
     g.overhead_s = c.options.step_overhead_s / dbl(pp_) + c.options.layer_overhead_s * dbl(st.num_layers);
     stages_.push_back(g);
   }

@@ -22,7 +22,8 @@ std::vector<std::string> supported_hf_model_types() {
           "qwen2_moe",   "qwen3",      "qwen3_moe",   "gemma",        "gemma2",           "gemma3",
           "gemma3_text", "phi3",       "deepseek_v2", "deepseek_v3",  "deepseek_v32",     "kimi_k2",
           "gpt_oss",     "qwen3_next", "qwen3_5",     "qwen3_5_text", "qwen3_5_moe",      "qwen3_5_moe_text",
-          "glm4_moe",    "phimoe",     "phi3small",   "minicpm3",     "granitemoehybrid", "jamba"};
+          "glm4_moe",    "phimoe",     "phi3small",   "minicpm3",     "granitemoehybrid", "jamba",
+          "falcon_h1",   "nemotron_h"};
 }
 
 namespace {
@@ -222,6 +223,8 @@ std::string family_of_architecture(const std::string& arch) {
                                                              {"PhiMoEForCausalLM", "phimoe"},
                                                              {"GraniteMoeHybridForCausalLM", "granitemoehybrid"},
                                                              {"JambaForCausalLM", "jamba"},
+                                                             {"FalconH1ForCausalLM", "falcon_h1"},
+                                                             {"NemotronHForCausalLM", "nemotron_h"},
                                                              {"Phi3SmallForCausalLM", "phi3small"},
                                                              {"MiniCPM3ForCausalLM", "minicpm3"}};
   for (const auto& [a, f] : kMap)
@@ -317,6 +320,111 @@ bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool 
   }
   return true;
 }
+// Falcon-H1 (vllm/model_executor/models/falcon_h1.py, transformers FalconH1Config): every layer runs attention and a
+// Mamba-2 mixer side by side on the same normed input and sums them (FalconH1ParallelHybrid), then a gated SiLU MLP;
+// two RMSNorms per layer. The mixer's width is mamba_d_ssm, or mamba_expand x hidden_size when it is null;
+// mamba_d_head "auto" is that width / mamba_n_heads (FalconH1Config.__post_init__); its gated RMSNorm exists only
+// with mamba_rms_norm (Mixer2RMSNormGated registers no weight otherwise). The state is in the model dtype
+// (MambaStateDtypeCalculator.mamba2_state_dtype with --mamba-ssm-cache-dtype auto).
+void falcon_h1(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& m) {
+  auto& a = m.linear;
+  a.kind = LinearAttentionSpec::Kind::mamba2;
+  a.parallel = true;
+  std::int64_t expand = 2;
+  set(expand, get_int(c, cfg, p, "mamba_expand", false, 1, 1'000'000));
+  a.intermediate_size = expand * m.hidden_size;
+  set(a.intermediate_size, get_int(c, cfg, p, "mamba_d_ssm", false, 1, kMaxDim));
+  set(a.num_value_heads, get_int(c, cfg, p, "mamba_n_heads", true, 1, kMaxDim));
+  if (present(cfg, "mamba_d_head") && cfg["mamba_d_head"].IsScalar() && cfg["mamba_d_head"].Scalar() == "auto") {
+    if (a.num_value_heads > 0) a.value_head_dim = a.intermediate_size / a.num_value_heads;
+  } else {
+    set(a.value_head_dim, get_int(c, cfg, p, "mamba_d_head", true, 1, kMaxDim));
+  }
+  a.n_groups = 1, a.state_size = 256, a.conv_kernel = 4, a.conv_bias = true, a.gated_norm = false;
+  set(a.n_groups, get_int(c, cfg, p, "mamba_n_groups", false, 1, kMaxDim));
+  set(a.state_size, get_int(c, cfg, p, "mamba_d_state", false, 1, kMaxDim));
+  set(a.conv_kernel, get_int(c, cfg, p, "mamba_d_conv", false, 2, 1'000'000));
+  set(a.conv_bias, get_bool(c, cfg, p, "mamba_conv_bias", false));
+  set(a.proj_bias, get_bool(c, cfg, p, "mamba_proj_bias", false));
+  set(a.gated_norm, get_bool(c, cfg, p, "mamba_rms_norm", false));
+  if (present(cfg, "attn_layer_indices"))
+    c.error(
+        cfg["attn_layer_indices"], join(p, "attn_layer_indices"),
+        "attention on some layers only is not modelled (every published Falcon-H1 has null: attention in every layer)");
+}
+
+// Nemotron-H (vllm/model_executor/models/nemotron_h.py): one block per character of hybrid_override_pattern, each
+// a single mixer after one RMSNorm: 'M' a Mamba-2 mixer of mamba_num_heads x mamba_head_dim (not expand x hidden),
+// '*' attention without RoPE or biases, '-' an MLP of intermediate_size, 'E' a MoE of n_routed_experts (sigmoid
+// router with e_score_correction_bias, n_shared_experts x moe_shared_expert_intermediate_size shared); MLPs and
+// experts are squared-ReLU up/down projections, not gated. The recurrent state is kept in the config's
+// mamba_ssm_cache_dtype, float32 when absent (vllm/model_executor/models/config.py NemotronHForCausalLMConfig,
+// applied while --mamba-ssm-cache-dtype is auto; before vLLM 0.11 its default was float16).
+void nemotron_h(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& m) {
+  m.mlp_gated = false;
+  m.norms_per_layer = 1;
+  m.qkv_bias = false;
+  auto& a = m.linear;
+  a.kind = LinearAttentionSpec::Kind::mamba2;
+  a.num_value_heads = 128, a.value_head_dim = 64, a.state_size = 128, a.n_groups = 8, a.conv_kernel = 4;
+  a.conv_bias = true;
+  set(a.num_value_heads, get_int(c, cfg, p, "mamba_num_heads", false, 1, kMaxDim));
+  set(a.value_head_dim, get_int(c, cfg, p, "mamba_head_dim", false, 1, kMaxDim));
+  a.intermediate_size = a.num_value_heads * a.value_head_dim;
+  set(a.state_size, get_int(c, cfg, p, "ssm_state_size", false, 1, kMaxDim));
+  set(a.n_groups, get_int(c, cfg, p, present(cfg, "n_groups") ? "n_groups" : "mamba_n_groups", false, 1, kMaxDim));
+  set(a.conv_kernel,
+      get_int(c, cfg, p, present(cfg, "conv_kernel") ? "conv_kernel" : "mamba_d_conv", false, 2, 1'000'000));
+  set(a.conv_bias, get_bool(c, cfg, p, "use_conv_bias", false));
+  set(a.proj_bias, get_bool(c, cfg, p, "use_bias", false));
+  a.state_dtype = DType::fp32;
+  if (auto sd = get_string(c, cfg, p, "mamba_ssm_cache_dtype", false)) {
+    auto dt = parse_dtype(*sd);
+    if (!dt || !info(*dt).activation_ok || *dt == DType::auto_)
+      c.error(cfg["mamba_ssm_cache_dtype"], join(p, "mamba_ssm_cache_dtype"),
+              "expected float32, bfloat16 or float16, got '" + *sd + "'");
+    else
+      a.state_dtype = *dt;
+  }
+  if (present(cfg, "moe_latent_size"))
+    c.error(cfg["moe_latent_size"], join(p, "moe_latent_size"), "latent MoE projections are not modelled");
+  const auto pat = get_string(c, cfg, p, "hybrid_override_pattern", true);
+  if (!pat) return;
+  bool moe = false;
+  for (std::size_t i = 0; i < pat->size(); ++i) {
+    switch ((*pat)[i]) {
+      case 'M':
+        m.layer_pattern.push_back(LayerAttention::linear), m.mlp_pattern.push_back(LayerMlp::none);
+        break;
+      case '*':
+        m.layer_pattern.push_back(LayerAttention::full), m.mlp_pattern.push_back(LayerMlp::none);
+        break;
+      case '-':
+        m.layer_pattern.push_back(LayerAttention::none), m.mlp_pattern.push_back(LayerMlp::dense);
+        break;
+      case 'E':
+        m.layer_pattern.push_back(LayerAttention::none), m.mlp_pattern.push_back(LayerMlp::moe);
+        moe = true;
+        break;
+      default:
+        c.error(cfg["hybrid_override_pattern"], join(p, "hybrid_override_pattern"),
+                "expected the layer kinds M (Mamba-2), * (attention), - (MLP) and E (MoE), got '" +
+                    std::string(1, (*pat)[i]) + "' at layer " + std::to_string(i));
+        return;
+    }
+  }
+  if (moe) {
+    set(m.moe.num_experts, get_int(c, cfg, p, "n_routed_experts", true, 1, 1'000'000));
+    set(m.moe.experts_per_token, get_int(c, cfg, p, "num_experts_per_tok", true, 1, 1'000'000));
+    set(m.moe.expert_intermediate_size, get_int(c, cfg, p, "moe_intermediate_size", true, 1, kMaxDim));
+    std::int64_t shared = 1, width = 0;
+    set(shared, get_int(c, cfg, p, "n_shared_experts", false, 0, 1'000'000));
+    set(width, get_int(c, cfg, p, "moe_shared_expert_intermediate_size", shared > 0, 1, kMaxDim));
+    m.moe.shared_intermediate_size = shared * width;
+    m.moe.score_correction_bias = true;
+  }
+}
+
 // vision_config of Gemma 3 (SiglipVisionConfig) and Llama 4 (Llama4VisionConfig). Every dimension is required:
 // a partial vision_config is an error at the missing key rather than a tower sized from guessed defaults.
 void vision_encoder(Ctx& c, const YAML::Node& v, const std::string& type, ModelSpec& m) {
@@ -428,6 +536,19 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
                                  {"attention_chunk_size", 8192}})
       dflt(key, v);
   }
+  if (t == "nemotron_h") {
+    // NemotronHConfig (transformers/models/nemotron_h/configuration_nemotron_h.py) derives num_hidden_layers from
+    // hybrid_override_pattern, and vLLM (nemotron_h.py NemotronHModel) builds len(hybrid_override_pattern) layers:
+    // the pattern's length wins over a stale num_hidden_layers. Older configs name the head width
+    // attention_head_dim (renamed head_dim).
+    if (auto pat = get_string(c, cfg, p, "hybrid_override_pattern", true)) {
+      if (!pat->empty())
+        cfg["num_hidden_layers"] = static_cast<std::int64_t>(pat->size());
+      else
+        c.error(cfg["hybrid_override_pattern"], join(p, "hybrid_override_pattern"), "must not be empty");
+    }
+    if (!present(cfg, "head_dim") && present(cfg, "attention_head_dim")) cfg["head_dim"] = cfg["attention_head_dim"];
+  }
   // dtype: torch_dtype (transformers < 4.56) or dtype.
   // (A nested text_config without a dtype takes the top level's.)
   const YAML::Node dnode = present(cfg, "torch_dtype") || present(cfg, "dtype") ? cfg : root;
@@ -519,6 +640,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
       m.moe.layer_offset = (eperiod - eoffset % eperiod) % eperiod;
     }
   }
+  if (t == "falcon_h1") falcon_h1(c, cfg, p, m);
+  if (t == "nemotron_h") nemotron_h(c, cfg, p, m);
   const bool gdn = t == "qwen3_next" || t.rfind("qwen3_5", 0) == 0;
   if (gdn) {
     // Gated DeltaNet layers with a gated full-attention layer every full_attention_interval-th layer

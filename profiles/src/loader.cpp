@@ -44,13 +44,13 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
       {"linear_attention",
        {"kind", "num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "num_heads", "head_dim",
         "intermediate_size", "state_size", "n_groups", "dt_rank", "conv_bias", "proj_bias", "conv_kernel",
-        "state_dtype"}},
+        "state_dtype", "gated_norm", "parallel"}},
       {"mla", {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}},
       {"moe",
        {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_intermediate_size",
         "first_dense_layers", "layer_frequency", "layer_offset", "router_bias", "expert_bias", "score_correction_bias",
         "shared_expert_gate"}},
-      {"mlp", {"gated", "bias"}},
+      {"mlp", {"gated", "bias", "pattern"}},
       {"vision",
        {"kind", "hidden_size", "num_layers", "intermediate_size", "patch_size", "image_size", "num_channels",
         "use_head", "projector_input_dim", "projector_output_dim", "output_dim"}},
@@ -174,7 +174,11 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
       else if (s == "sliding") m.layer_pattern.push_back(LayerAttention::sliding);
       else if (s == "chunked") m.layer_pattern.push_back(LayerAttention::chunked);
       else if (s == "linear") m.layer_pattern.push_back(LayerAttention::linear);
-      else c.error(a["layer_pattern"][i], "attention.layer_pattern[" + std::to_string(i) + "]", "expected full, sliding, chunked or linear, got '" + s + "'");
+      else if (s == "none")
+        m.layer_pattern.push_back(LayerAttention::none);
+      else
+        c.error(a["layer_pattern"][i], "attention.layer_pattern[" + std::to_string(i) + "]",
+                "expected full, sliding, chunked, linear or none, got '" + s + "'");
     }
   }
 
@@ -182,7 +186,9 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   const bool linear = has_linear_layers(m);
   const YAML::Node la = get_map(c, root, "", "linear_attention", linear);
   check_keys(c, la, "linear_attention", keys.at("linear_attention"));
-  if (la.IsMap() && !linear) c.error(la, "linear_attention", "only valid with linear layers in attention.layer_pattern");
+  set(m.linear.parallel, get_bool(c, la, "linear_attention", "parallel", false));
+  if (la.IsMap() && !linear && !m.linear.parallel)
+    c.error(la, "linear_attention", "only valid with linear layers in attention.layer_pattern, or with parallel: true");
   using LK = LinearAttentionSpec::Kind;
   if (auto k = get_string(c, la, "linear_attention", "kind", false)) {
     if (*k == "gated_delta_net") m.linear.kind = LK::gated_delta_net;
@@ -204,11 +210,13 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.linear.dt_rank, get_int(c, la, la_path, "dt_rank", m1, 1, kMaxDim));
   set(m.linear.conv_bias, get_bool(c, la, la_path, "conv_bias", false));
   set(m.linear.proj_bias, get_bool(c, la, la_path, "proj_bias", false));
+  set(m.linear.gated_norm, get_bool(c, la, la_path, "gated_norm", false));
   if (la.IsMap()) {
-    const std::pair<const char*, bool> only[] = {{"num_key_heads", gdn}, {"num_value_heads", gdn}, {"key_head_dim", gdn},
-                                                 {"value_head_dim", gdn}, {"num_heads", m2}, {"head_dim", m2},
-                                                 {"intermediate_size", m1 || m2}, {"state_size", m1 || m2}, {"n_groups", m2},
-                                                 {"dt_rank", m1}, {"conv_bias", m1 || m2}, {"proj_bias", m1 || m2}};
+    const std::pair<const char*, bool> only[] = {
+        {"num_key_heads", gdn}, {"num_value_heads", gdn}, {"key_head_dim", gdn},           {"value_head_dim", gdn},
+        {"num_heads", m2},      {"head_dim", m2},         {"intermediate_size", m1 || m2}, {"state_size", m1 || m2},
+        {"n_groups", m2},       {"dt_rank", m1},          {"conv_bias", m1 || m2},         {"proj_bias", m1 || m2},
+        {"gated_norm", m2}};
     for (const auto& [k, ok] : only)
       if (!ok && present(la, k)) c.error(la[k], std::string("linear_attention.") + k, "does not apply to this kind of layer");
   }
@@ -254,6 +262,20 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   check_keys(c, mlp, "mlp", keys.at("mlp"));
   set(m.mlp_gated, get_bool(c, mlp, "mlp", "gated", false));
   set(m.mlp_bias, get_bool(c, mlp, "mlp", "bias", false));
+  if (auto pat = get_string_list(c, mlp, "mlp", "pattern", false)) {
+    for (std::size_t i = 0; i < pat->size(); ++i) {
+      const auto& s = (*pat)[i];
+      if (s == "dense")
+        m.mlp_pattern.push_back(LayerMlp::dense);
+      else if (s == "moe")
+        m.mlp_pattern.push_back(LayerMlp::moe);
+      else if (s == "none")
+        m.mlp_pattern.push_back(LayerMlp::none);
+      else
+        c.error(mlp["pattern"][i], "mlp.pattern[" + std::to_string(i) + "]",
+                "expected dense, moe or none, got '" + s + "'");
+    }
+  }
 
   // The vision encoder of a multimodal checkpoint (weights only; --language-model-only leaves it out).
   const YAML::Node vis = get_map(c, root, "", "vision", false);

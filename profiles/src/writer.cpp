@@ -89,6 +89,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
         << (m.layer_pattern[i] == LayerAttention::sliding   ? "sliding"
             : m.layer_pattern[i] == LayerAttention::chunked ? "chunked"
             : m.layer_pattern[i] == LayerAttention::linear  ? "linear"
+            : m.layer_pattern[i] == LayerAttention::none    ? "none"
                                                             : "full");
     o << "]\n";
   }
@@ -111,11 +112,14 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
       } else {
         o << "  dt_rank: " << a.dt_rank << "             # mamba_dt_rank\n";
       }
-      o << "  intermediate_size: " << a.intermediate_size << "   # mamba_expand x hidden_size\n";
+      o << "  intermediate_size: " << a.intermediate_size
+        << "   # the mixer width d_inner (mamba_expand x hidden_size, mamba_d_ssm, heads x head_dim)\n";
       o << "  state_size: " << a.state_size << "          # mamba_d_state\n";
       if (a.conv_bias) o << "  conv_bias: true\n";
       if (a.proj_bias) o << "  proj_bias: true\n";
+      if (a.kind == LK::mamba2 && !a.gated_norm) o << "  gated_norm: false      # mamba_rms_norm\n";
     }
+    if (a.parallel) o << "  parallel: true         # beside the attention of every layer (Falcon-H1)\n";
     o << "  conv_kernel: " << a.conv_kernel << "           # linear_conv_kernel_dim / mamba_d_conv\n";
     if (a.state_dtype != DType::auto_) o << "  state_dtype: " << name(a.state_dtype) << "      # mamba_ssm_dtype\n";
   }
@@ -143,7 +147,18 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
     if (e.score_correction_bias) o << "  score_correction_bias: true\n";
     if (e.shared_expert_gate) o << "  shared_expert_gate: true\n";
   }
-  if (!m.mlp_gated || m.mlp_bias) o << "mlp:\n  gated: " << b(m.mlp_gated) << "\n  bias: " << b(m.mlp_bias) << "\n";
+  if (!m.mlp_gated || m.mlp_bias || !m.mlp_pattern.empty()) {
+    o << "mlp:\n  gated: " << b(m.mlp_gated) << "\n  bias: " << b(m.mlp_bias) << "\n";
+    if (!m.mlp_pattern.empty()) {
+      o << "  pattern: [";
+      for (std::size_t i = 0; i < m.mlp_pattern.size(); ++i)
+        o << (i ? ", " : "")
+          << (m.mlp_pattern[i] == LayerMlp::moe    ? "moe"
+              : m.mlp_pattern[i] == LayerMlp::none ? "none"
+                                                   : "dense");
+      o << "]\n";
+    }
+  }
   if (m.vision.enabled()) {
     const auto& v = m.vision;
     o << "vision:                     # vision_config: the vision encoder vLLM loads (--language-model-only: not)\n";

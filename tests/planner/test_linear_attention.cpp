@@ -5,6 +5,7 @@
 //   vllm/model_executor/layers/mamba/mamba_utils.py  gated_delta_net_state_shape / _state_dtype
 //   vllm/model_executor/models/config.py             HybridAttentionMambaModelConfig.verify_and_update_config
 //   vllm/v1/kv_cache_interface.py                    MambaSpec.page_size_bytes, max_memory_usage_bytes
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "kvcap/planner/error.hpp"
@@ -247,4 +248,109 @@ TEST_CASE("Mamba hybrids: Granite 4.0 H (Mamba-2) and Jamba (Mamba-1)", "[linear
     CHECK(param_counts(back).total == param_counts(*mm).total);
     CHECK(linear_state_bytes_per_rank(back, 1, DType::bf16) == linear_state_bytes_per_rank(*mm, 1, DType::bf16));
   }
+}
+
+TEST_CASE("Mixer-only blocks: Nemotron-H imports one Mamba-2 / attention / MLP / MoE block per pattern character",
+          "[linear][kv_cache][hf]") {
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  // NVIDIA-Nemotron-3-Nano-30B-A3B (tests/data/hf/README.md): "MEMEM*EMEM..." = 23 Mamba-2, 23 MoE and 6 attention
+  // blocks (vllm/model_executor/models/nemotron_h.py ALL_DECODER_LAYER_TYPES), 128 experts top-6 of 1,856, one shared
+  // expert of 3,712, squared-ReLU up/down projections (not gated), float32 recurrent state from the config.
+  const auto m = profiles::load_model_file(kData + "NVIDIA-Nemotron-3-Nano-30B-A3B.json");
+  i64 mamba = 0, attention = 0, moe = 0;
+  for (i64 l = 0; l < m.num_layers; ++l) {
+    mamba += layer_has_linear(m, l) ? 1 : 0;
+    attention += layer_has_attention(m, l) ? 1 : 0;
+    moe += layer_is_moe(m, l) ? 1 : 0;
+    CHECK(allreduces_per_layer(m, l) == 1);  // one mixer or one MLP per block
+  }
+  CHECK(m.num_layers == 52);
+  CHECK(mamba == 23);
+  CHECK(attention == 6);
+  CHECK(moe == 23);
+  CHECK(layer_mlp(m, 0) == LayerMlp::none);  // 'M'
+  CHECK(layer_mlp(m, 1) == LayerMlp::moe);   // 'E'
+  CHECK(layer_attention(m, 1) == LayerAttention::none);
+  CHECK(layer_attention(m, 5) == LayerAttention::full);  // '*'
+  CHECK(m.linear.intermediate_size == 64 * 64);          // mamba_num_heads x mamba_head_dim, not expand x hidden
+  CHECK(m.linear.state_dtype == DType::fp32);
+  // llama.cpp's load log of the GGUF conversion: "model params = 31.58 B"; model card: about 3.5B active.
+  CHECK(static_cast<double>(param_counts(m).total) == Approx(31.58e9).epsilon(0.002));
+  CHECK(static_cast<double>(param_counts(m).active) == Approx(3.5e9).epsilon(0.03));
+  Deployment d;
+  d.max_model_len = 32768;
+  d.kv_cache_memory_bytes = {20ull << 30};
+  auto p = plan_memory(m, g, d, {32768});
+  // conv 3 x (4096 + 2 x 8 x 128) bf16 + recurrent 64 x 64 x 128 fp32; a 1 KiB attention token (2 KV heads x 128).
+  CHECK(p.dep.linear_state_bytes == 3ull * 6144 * 2 + 64ull * 64 * 128 * 4);
+  CHECK(p.dep.block_size == 2096);
+  CHECK(p.kv_groups.size() == 5);  // the 6 attention layers, the 23 state layers in 4 groups of 6 (one padded)
+  d.mamba_ssm_cache_dtype = DType::bf16;
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 1072);
+
+  // NVIDIA-Nemotron-Nano-9B-v2 (its geometry, tests/data/hf/README.md): vLLM issue #24280 (2025-09, when
+  // NemotronHForCausalLMConfig defaulted the SSM cache to float16) quotes "672 tokens" as its attention block.
+  const auto n9 = profiles::load_model_file(kData + "NVIDIA-Nemotron-Nano-9B-v2-geometry.json");
+  Deployment d9;
+  d9.max_model_len = 32768;
+  d9.kv_cache_memory_bytes = {20ull << 30};
+  d9.mamba_ssm_cache_dtype = DType::fp16;
+  CHECK(plan_memory(n9, g, d9, {32768}).dep.block_size == 672);
+  d9.mamba_ssm_cache_dtype = DType::auto_;  // today's default: float32
+  CHECK(plan_memory(n9, g, d9, {32768}).dep.block_size == 1312);
+
+  // Nemotron-H-8B-Base-8K: the older spelling (attention_head_dim), dense '-' blocks of 21,504 without a gate.
+  const auto h8 = profiles::load_model_file(kData + "Nemotron-H-8B-Base-8K.json");
+  CHECK(h8.head_dim == 128);
+  CHECK_FALSE(h8.mlp_gated);
+  const auto t = layer_tensors(h8, 1);  // '-'
+  REQUIRE(t.size() == 2);               // the norm and the MLP: no attention, no mixer
+  CHECK(t[1].elements == 2 * 4096 * 21504);
+  CHECK(layer_tensors(h8, 7).size() == 5);  // '*': q, k, v, o and the norm; no MLP
+
+  for (const auto* mm : {&m, &n9, &h8}) {
+    const auto back = profiles::parse_model(profiles::to_yaml(*mm), "round-trip.yaml");
+    CHECK(param_counts(back).total == param_counts(*mm).total);
+    CHECK(param_counts(back).active == param_counts(*mm).active);
+    CHECK(plan_memory(back, g, d, {32768}).num_blocks == plan_memory(*mm, g, d, {32768}).num_blocks);
+  }
+}
+
+TEST_CASE("Parallel hybrid: a Falcon-H1 layer keeps a KV cache and a Mamba-2 state", "[linear][kv_cache][hf]") {
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  // Falcon-H1-0.5B-Instruct (tests/data/hf/README.md): 36 layers, each attention (8 q / 2 KV heads x 64) beside a
+  // Mamba-2 mixer (24 heads x 64 = mamba_d_ssm 1536, one group, d_state 128) (vllm falcon_h1.py
+  // FalconH1ParallelHybrid).
+  const auto m = profiles::load_model_file(kData + "Falcon-H1-0.5B-Instruct.json");
+  REQUIRE(m.linear.parallel);
+  for (i64 l = 0; l < m.num_layers; ++l) {
+    CHECK(layer_has_attention(m, l));
+    CHECK(layer_has_linear(m, l));
+    CHECK(allreduces_per_layer(m, l) == 3);  // o_proj, the mixer's out_proj, down_proj
+  }
+  CHECK_FALSE(m.linear.gated_norm);  // mamba_rms_norm false: no norm weight
+  const auto t = layer_tensors(m, 0);
+  CHECK(std::none_of(t.begin(), t.end(), [](const WeightTensor& w) { return w.name == "mamba_norm"; }));
+  CHECK(std::any_of(t.begin(), t.end(), [](const WeightTensor& w) { return w.name == "q_proj"; }));
+  CHECK(std::any_of(t.begin(), t.end(), [](const WeightTensor& w) { return w.name == "in_proj"; }));
+  Deployment d;
+  d.max_model_len = 16384;
+  d.kv_cache_memory_bytes = {20ull << 30};
+  auto p = plan_memory(m, g, d, {16384});
+  // conv 3 x (1536 + 2 x 128) + recurrent 24 x 64 x 128, bf16; a 512 B attention token: 16 x cdiv(., 8 KiB) = 800.
+  CHECK(p.dep.linear_state_bytes == 2ull * (3 * 1792 + 24 * 64 * 128));
+  CHECK(p.dep.block_size == 800);
+  // Two groups of 36 layers (attention, state) in one pool: each block is one page of 800 x 512 B in each of 36
+  // tensors shared by one layer of each group (kv_cache_utils.py get_kv_cache_config_from_groups).
+  CHECK(p.kv_groups.size() == 2);
+  CHECK(p.num_blocks == (20ll << 30) / (800 * 512 * 36));
+  REQUIRE(p.stages.size() == 1);
+  CHECK(p.kv_bytes_per_token_per_rank == 36u * 512);
+  // TP 2: the single group is replicated to 2 (extra_groups_for_head_shards).
+  d.tensor_parallel_size = 2;
+  CHECK(plan_memory(m, g, d, {16384}).dep.linear_state_bytes == 2ull * (3 * (1536 + 2 * 2 * 128) / 2 + 12 * 64 * 128));
+  const auto back = profiles::parse_model(profiles::to_yaml(m), "round-trip.yaml");
+  CHECK(back.linear.parallel);
+  CHECK(param_counts(back).total == param_counts(m).total);
+  CHECK(plan_memory(back, g, d, {16384}).num_blocks == plan_memory(m, g, d, {16384}).num_blocks);
 }

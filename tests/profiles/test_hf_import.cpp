@@ -165,8 +165,8 @@ TEST_CASE("2026 configs: architectures fallback, Kimi-K2, Llama 4, DeepSeek-V3.2
   const auto arch = imp(R"({"model_type":"my_llama","architectures":["LlamaForCausalLM"],"hidden_size":4096,
     "intermediate_size":11008,"num_hidden_layers":32,"num_attention_heads":32,"vocab_size":32000,"max_position_embeddings":4096})");
   CHECK(param_counts(arch).total == 6'738'415'616);
-  CHECK_THROWS_WITH(imp(R"({"model_type":"falcon_h1","architectures":["FalconH1ForCausalLM"]})"),
-                    Catch::Contains("unsupported model_type 'falcon_h1' (architecture FalconH1ForCausalLM)"));
+  CHECK_THROWS_WITH(imp(R"({"model_type":"zamba2","architectures":["Zamba2ForCausalLM"]})"),
+                    Catch::Contains("unsupported model_type 'zamba2' (architecture Zamba2ForCausalLM)"));
   const auto scout = profiles::load_model_file(dir + "Llama-4-Scout-17B-16E.json");
   CHECK(layer_attention(scout, 0) == LayerAttention::chunked);
   CHECK(layer_attention(scout, 3) == LayerAttention::full);
@@ -402,4 +402,25 @@ TEST_CASE("multimodal checkpoints: the vision encoder vLLM loads is counted and 
   CHECK(param_counts(by_arch).vision == param_counts(no_head).vision);
   // A text-only config has no tower.
   CHECK(param_counts(profiles::load_model_file(dir + "Llama-3.1-8B.json")).vision == 0);
+}
+
+TEST_CASE("Nemotron-H and Falcon-H1 configs that kvcap cannot model are refused at the key", "[hf]") {
+  const std::string nemo =
+      R"({"model_type":"nemotron_h","hidden_size":1024,"num_attention_heads":8,"num_key_value_heads":2,
+    "head_dim":128,"vocab_size":1000,"intermediate_size":4096,"max_position_embeddings":4096,"mamba_num_heads":16,
+    "mamba_head_dim":64,)";
+  CHECK(imp(nemo + R"("hybrid_override_pattern":"M-*-"})").num_layers == 4);
+  CHECK_THROWS_WITH(imp(nemo + R"("hybrid_override_pattern":"M-X-"})"),
+                    Catch::Contains("hybrid_override_pattern") && Catch::Contains("got 'X' at layer 2"));
+  CHECK_THROWS_WITH(imp(nemo + R"("hybrid_override_pattern":"ME*-"})"), Catch::Contains("n_routed_experts"));
+  CHECK_THROWS_WITH(imp(nemo + R"("hybrid_override_pattern":"M*","moe_latent_size":512})"),
+                    Catch::Contains("moe_latent_size: latent MoE projections are not modelled"));
+  const std::string falcon =
+      R"({"model_type":"falcon_h1","hidden_size":1024,"num_hidden_layers":4,"num_attention_heads":8,
+    "num_key_value_heads":2,"head_dim":64,"vocab_size":1000,"intermediate_size":2048,"max_position_embeddings":4096,
+    "mamba_n_heads":16,"mamba_d_ssm":1024,)";
+  CHECK(imp(falcon + R"("mamba_d_head":"auto"})").linear.value_head_dim == 64);
+  CHECK_THROWS_WITH(imp(falcon + R"("mamba_d_head":64,"attn_layer_indices":[1,3]})"),
+                    Catch::Contains("attn_layer_indices: attention on some layers only is not modelled"));
+  CHECK_THROWS_WITH(imp(falcon + R"("mamba_d_head":48})"), Catch::Contains("num_heads x head_dim must equal"));
 }

@@ -132,7 +132,7 @@ TEST_CASE("kvcap validate accepts the whole shipped profiles/ tree", "[profiles]
   CHECK(rep.ok());
   std::map<std::string, int> kinds;
   for (const auto& f : rep.files) ++kinds[f.kind];
-  CHECK(kinds["model"] == 26);
+  CHECK(kinds["model"] == 27);
   CHECK(kinds["gpu"] == 13);
   CHECK(kinds["deployment"] >= 1);
   CHECK(kinds["requirements"] >= 1);

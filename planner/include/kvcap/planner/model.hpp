@@ -20,6 +20,14 @@ enum class LayerAttention : std::uint8_t {
   sliding,  ///< the last `sliding_window` tokens (Mistral v0.1, Gemma 2/3 local layers, gpt-oss)
   chunked,  ///< chunked local attention: tokens of the current `attention_chunk_size` chunk (Llama 4 RoPE layers)
   linear,   ///< linear attention / state space (Qwen3-Next Gated DeltaNet): a fixed-size state per request, no KV
+  none,     ///< no token mixer: an MLP-only block (Nemotron-H's '-' and 'E' layers), no cache
+};
+
+/// The feed-forward block of one layer.
+enum class LayerMlp : std::uint8_t {
+  dense,  ///< a dense MLP of intermediate_size
+  moe,    ///< routed experts (and the shared experts) of `moe`
+  none,   ///< no MLP: a mixer-only block (Nemotron-H's Mamba and attention layers)
 };
 
 /// Linear-attention / state-space layers: per request a causal-conv state and a recurrent state whatever the
@@ -42,6 +50,11 @@ struct LinearAttentionSpec {
   i64 dt_rank = 0;          ///< mamba1: mamba_dt_rank
   bool conv_bias = false;   ///< mamba: mamba_conv_bias
   bool proj_bias = false;   ///< mamba: mamba_proj_bias
+  bool gated_norm = true;   ///< mamba2: the gated RMSNorm before out_proj (Falcon-H1 mamba_rms_norm)
+  /// Every attention layer also runs this mixer beside its attention, the two outputs summed (Falcon-H1's
+  /// parallel hybrid, vllm/model_executor/models/falcon_h1.py FalconH1ParallelHybrid): the layer keeps both a KV
+  /// cache and a state.
+  bool parallel = false;
   i64 conv_kernel = 0;      ///< linear_conv_kernel_dim / mamba_d_conv
   /// mamba_ssm_dtype of config.json (Qwen3.5: float32): the recurrent state's dtype; auto: the model dtype
   /// (vLLM Qwen3_5ForConditionalGenerationConfig copies it into --mamba-ssm-cache-dtype).
@@ -142,6 +155,9 @@ struct ModelSpec {
   /// Attention kind per layer, repeated cyclically over the layers (config layer_types, or the
   /// Gemma pattern). Empty: every layer full, or every layer sliding when sliding_window > 0.
   std::vector<LayerAttention> layer_pattern;
+  /// Feed-forward kind per layer, repeated cyclically (Nemotron-H's hybrid_override_pattern: its Mamba and attention
+  /// blocks have no MLP). Empty: every layer has one, with experts where `moe` places them.
+  std::vector<LayerMlp> mlp_pattern;
 
   MlaSpec mla;
   LinearAttentionSpec linear;  ///< of the `linear` layers of layer_pattern
@@ -165,6 +181,16 @@ struct ModelSpec {
 LayerAttention layer_attention(const ModelSpec& m, i64 layer);
 /// Whether layer `layer` has a mixture-of-experts MLP.
 bool layer_is_moe(const ModelSpec& m, i64 layer);
+/// The feed-forward kind of layer `layer`.
+LayerMlp layer_mlp(const ModelSpec& m, i64 layer);
+/// Whether layer `layer` attends (full, sliding or chunked attention: it keeps a KV cache).
+bool layer_has_attention(const ModelSpec& m, i64 layer);
+/// Whether layer `layer` runs a linear-attention / state-space mixer (a `linear` layer, or beside its attention when
+/// linear.parallel).
+bool layer_has_linear(const ModelSpec& m, i64 layer);
+/// Tensor-parallel all-reduces of layer `layer`'s forward pass: one per row-parallel output (attention's o_proj, a
+/// mixer's out_proj, the MLP's down_proj; vllm RowParallelLinear reduce_results).
+i64 allreduces_per_layer(const ModelSpec& m, i64 layer);
 /// KV elements per token per layer on one rank, before dtype: 2 x max(1, H_kv/TP) x head_dim (GQA),
 /// kv_lora_rank + qk_rope_head_dim (MLA, replicated on every TP rank).
 /// Source: vllm/v1/kv_cache_interface.py (AttentionSpec.page_size_bytes, MLAAttentionSpec) and

@@ -98,6 +98,10 @@ struct StageWeights {
   double bytes = 0, elements = 0;                ///< tensors every token goes through
   double routed_bytes = 0, routed_elements = 0;  ///< routed experts (a step reads the fraction its tokens activate)
   double head_elements = 0;                      ///< the LM head (last stage): logits of the sampling requests only
+  /// Tensor-parallel all-reduces of the hidden state per forward pass: one per row-parallel output of the stage's
+  /// layers (allreduces_per_layer: two for an attention + MLP layer), one after the first stage's
+  /// vocabulary-parallel embedding.
+  i64 allreduces = 0;
 };
 
 /// Everything the speed model needs; make_speed_context() runs the memory model once.
