@@ -182,8 +182,7 @@ void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeploy
     throw SpecError("kv_cache_dtype_skip_layers",
                     "is not modelled for models with linear-attention (Mamba) layers or a sparse-attention indexer");
   bool any = false;
-  for (i64 l = 0; l < m.num_layers && !any; ++l)
-    any = layer_attention(m, l) != LayerAttention::linear && kv_dtype_skipped(m, d, l);
+  for (i64 l = 0; l < m.num_layers && !any; ++l) any = layer_has_attention(m, l) && kv_dtype_skipped(m, d, l);
   const i64 tp = d.tensor_parallel_size;
   const u64 primary = attention_page_bytes(m, r.kv_dtype, tp, 1, static_cast<unsigned>(d.kv_quant_group_size)),
             skipped = attention_page_bytes(m, r.dtype, tp, 1);
@@ -205,10 +204,11 @@ void resolve_skip_layers(const ModelSpec& m, const Deployment& d, ResolvedDeploy
 void check_what_if_options(const ModelSpec& m, const Deployment& d, const ResolvedDeployment& r) {
   if (const auto& e = d.kv_eviction; e.on()) {
     for (i64 l = 0; l < m.num_layers; ++l)
-      if (layer_attention(m, l) != LayerAttention::full)
-        throw SpecError(
-            "kv_eviction",
-            "the eviction what-if needs a model whose layers all use full attention; layer " + str(l) + " does not");
+      if (layer_attention(m, l) != LayerAttention::full || layer_has_linear(m, l))
+        throw SpecError("kv_eviction",
+                        "the eviction what-if needs a model whose layers all use full attention only; "
+                        "layer " +
+                            str(l) + " does not");
     if (e.kind == Deployment::Eviction::Kind::streaming && (e.sink_tokens < 0 || e.window_tokens < 1))
       throw SpecError("kv_eviction", "streaming keeps sink >= 0 tokens and a window of >= 1 (got sink=" +
                                          str(e.sink_tokens) + ", window=" + str(e.window_tokens) + ")");
@@ -223,10 +223,10 @@ void check_what_if_options(const ModelSpec& m, const Deployment& d, const Resolv
       throw SpecError("kv_layer_sharing", "minicache:from=L merges layer pairs from layer L on: expected 0 <= L < " +
                                               str(m.num_layers - 1) + " (got " + str(s.from_layer) + ")");
     for (i64 l = 0; l < m.num_layers; ++l)
-      if (layer_attention(m, l) != LayerAttention::full)
+      if (layer_attention(m, l) != LayerAttention::full || layer_has_linear(m, l))
         throw SpecError("kv_layer_sharing",
                         "the layer-sharing what-if needs a model whose layers all use full "
-                        "attention; layer " +
+                        "attention only; layer " +
                             str(l) + " does not");
     if (m.kv_shared_layers > 0)
       throw SpecError("kv_layer_sharing",
@@ -444,6 +444,10 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
                                                ") and linear_num_value_heads (" + str(a.num_value_heads) + ")");
     if (a.kind == K::mamba2 && a.num_value_heads % tp != 0)
       vllm_refuses("tensor_parallel_size", "must divide mamba_n_heads (" + str(a.num_value_heads) + ")");
+    // vllm/model_executor/layers/mamba/mamba_mixer2.py: assert n_groups % tp_size == 0 or n_groups == 1.
+    if (a.kind == K::mamba2 && a.n_groups != 1 && a.n_groups % tp != 0)
+      vllm_refuses("tensor_parallel_size",
+                   "must divide the Mamba-2 groups (mamba_n_groups " + str(a.n_groups) + ") unless there is one");
     if (a.kind == K::mamba1 && a.intermediate_size % tp != 0)
       vllm_refuses("tensor_parallel_size",
                    "must divide the Mamba intermediate size (" + str(a.intermediate_size) + ")");

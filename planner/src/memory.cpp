@@ -372,6 +372,12 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       // A decoder layer counts once per kind; its indexer cache (same decoder layer, next KV layer) adds bytes.
       if (k == 0 || kv_decoder_layer[k - 1] != l || spec_attention(p.kv_layers[k - 1]) != kind) it->num_layers += 1;
     }
+    if (st.groups.empty())
+      throw SpecError("pipeline_parallel_size",
+                      "stage " + std::to_string(s) + " (layers " + std::to_string(first) + "-" +
+                          std::to_string(first + st.num_layers - 1) +
+                          ") holds no attention or state layer, only MLP blocks; kvcap does not model a pipeline stage "
+                          "without a cache: use fewer stages");
     for (auto& grp : st.groups) {
       grp.attending_layers = grp.num_layers;
       // --kv-layer-sharing (full attention only): the stage's sharing layers attend to its full-attention caches.

@@ -199,13 +199,21 @@ void validate(const ModelSpec& m) {
     throw SpecError(
         "linear_attention.parallel",
         "runs the mixer beside every attention layer; attention.layer_pattern cannot also have linear layers");
+  bool cache = false;
   for (i64 l = 0; l < m.num_layers; ++l) {
     if (layer_attention(m, l) == LayerAttention::none && layer_mlp(m, l) == LayerMlp::none)
-      throw SpecError("mlp_pattern", "layer " + std::to_string(l) + " has neither a token mixer nor an MLP");
+      throw SpecError("mlp.pattern", "layer " + std::to_string(l) + " has neither a token mixer nor an MLP");
     if (!m.mlp_pattern.empty() && m.mlp_pattern[static_cast<std::size_t>(l) % m.mlp_pattern.size()] == LayerMlp::moe &&
         !m.moe.enabled())
-      throw SpecError("mlp_pattern", "has moe layers but the model has no moe section");
+      throw SpecError("mlp.pattern", "has moe layers but the model has no moe section");
+    if (!m.mlp_pattern.empty() && layer_mlp(m, l) == LayerMlp::dense && m.intermediate_size <= 0)
+      throw SpecError("intermediate_size",
+                      "must be a positive integer: layer " + std::to_string(l) + " has a dense MLP");
+    cache = cache || layer_has_attention(m, l) || layer_has_linear(m, l);
   }
+  if (!cache)
+    throw SpecError("attention.layer_pattern",
+                    "no layer attends or keeps a state (every layer is none): there is no cache to size");
   for (auto a : m.layer_pattern) {
     if (a == LayerAttention::sliding && m.sliding_window <= 0)
       throw SpecError("attention.layer_pattern", "has sliding layers but attention.sliding_window is not set");

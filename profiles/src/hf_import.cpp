@@ -327,19 +327,31 @@ bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool 
 // with mamba_rms_norm (Mixer2RMSNormGated registers no weight otherwise). The state is in the model dtype
 // (MambaStateDtypeCalculator.mamba2_state_dtype with --mamba-ssm-cache-dtype auto).
 void falcon_h1(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& m) {
+  m.qkv_bias = m.mlp_bias = false;  // FalconH1Config fixes attention_bias and mlp_bias to False; vLLM builds no bias
   auto& a = m.linear;
   a.kind = LinearAttentionSpec::Kind::mamba2;
   a.parallel = true;
-  std::int64_t expand = 2;
-  set(expand, get_int(c, cfg, p, "mamba_expand", false, 1, 1'000'000));
-  a.intermediate_size = expand * m.hidden_size;
+  // FalconH1Config defaults: mamba_d_ssm 1024 when the key is absent (null: mamba_expand x hidden_size),
+  // mamba_n_heads 128, mamba_d_head "auto".
+  a.intermediate_size = 1024;
+  if (cfg.IsMap() && cfg["mamba_d_ssm"].IsDefined() && cfg["mamba_d_ssm"].IsNull()) {
+    std::int64_t expand = 2;
+    set(expand, get_int(c, cfg, p, "mamba_expand", false, 1, 1'000'000));
+    a.intermediate_size = expand * m.hidden_size;
+  }
   set(a.intermediate_size, get_int(c, cfg, p, "mamba_d_ssm", false, 1, kMaxDim));
-  set(a.num_value_heads, get_int(c, cfg, p, "mamba_n_heads", true, 1, kMaxDim));
-  if (present(cfg, "mamba_d_head") && cfg["mamba_d_head"].IsScalar() && cfg["mamba_d_head"].Scalar() == "auto") {
-    if (a.num_value_heads > 0) a.value_head_dim = a.intermediate_size / a.num_value_heads;
+  a.num_value_heads = 128;
+  set(a.num_value_heads, get_int(c, cfg, p, "mamba_n_heads", false, 1, kMaxDim));
+  if (!present(cfg, "mamba_d_head") || (cfg["mamba_d_head"].IsScalar() && cfg["mamba_d_head"].Scalar() == "auto")) {
+    a.value_head_dim = a.intermediate_size / a.num_value_heads;
   } else {
     set(a.value_head_dim, get_int(c, cfg, p, "mamba_d_head", true, 1, kMaxDim));
   }
+  // FalconH1Config's validator: mamba_d_head x mamba_n_heads must be the mixer width.
+  if (a.value_head_dim * a.num_value_heads != a.intermediate_size)
+    c.error(present(cfg, "mamba_d_ssm") ? cfg["mamba_d_ssm"] : cfg, join(p, "mamba_d_ssm"),
+            "must equal mamba_n_heads x mamba_d_head (" + std::to_string(a.num_value_heads) + " x " +
+                std::to_string(a.value_head_dim) + "), got " + std::to_string(a.intermediate_size));
   a.n_groups = 1, a.state_size = 256, a.conv_kernel = 4, a.conv_bias = true, a.gated_norm = false;
   set(a.n_groups, get_int(c, cfg, p, "mamba_n_groups", false, 1, kMaxDim));
   set(a.state_size, get_int(c, cfg, p, "mamba_d_state", false, 1, kMaxDim));
@@ -359,7 +371,8 @@ void falcon_h1(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& m
 // router with e_score_correction_bias, n_shared_experts x moe_shared_expert_intermediate_size shared); MLPs and
 // experts are squared-ReLU up/down projections, not gated. The recurrent state is kept in the config's
 // mamba_ssm_cache_dtype, float32 when absent (vllm/model_executor/models/config.py NemotronHForCausalLMConfig,
-// applied while --mamba-ssm-cache-dtype is auto; before vLLM 0.11 its default was float16).
+// applied while --mamba-ssm-cache-dtype is auto; float16 before vllm-project/vllm#39032, merged 2026-04-05: pass
+// --mamba-ssm-cache-dtype fp16 for releases before it).
 void nemotron_h(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& m) {
   m.mlp_gated = false;
   m.norms_per_layer = 1;
@@ -375,7 +388,7 @@ void nemotron_h(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& 
   set(a.n_groups, get_int(c, cfg, p, present(cfg, "n_groups") ? "n_groups" : "mamba_n_groups", false, 1, kMaxDim));
   set(a.conv_kernel,
       get_int(c, cfg, p, present(cfg, "conv_kernel") ? "conv_kernel" : "mamba_d_conv", false, 2, 1'000'000));
-  set(a.conv_bias, get_bool(c, cfg, p, "use_conv_bias", false));
+  set(a.conv_bias, get_bool(c, cfg, p, present(cfg, "use_conv_bias") ? "use_conv_bias" : "mamba_conv_bias", false));
   set(a.proj_bias, get_bool(c, cfg, p, "use_bias", false));
   a.state_dtype = DType::fp32;
   if (auto sd = get_string(c, cfg, p, "mamba_ssm_cache_dtype", false)) {
@@ -388,8 +401,10 @@ void nemotron_h(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& 
   }
   if (present(cfg, "moe_latent_size"))
     c.error(cfg["moe_latent_size"], join(p, "moe_latent_size"), "latent MoE projections are not modelled");
-  const auto pat = get_string(c, cfg, p, "hybrid_override_pattern", true);
+  const auto pat = get_string(c, cfg, p, "hybrid_override_pattern", false);  // required: read once above
   if (!pat) return;
+  // NemotronHAttention passes config.sliding_window to its Attention (per_layer_sliding_window).
+  const LayerAttention attention = m.sliding_window > 0 ? LayerAttention::sliding : LayerAttention::full;
   bool moe = false;
   for (std::size_t i = 0; i < pat->size(); ++i) {
     switch ((*pat)[i]) {
@@ -397,7 +412,7 @@ void nemotron_h(Ctx& c, const YAML::Node& cfg, const std::string& p, ModelSpec& 
         m.layer_pattern.push_back(LayerAttention::linear), m.mlp_pattern.push_back(LayerMlp::none);
         break;
       case '*':
-        m.layer_pattern.push_back(LayerAttention::full), m.mlp_pattern.push_back(LayerMlp::none);
+        m.layer_pattern.push_back(attention), m.mlp_pattern.push_back(LayerMlp::none);
         break;
       case '-':
         m.layer_pattern.push_back(LayerAttention::none), m.mlp_pattern.push_back(LayerMlp::dense);

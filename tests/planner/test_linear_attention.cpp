@@ -308,12 +308,22 @@ TEST_CASE("Mixer-only blocks: Nemotron-H imports one Mamba-2 / attention / MLP /
   CHECK(t[1].elements == 2 * 4096 * 21504);
   CHECK(layer_tensors(h8, 7).size() == 5);  // '*': q, k, v, o and the norm; no MLP
 
+  Deployment rt;  // the engine's defaults: the profile's state dtype decides the state's bytes
+  rt.max_model_len = 8192;
+  rt.kv_cache_memory_bytes = {20ull << 30};
   for (const auto* mm : {&m, &n9, &h8}) {
     const auto back = profiles::parse_model(profiles::to_yaml(*mm), "round-trip.yaml");
+    CHECK(back.linear.state_dtype == mm->linear.state_dtype);
     CHECK(param_counts(back).total == param_counts(*mm).total);
     CHECK(param_counts(back).active == param_counts(*mm).active);
-    CHECK(plan_memory(back, g, d, {32768}).num_blocks == plan_memory(*mm, g, d, {32768}).num_blocks);
+    const auto a = plan_memory(back, g, rt, {8192}), b = plan_memory(*mm, g, rt, {8192});
+    CHECK(a.dep.linear_state_bytes == b.dep.linear_state_bytes);
+    CHECK(a.num_blocks == b.num_blocks);
   }
+  // vLLM's MambaMixer2 asserts n_groups % tp == 0 unless n_groups is 1: Nemotron 3 Nano's 8 groups refuse TP 16.
+  Deployment tp16 = rt;
+  tp16.tensor_parallel_size = 16;
+  CHECK_THROWS_WITH(plan_memory(m, g, tp16, {8192}), Catch::Contains("mamba_n_groups 8"));
 }
 
 TEST_CASE("Parallel hybrid: a Falcon-H1 layer keeps a KV cache and a Mamba-2 state", "[linear][kv_cache][hf]") {
@@ -349,6 +359,16 @@ TEST_CASE("Parallel hybrid: a Falcon-H1 layer keeps a KV cache and a Mamba-2 sta
   // TP 2: the single group is replicated to 2 (extra_groups_for_head_shards).
   d.tensor_parallel_size = 2;
   CHECK(plan_memory(m, g, d, {16384}).dep.linear_state_bytes == 2ull * (3 * (1536 + 2 * 2 * 128) / 2 + 12 * 64 * 128));
+  // Three all-reduces per layer (attention, mixer, MLP) and one after the embedding, each of the step's hidden states.
+  const auto ctx = make_speed_context(m, g, plan_memory(m, g, d, {}), SpeedOptions{});
+  const auto step = decode_step(ctx, 8, 1024);
+  const double msg = 8.0 * 1024 * 2;  // 8 tokens x hidden 1024 x bf16
+  CHECK(step.stage.comm_bytes - 8.0 * 32784 * 2 / 2 == Approx((3 * 36 + 1) * 2.0 * (2 - 1) / 2 * msg));
+  // The what-ifs that drop or share full-attention caches are refused: every layer also keeps a state.
+  Deployment share = d;
+  share.kv_layer_sharing.kind = Deployment::LayerSharing::Kind::cla;
+  share.kv_layer_sharing.factor = 2;
+  CHECK_THROWS_WITH(plan_memory(m, g, share, {16384}), Catch::Contains("full attention only; layer 0 does not"));
   const auto back = profiles::parse_model(profiles::to_yaml(m), "round-trip.yaml");
   CHECK(back.linear.parallel);
   CHECK(param_counts(back).total == param_counts(m).total);

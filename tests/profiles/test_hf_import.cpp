@@ -422,5 +422,39 @@ TEST_CASE("Nemotron-H and Falcon-H1 configs that kvcap cannot model are refused 
   CHECK(imp(falcon + R"("mamba_d_head":"auto"})").linear.value_head_dim == 64);
   CHECK_THROWS_WITH(imp(falcon + R"("mamba_d_head":64,"attn_layer_indices":[1,3]})"),
                     Catch::Contains("attn_layer_indices: attention on some layers only is not modelled"));
-  CHECK_THROWS_WITH(imp(falcon + R"("mamba_d_head":48})"), Catch::Contains("num_heads x head_dim must equal"));
+  CHECK_THROWS_WITH(imp(falcon + R"("mamba_d_head":48})"),
+                    Catch::Contains("mamba_d_ssm: must equal mamba_n_heads x mamba_d_head (16 x 48), got 1024"));
+  // Absent keys take FalconH1Config's defaults: mamba_d_ssm 1024 (null: expand x hidden), 128 heads of width / 128.
+  const auto dflt = imp(R"({"model_type":"falcon_h1","hidden_size":1024,"num_hidden_layers":4,"num_attention_heads":8,
+    "num_key_value_heads":2,"vocab_size":1000,"intermediate_size":2048,"max_position_embeddings":4096,
+    "attention_bias":true})");
+  CHECK(dflt.linear.intermediate_size == 1024);
+  CHECK(dflt.linear.num_value_heads == 128);
+  CHECK(dflt.linear.value_head_dim == 8);
+  CHECK_FALSE(dflt.qkv_bias);  // FalconH1Config fixes it to False
+  CHECK(imp(R"({"model_type":"falcon_h1","hidden_size":1024,"num_hidden_layers":4,"num_attention_heads":8,
+    "num_key_value_heads":2,"vocab_size":1000,"intermediate_size":2048,"max_position_embeddings":4096,
+    "mamba_d_ssm":null,"mamba_n_heads":32})")
+            .linear.intermediate_size == 2048);
+  // Nemotron-H: a sliding window applies to the attention blocks; a model or a pipeline stage without any cache is
+  // refused.
+  const auto sw = imp(nemo + R"("hybrid_override_pattern":"M-*-","sliding_window":1024})");
+  CHECK(layer_attention(sw, 2) == LayerAttention::sliding);
+  CHECK_THROWS_WITH(imp(nemo + R"("hybrid_override_pattern":"----"})"),
+                    Catch::Contains("no layer attends or keeps a state"));
+  // --kv-cache-dtype-skip-layers naming an MLP block skips no attention page: the block stays 16.
+  const auto mlp_skip = imp(nemo + R"("hybrid_override_pattern":"*-*-"})");
+  Deployment skip;
+  skip.max_model_len = 4096;
+  skip.kv_cache_dtype = DType::fp8;
+  skip.kv_cache_dtype_skip_layers = {"1"};
+  CHECK(resolve(mlp_skip, profiles::resolve_gpu("h100-sxm"), skip).block_size == 16);
+  skip.kv_cache_dtype_skip_layers = {"0"};
+  CHECK(resolve(mlp_skip, profiles::resolve_gpu("h100-sxm"), skip).block_size == 32);
+  const auto four = imp(nemo + R"("hybrid_override_pattern":"*--M"})");
+  Deployment d;
+  d.pipeline_parallel_size = 4;
+  d.max_model_len = 4096;
+  CHECK_THROWS_WITH(plan_memory(four, profiles::resolve_gpu("h100-sxm"), d, {4096}),
+                    Catch::Contains("stage 1 (layers 1-1) holds no attention or state layer"));
 }
