@@ -159,7 +159,8 @@ po::options_description speed_options() {
     ("engine", po::value<std::string>()->default_value("datasheet"), "serving-engine profile: datasheet (the plain roofline), vllm, sglang or trtllm "
                                                                       "(efficiencies and overheads fitted to that engine's published measurements; docs/accuracy.md)")
     ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency")
-    ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)");
+    ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)")
+    ("enforce-eager", "as vLLM's flag: no CUDA graphs, so --engine vllm does not pad steps to its capture sizes");
   // clang-format on
   return d;
 }
@@ -176,12 +177,14 @@ std::optional<Calibration> calibration_from(const po::variables_map& vm, const G
 }
 
 SpeedOptions speed_options_from(const po::variables_map& vm) {
-  if (!vm.count("engine")) return SpeedOptions{};
+  SpeedOptions o;
   try {
-    return engine_profile(vm["engine"].as<std::string>()).speed;
+    if (vm.count("engine")) o = engine_profile(vm["engine"].as<std::string>()).speed;
   } catch (const SpecError& e) {
     throw UsageError("--engine: " + e.reason());
   }
+  if (vm.count("enforce-eager")) o.cuda_graph_padding = false;
+  return o;
 }
 
 SpeedContext speed_context_from(const po::variables_map& vm, const ModelSpec& m, const GpuSpec& g, const MemoryPlan& plan,

@@ -156,6 +156,16 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
 }
 
 /// The source's multi-step scheduling (vLLM 0.6 "--num-scheduler-steps N" in the point's server flags), else 1.
+/// A vLLM point whose stated version ran the V0 engine by default (0.7 and earlier; V1 became the default in 0.8.0).
+bool vllm_v0(const Point& p) {
+  const std::string& v = p.engine_version;
+  if (v.rfind("0.", 0) != 0) return false;
+  const std::size_t dot = v.find('.', 2);
+  const std::string minor = v.substr(2, dot == std::string::npos ? std::string::npos : dot - 2);
+  return !minor.empty() && minor.size() <= 2 && minor.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoi(minor) < 8;
+}
+
 i64 scheduler_steps(const Point& p) {
   return std::max<i64>(1, number_after(p.note, "--num-scheduler-steps "));
 }
@@ -183,6 +193,9 @@ std::vector<Point> read_points(const std::string& path) {
       p.weight_dtype = j.value("weight_dtype", "");
       p.kv_dtype = j.contains("kv_dtype") && j.at("kv_dtype").is_string() ? j.at("kv_dtype").get<std::string>() : "";
       p.note = j.value("note", "");
+      p.engine_version = j.contains("engine_version") && j.at("engine_version").is_string()
+                             ? j.at("engine_version").get<std::string>()
+                             : "";
       p.tp = j.value("tp", 1);
       p.pp = opt_integer(j, "pp").value_or(1);
       p.ep = opt_integer(j, "ep").value_or(0);
@@ -242,7 +255,10 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   }
   sim::SimulationRequest request;
   o.load = load_of(p, request);
-  request.speed = make_speed_context(model, gpu, plan, engine.speed);
+  SpeedOptions speed = engine.speed;
+  // vLLM before 0.8 ran its V0 engine by default: CUDA graphs for decode-only steps of up to 256 sequences.
+  speed.cuda_graph_decode_only = speed.cuda_graph_padding && vllm_v0(p);
+  request.speed = make_speed_context(model, gpu, plan, speed);
   request.num_scheduler_steps = scheduler_steps(p);
   const sim::SimResult r = sim::run_simulation(request).result;
   o.tpot_s = p.medians ? r.tpot_s.p50 : r.tpot_s.mean;

@@ -16,6 +16,7 @@ namespace kvcap::cli {
 
 struct Point {
   std::string id, model_hf, gpu, engine, weight_dtype, kv_dtype, note;
+  std::string engine_version;  ///< as the source states it ("0.6.0"); "" when not stated
   i64 tp = 1, pp = 1, isl = 0, osl = 0;
   /// Expert parallelism over `ep` GPUs (0: none); attention_dp: each of the TP ranks attends to its own requests
   /// (TensorRT-LLM enable_attention_dp, SGLang --enable-dp-attention): kvcap's TP 1 x data-parallel TP replicas.

@@ -199,8 +199,11 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
     b.tokens += q.fresh * q.count;
     if (q.samples) samples += q.count;
   }
-  const double t = dbl(b.tokens);
-  const Rates r = rates(c, b.tokens);
+  // GEMMs, the MoE router and the all-reduces run on the CUDA graph's padded tokens; attention on the real ones.
+  const bool has_prefill = std::any_of(seqs.begin(), seqs.end(), [](const Seq& q) { return q.fresh > 1; });
+  const i64 graph = graph_tokens(c, b.tokens, has_prefill);
+  const double t = dbl(graph);
+  const Rates r = rates(c, graph);
 
   // Weights: every tensor of the stage's layers once, sharded as the memory model shards them; routed
   // experts only in the expected fraction the step's tokens activate. With expert parallelism a rank's experts
@@ -438,6 +441,22 @@ double gemm_flops_for(const Calibration& c, i64 m_tokens) {
   return best;
 }
 
+std::vector<i64> cuda_graph_capture_sizes(i64 max_num_seqs, i64 max_num_batched_tokens) {
+  const i64 top = std::min({2 * max_num_seqs, i64{512}, max_num_batched_tokens});
+  std::vector<i64> sizes;
+  for (i64 v : {1, 2, 4})
+    if (v <= top) sizes.push_back(v);
+  for (i64 v = 8; v <= top && v < 256; v += 8) sizes.push_back(v);
+  for (i64 v = 256; v <= top; v += 16) sizes.push_back(v);
+  return sizes;
+}
+
+i64 graph_tokens(const SpeedContext& c, i64 tokens, bool has_prefill) {
+  if (has_prefill && c.options.cuda_graph_decode_only) return tokens;
+  const auto it = std::lower_bound(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end(), tokens);
+  return it == c.cuda_graph_sizes.end() ? tokens : *it;
+}
+
 SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan plan, SpeedOptions o,
                                 std::optional<Calibration> c) {
   efficiency(o.bandwidth_efficiency, "speed.bandwidth_efficiency");
@@ -452,8 +471,16 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan
   if (ranks > 1 && !(g.interconnect_bandwidth_bytes_per_s > 0))
     throw SpecError("interconnect.bandwidth_bytes_per_s",
                     "must be > 0 to time tensor- or pipeline-parallel communication");
-  SpeedContext ctx{m, g, std::move(plan), o, std::move(c), {}};
+  SpeedContext ctx{m, g, std::move(plan), o, std::move(c), {}, {}};
   const auto& d = ctx.plan.dep;
+  if (o.cuda_graph_padding && o.cuda_graph_decode_only) {
+    // V0: 1, 2, 4 and every 8 up to min(max_num_seqs, 256) (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE).
+    for (i64 v : {1, 2, 4})
+      if (v <= d.max_num_seqs) ctx.cuda_graph_sizes.push_back(v);
+    for (i64 v = 8; v <= std::min<i64>(d.max_num_seqs, 256); v += 8) ctx.cuda_graph_sizes.push_back(v);
+  } else if (o.cuda_graph_padding) {
+    ctx.cuda_graph_sizes = cuda_graph_capture_sizes(d.max_num_seqs, d.max_num_batched_tokens);
+  }
   const i64 tp = d.d.tensor_parallel_size, pp = d.d.pipeline_parallel_size;
   for (std::size_t s = 0; s < ctx.plan.stages.size(); ++s) {
     const auto& st = ctx.plan.stages[s];
@@ -840,14 +867,18 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   const double t = dbl(load.tokens) * f;
   const i64 t_int = mbs == 1 ? load.tokens : (load.tokens + mbs - 1) / mbs;
   const double samples = dbl(load.samples) * f;
-  const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, t * ep_tokens_) / dbl(num_experts_) : 0;
-  const double imbalance = load_imbalance(ep_size_, t * ep_tokens_ * dbl(top_k_), ep_max_normal_);
-  const double gemm_rate_now = gemm_rate(t_int);
+  // GEMMs, the MoE router and the all-reduces run on the CUDA graph's padded tokens (as stage_step).
+  const i64 padded = graph_tokens(ctx_, t_int, load.tokens > load.decode_tokens);
+  const double tg = padded == t_int ? t : dbl(padded);
+  const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, tg * ep_tokens_) / dbl(num_experts_) : 0;
+  const double imbalance = load_imbalance(ep_size_, tg * ep_tokens_ * dbl(top_k_), ep_max_normal_);
+  const double gemm_rate_now = gemm_rate(padded);
   bool first = true;
   double stage_total = 0;
   for (const auto& g : stages_) {
     const double weight_bytes = g.weight_bytes_fixed + g.weight_bytes_routed * moe_frac;
-    const double gemm_flops = g.gemm_flops_per_token * t + g.gemm_flops_per_token_routed * t * ep_tokens_ * imbalance +
+    const double gemm_flops = g.gemm_flops_per_token * tg +
+                              g.gemm_flops_per_token_routed * tg * ep_tokens_ * imbalance +
                               (g.last ? g.gemm_flops_per_sample * samples : 0.0);
     double kv_bytes = g.state_bytes_per_seq * dbl(load.sequences) * f, attn = g.linear_flops_per_token * t;
     for (int w = 0; w < 2; ++w) {
@@ -861,10 +892,10 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     c.gemm_s = gemm_flops / gemm_rate_now;
     c.attention_s = attn / attn_flops_;
     const auto& stage = ctx_.plan.stages[static_cast<std::size_t>(g.stage_index)];
-    c.communication_s = moe_all_to_all_s(ctx_, stage, t) +
+    c.communication_s = moe_all_to_all_s(ctx_, stage, tg) +
                         dcp_comm_s(ctx_, stage, dbl(load.decode_tokens) * f, load.prefill_past_tokens * f);
     if (tp_ > 1) {
-      const double msg = t * hidden_ * act_bytes_;
+      const double msg = tg * hidden_ * act_bytes_;
       c.communication_s += dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);
       if (g.last && samples > 0) c.communication_s += ring_allgather_s(ctx_.gpu, tp_, samples * vocab_ * act_bytes_);
     }

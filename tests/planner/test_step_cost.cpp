@@ -136,3 +136,52 @@ TEST_CASE("step cost grows with tokens and with context", "[speed][step_cost]") 
   CHECK_THROWS_AS(mixed_step(c, {}), SpecError);
   CHECK_THROWS_AS(mixed_step(c, {{0, 0, true}}), SpecError);
 }
+
+TEST_CASE("CUDA-graph padding: vLLM's capture sizes and what a padded step costs", "[speed][step_cost][cuda_graph]") {
+  // vllm/config/vllm.py _set_cudagraph_sizes: 1, 2, 4, every 8 below 256, every 16 from 256, up to
+  // min(2 x max_num_seqs, 512, max_num_batched_tokens).
+  const auto sizes = cuda_graph_capture_sizes(1024, 8192);
+  REQUIRE(sizes.size() == 3 + 31 + 17);
+  CHECK(sizes[3] == 8);
+  CHECK(sizes[33] == 248);
+  CHECK(sizes[34] == 256);
+  CHECK(sizes.back() == 512);
+  CHECK(cuda_graph_capture_sizes(4, 8192) == std::vector<i64>{1, 2, 4, 8});
+  CHECK(cuda_graph_capture_sizes(256, 300).back() == 288);
+
+  Deployment d;
+  d.max_model_len = 16384;
+  d.tensor_parallel_size = 2;
+  const auto m = profiles::resolve_model("mixtral-8x7b");
+  const auto g = profiles::resolve_gpu("a100-80gb");
+  SpeedOptions o;
+  o.cuda_graph_padding = true;
+  const auto padded = make_speed_context(m, g, d, o);
+  const auto plain = make_speed_context(m, g, d, SpeedOptions{});
+  CHECK(graph_tokens(padded, 5, false) == 8);
+  CHECK(graph_tokens(padded, 513, false) == 513);  // beyond the largest graph: eager, unpadded
+  CHECK(graph_tokens(plain, 5, false) == 5);
+  // A decode batch of 5 runs the graph of 8: its GEMMs and the experts its router activates are those of 8 tokens
+  // (the measured Mixtral steps of docs/speed-model.md: B = 5-7 take as long as B = 8), its KV read is its own.
+  const auto b5 = decode_step(padded, 5, 1024), b8 = decode_step(padded, 8, 1024);
+  CHECK(b5.stage.weight_bytes == Approx(b8.stage.weight_bytes).epsilon(1e-12));
+  // ... but the LM head computes logits for the 5 real requests only (vLLM samples outside the graph).
+  CHECK(b8.stage.gemm_flops - b5.stage.gemm_flops == Approx(2.0 * 3 * padded.stage_weights[0].head_elements));
+  CHECK(b5.stage.kv_bytes < b8.stage.kv_bytes);
+  CHECK(decode_step(plain, 5, 1024).stage.weight_bytes < b8.stage.weight_bytes);
+  // The simulator's clock pads the same way, mixed steps included (vLLM V1 runs them as piecewise graphs).
+  for (const auto& seqs :
+       {std::vector<StepSequence>(5, {1000, 1, true}), std::vector<StepSequence>{{1000, 1, true}, {0, 300, true}}}) {
+    StepCost fc;
+    CHECK(fast(padded, seqs, &fc) == Approx(mixed_step(padded, seqs).step_s).epsilon(1e-9));
+  }
+  // vLLM's V0 engine (0.7 and earlier) ran decode-only steps as graphs and steps with a prefill eagerly.
+  o.cuda_graph_decode_only = true;
+  const auto v0 = make_speed_context(m, g, d, o);
+  CHECK(graph_tokens(v0, 5, false) == 8);
+  CHECK(graph_tokens(v0, 300, true) == 300);
+  CHECK(v0.cuda_graph_sizes.back() == 256);
+  const std::vector<StepSequence> mixed = {{1000, 1, true}, {0, 300, true}};
+  CHECK(fast(v0, mixed) == Approx(mixed_step(v0, mixed).step_s).epsilon(1e-9));
+  CHECK(mixed_step(v0, mixed).step_s < mixed_step(padded, mixed).step_s);
+}

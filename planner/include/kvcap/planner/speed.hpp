@@ -28,7 +28,19 @@ struct SpeedOptions {
   /// The serving front end's fixed cost per request (HTTP, tokenisation, the hop to the engine, streaming the
   /// first token), added to TTFT; 0 for the plain roofline, set by an engine profile (planner/engine.hpp).
   double request_overhead_s = 0.0;
+  /// The engine runs steps of up to its largest capture size as CUDA graphs captured at fixed token counts, padding
+  /// a step's tokens to the next one (vLLM V1: decode steps as full graphs, mixed steps piecewise): the padded rows go
+  /// through every GEMM, the MoE router and the all-reduces, not attention. Set by the vllm engine profile.
+  bool cuda_graph_padding = false;
+  /// vLLM's V0 engine (0.7 and earlier): only decode-only steps of up to min(max_num_seqs, 256) sequences run as
+  /// graphs (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE: 1, 2, 4, then every 8); steps with a prefill eager.
+  bool cuda_graph_decode_only = false;
 };
+
+/// vLLM's CUDA-graph capture sizes (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes, default
+/// --max-cudagraph-capture-size): up to min(2 x max_num_seqs, 512, max_num_batched_tokens) tokens, 1, 2, 4, then every
+/// 8 below 256 and every 16 from 256.
+std::vector<i64> cuda_graph_capture_sizes(i64 max_num_seqs, i64 max_num_batched_tokens);
 
 enum class Bound : std::uint8_t { memory, compute };
 std::string_view to_string(Bound b);  ///< "memory" | "compute"
@@ -112,7 +124,12 @@ struct SpeedContext {
   SpeedOptions options;
   std::optional<Calibration> calibration;
   std::vector<StageWeights> stage_weights;  ///< one per plan.stages entry (make_speed_context)
+  /// options.cuda_graph_padding: the capture sizes of the deployment, ascending (empty: every step runs unpadded).
+  std::vector<i64> cuda_graph_sizes;
 };
+/// The tokens a step of `tokens` runs its GEMMs on: the next capture size, or `tokens` beyond the largest (eager);
+/// `tokens` when the step has a prefill and only decode-only steps run as graphs (cuda_graph_decode_only).
+i64 graph_tokens(const SpeedContext& c, i64 tokens, bool has_prefill);
 
 /// Validates the options (efficiencies in (0, 1], overheads >= 0) and the calibration; throws SpecError.
 SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, const Deployment& d, SpeedOptions o = {},
