@@ -159,8 +159,7 @@ po::options_description speed_options() {
     ("engine", po::value<std::string>()->default_value("datasheet"), "serving-engine profile: datasheet (the plain roofline), vllm, sglang or trtllm "
                                                                       "(efficiencies and overheads fitted to that engine's published measurements; docs/accuracy.md)")
     ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency")
-    ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)")
-    ("enforce-eager", "as vLLM's flag: no CUDA graphs, so --engine vllm does not pad steps to its capture sizes");
+    ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)");
   // clang-format on
   return d;
 }
@@ -183,7 +182,6 @@ SpeedOptions speed_options_from(const po::variables_map& vm) {
   } catch (const SpecError& e) {
     throw UsageError("--engine: " + e.reason());
   }
-  if (vm.count("enforce-eager")) o.cuda_graph_padding = false;
   return o;
 }
 

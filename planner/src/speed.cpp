@@ -448,13 +448,20 @@ std::vector<i64> cuda_graph_capture_sizes(i64 max_num_seqs, i64 max_num_batched_
     if (v <= top) sizes.push_back(v);
   for (i64 v = 8; v <= top && v < 256; v += 8) sizes.push_back(v);
   for (i64 v = 256; v <= top; v += 16) sizes.push_back(v);
+  // vllm-project/vllm#40734 (2026-04): max_num_batched_tokens is captured too when within the largest size.
+  if (max_num_batched_tokens <= top && (sizes.empty() || sizes.back() != max_num_batched_tokens))
+    sizes.push_back(max_num_batched_tokens);
   return sizes;
 }
 
+bool runs_as_graph(const SpeedContext& c, i64 tokens, bool has_prefill) {
+  if (c.cuda_graph_sizes.empty() || (has_prefill && c.options.cuda_graph_decode_only)) return false;
+  return tokens <= c.cuda_graph_sizes.back();
+}
+
 i64 graph_tokens(const SpeedContext& c, i64 tokens, bool has_prefill) {
-  if (has_prefill && c.options.cuda_graph_decode_only) return tokens;
-  const auto it = std::lower_bound(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end(), tokens);
-  return it == c.cuda_graph_sizes.end() ? tokens : *it;
+  if (!runs_as_graph(c, tokens, has_prefill)) return tokens;
+  return *std::lower_bound(c.cuda_graph_sizes.begin(), c.cuda_graph_sizes.end(), tokens);
 }
 
 SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan plan, SpeedOptions o,
@@ -474,10 +481,14 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan
   SpeedContext ctx{m, g, std::move(plan), o, std::move(c), {}, {}};
   const auto& d = ctx.plan.dep;
   if (o.cuda_graph_padding && o.cuda_graph_decode_only) {
-    // V0: 1, 2, 4 and every 8 up to min(max_num_seqs, 256) (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE).
+    // V0 (vllm/worker/model_runner.py of 0.6.0): _BATCH_SIZES_TO_CAPTURE 1, 2, 4 and every 8 to 256, captured up to
+    // _get_max_graph_batch_size(max_num_seqs), max_num_seqs rounded up to a captured size.
+    const i64 top = d.max_num_seqs <= 2   ? d.max_num_seqs
+                    : d.max_num_seqs <= 4 ? 4
+                                          : std::min<i64>(256, (d.max_num_seqs + 7) / 8 * 8);
     for (i64 v : {1, 2, 4})
-      if (v <= d.max_num_seqs) ctx.cuda_graph_sizes.push_back(v);
-    for (i64 v = 8; v <= std::min<i64>(d.max_num_seqs, 256); v += 8) ctx.cuda_graph_sizes.push_back(v);
+      if (v <= top) ctx.cuda_graph_sizes.push_back(v);
+    for (i64 v = 8; v <= top; v += 8) ctx.cuda_graph_sizes.push_back(v);
   } else if (o.cuda_graph_padding) {
     ctx.cuda_graph_sizes = cuda_graph_capture_sizes(d.max_num_seqs, d.max_num_batched_tokens);
   }
@@ -868,8 +879,10 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   const i64 t_int = mbs == 1 ? load.tokens : (load.tokens + mbs - 1) / mbs;
   const double samples = dbl(load.samples) * f;
   // GEMMs, the MoE router and the all-reduces run on the CUDA graph's padded tokens (as stage_step).
-  const i64 padded = graph_tokens(ctx_, t_int, load.tokens > load.decode_tokens);
-  const double tg = padded == t_int ? t : dbl(padded);
+  // With PP the micro-batch's token count is fractional (an even share); a graph runs its ceiling padded.
+  const bool has_prefill = load.tokens > load.decode_tokens;
+  const i64 padded = graph_tokens(ctx_, t_int, has_prefill);
+  const double tg = runs_as_graph(ctx_, t_int, has_prefill) ? dbl(padded) : t;
   const double moe_frac = moe_ ? expected_active_experts(num_experts_, top_k_, tg * ep_tokens_) / dbl(num_experts_) : 0;
   const double imbalance = load_imbalance(ep_size_, tg * ep_tokens_ * dbl(top_k_), ep_max_normal_);
   const double gemm_rate_now = gemm_rate(padded);

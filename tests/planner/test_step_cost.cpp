@@ -147,7 +147,10 @@ TEST_CASE("CUDA-graph padding: vLLM's capture sizes and what a padded step costs
   CHECK(sizes[34] == 256);
   CHECK(sizes.back() == 512);
   CHECK(cuda_graph_capture_sizes(4, 8192) == std::vector<i64>{1, 2, 4, 8});
-  CHECK(cuda_graph_capture_sizes(256, 300).back() == 288);
+  // vllm#40734: max_num_batched_tokens itself is captured when within the bound (..., 272, 288, 300).
+  const auto small = cuda_graph_capture_sizes(256, 300);
+  CHECK(small.back() == 300);
+  CHECK(small[small.size() - 2] == 288);
 
   Deployment d;
   d.max_model_len = 16384;
@@ -171,17 +174,33 @@ TEST_CASE("CUDA-graph padding: vLLM's capture sizes and what a padded step costs
   CHECK(decode_step(plain, 5, 1024).stage.weight_bytes < b8.stage.weight_bytes);
   // The simulator's clock pads the same way, mixed steps included (vLLM V1 runs them as piecewise graphs).
   for (const auto& seqs :
-       {std::vector<StepSequence>(5, {1000, 1, true}), std::vector<StepSequence>{{1000, 1, true}, {0, 300, true}}}) {
-    StepCost fc;
-    CHECK(fast(padded, seqs, &fc) == Approx(mixed_step(padded, seqs).step_s).epsilon(1e-9));
+       {std::vector<StepSequence>(5, {1000, 1, true}), std::vector<StepSequence>{{1000, 1, true}, {0, 100, true}}})
+    CHECK(fast(padded, seqs) == Approx(mixed_step(padded, seqs).step_s).epsilon(1e-9));
+  CHECK(graph_tokens(padded, 101, true) == 104);
+  // With pipeline parallelism each micro-batch runs its own graph: the step never gets cheaper as the batch grows,
+  // and the clock (equal shares) agrees with mixed_step (the heaviest micro-batch) on even batches, never above it.
+  Deployment pp = d;
+  pp.pipeline_parallel_size = 2;
+  pp.tensor_parallel_size = 1;
+  const auto pctx = make_speed_context(m, g, pp, o);
+  double prev = 0;
+  for (i64 b = 1; b <= 40; ++b) {
+    const std::vector<StepSequence> seqs(static_cast<std::size_t>(b), {1000, 1, true});
+    const double f = fast(pctx, seqs);
+    INFO("decode batch " << b);
+    CHECK(f >= prev);
+    const double ref = mixed_step(pctx, seqs).step_s;
+    if (b % 2 == 0) CHECK(f == Approx(ref).epsilon(1e-9));
+    CHECK(f <= ref * (1 + 1e-9));
+    prev = f;
   }
   // vLLM's V0 engine (0.7 and earlier) ran decode-only steps as graphs and steps with a prefill eagerly.
   o.cuda_graph_decode_only = true;
   const auto v0 = make_speed_context(m, g, d, o);
   CHECK(graph_tokens(v0, 5, false) == 8);
-  CHECK(graph_tokens(v0, 300, true) == 300);
+  CHECK(graph_tokens(v0, 101, true) == 101);  // a step with a prefill runs eagerly, unpadded
   CHECK(v0.cuda_graph_sizes.back() == 256);
-  const std::vector<StepSequence> mixed = {{1000, 1, true}, {0, 300, true}};
+  const std::vector<StepSequence> mixed = {{1000, 1, true}, {0, 100, true}};
   CHECK(fast(v0, mixed) == Approx(mixed_step(v0, mixed).step_s).epsilon(1e-9));
   CHECK(mixed_step(v0, mixed).step_s < mixed_step(padded, mixed).step_s);
 }

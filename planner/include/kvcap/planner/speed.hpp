@@ -39,7 +39,7 @@ struct SpeedOptions {
 
 /// vLLM's CUDA-graph capture sizes (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes, default
 /// --max-cudagraph-capture-size): up to min(2 x max_num_seqs, 512, max_num_batched_tokens) tokens, 1, 2, 4, then every
-/// 8 below 256 and every 16 from 256.
+/// 8 below 256 and every 16 from 256, and max_num_batched_tokens itself when it is within that bound (vllm#40734).
 std::vector<i64> cuda_graph_capture_sizes(i64 max_num_seqs, i64 max_num_batched_tokens);
 
 enum class Bound : std::uint8_t { memory, compute };
@@ -130,6 +130,8 @@ struct SpeedContext {
 /// The tokens a step of `tokens` runs its GEMMs on: the next capture size, or `tokens` beyond the largest (eager);
 /// `tokens` when the step has a prefill and only decode-only steps run as graphs (cuda_graph_decode_only).
 i64 graph_tokens(const SpeedContext& c, i64 tokens, bool has_prefill);
+/// Whether a step of `tokens` runs as a CUDA graph (padded) rather than eagerly.
+bool runs_as_graph(const SpeedContext& c, i64 tokens, bool has_prefill);
 
 /// Validates the options (efficiencies in (0, 1], overheads >= 0) and the calibration; throws SpecError.
 SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, const Deployment& d, SpeedOptions o = {},
