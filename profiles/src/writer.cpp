@@ -8,6 +8,39 @@
 namespace kvcap::profiles {
 
 namespace {
+const char* kind_name(LayerAttention k) {
+  switch (k) {
+    case LayerAttention::full:
+      return "full";
+    case LayerAttention::sliding:
+      return "sliding";
+    case LayerAttention::chunked:
+      return "chunked";
+    case LayerAttention::linear:
+      return "linear";
+    case LayerAttention::none:
+      return "none";
+  }
+  return "full";
+}
+const char* kind_name(LayerMlp k) {
+  switch (k) {
+    case LayerMlp::dense:
+      return "dense";
+    case LayerMlp::moe:
+      return "moe";
+    case LayerMlp::none:
+      return "none";
+  }
+  return "dense";
+}
+/// A per-layer pattern as a YAML flow sequence under `key`, indented two spaces.
+template <class Kind>
+void write_pattern(std::ostream& o, const char* key, const std::vector<Kind>& pattern) {
+  o << "  " << key << ": [";
+  for (std::size_t i = 0; i < pattern.size(); ++i) o << (i ? ", " : "") << kind_name(pattern[i]);
+  o << "]\n";
+}
 // A YAML double-quoted scalar (YAML 1.2 section 5.7 escapes): quotes, backslashes, line breaks and every other
 // control character escaped, so a name from a config.json cannot end the scalar or start a key.
 std::string quote(const std::string& s) {
@@ -82,17 +115,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   if (m.kv_shared_layers > 0)
     o << "  kv_shared_layers: " << m.kv_shared_layers << "   # the last layers reuse an earlier layer's cache\n";
   if (m.index_head_dim > 0) o << "  index_head_dim: " << m.index_head_dim << "\n";
-  if (!m.layer_pattern.empty()) {
-    o << "  layer_pattern: [";
-    for (std::size_t i = 0; i < m.layer_pattern.size(); ++i)
-      o << (i ? ", " : "")
-        << (m.layer_pattern[i] == LayerAttention::sliding   ? "sliding"
-            : m.layer_pattern[i] == LayerAttention::chunked ? "chunked"
-            : m.layer_pattern[i] == LayerAttention::linear  ? "linear"
-            : m.layer_pattern[i] == LayerAttention::none    ? "none"
-                                                            : "full");
-    o << "]\n";
-  }
+  if (!m.layer_pattern.empty()) write_pattern(o, "layer_pattern", m.layer_pattern);
   if (has_linear_layers(m)) {
     const auto& a = m.linear;
     using LK = LinearAttentionSpec::Kind;
@@ -149,15 +172,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   }
   if (!m.mlp_gated || m.mlp_bias || !m.mlp_pattern.empty()) {
     o << "mlp:\n  gated: " << b(m.mlp_gated) << "\n  bias: " << b(m.mlp_bias) << "\n";
-    if (!m.mlp_pattern.empty()) {
-      o << "  pattern: [";
-      for (std::size_t i = 0; i < m.mlp_pattern.size(); ++i)
-        o << (i ? ", " : "")
-          << (m.mlp_pattern[i] == LayerMlp::moe    ? "moe"
-              : m.mlp_pattern[i] == LayerMlp::none ? "none"
-                                                   : "dense");
-      o << "]\n";
-    }
+    if (!m.mlp_pattern.empty()) write_pattern(o, "pattern", m.mlp_pattern);
   }
   if (m.vision.enabled()) {
     const auto& v = m.vision;
