@@ -79,8 +79,8 @@ sim::SimulationRun run(const SimulateCommand& c, SimulationInfo& info, ProgressL
   progress.clear();
   info.plan = &c.request.speed.plan;
   info.cfg = r.config;
-  info.workload_desc =
-      c.info.workload_desc + describe_closed_loop(r.config, c.staggered_asked, sim::one_wave(c.request));
+  info.workload_desc = c.info.workload_desc +
+                       describe_closed_loop(r.config, c.staggered_asked, sim::one_wave(c.request), c.lockstep_engine);
   if (wall_time) info.wall_s = r.wall_s;
   return r;
 }

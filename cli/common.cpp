@@ -158,6 +158,8 @@ po::options_description speed_options() {
   d.add_options()
     ("engine", po::value<std::string>()->default_value("datasheet"), "serving-engine profile: datasheet (the plain roofline), vllm, sglang or trtllm "
                                                                       "(efficiencies and overheads fitted to that engine's published measurements; docs/accuracy.md)")
+    ("enable-mixed-chunk", "SGLang's flag: prefill chunks share steps with the running decodes, as vLLM V1 and TensorRT-LLM do always (with --engine sglang, "
+                           "whose default runs prefills in steps of their own)")
     ("calibration", po::value<std::string>(), "calibration.yaml from `kvcap calibrate`: measured bandwidth and FLOP/s replace datasheet x default efficiency")
     ("calibration-force", "use --calibration even when it was measured on another device (a CPU, another GPU model)");
   // clang-format on
@@ -181,6 +183,13 @@ SpeedOptions speed_options_from(const po::variables_map& vm) {
     if (vm.count("engine")) o = engine_profile(vm["engine"].as<std::string>()).speed;
   } catch (const SpecError& e) {
     throw UsageError("--engine: " + e.reason());
+  }
+  if (vm.count("enable-mixed-chunk")) {
+    if (!o.prefill_first)
+      throw UsageError(
+          "--enable-mixed-chunk: only with --engine sglang (the other engines mix prefill chunks into "
+          "decode steps already)");
+    o.prefill_first = false;
   }
   return o;
 }

@@ -258,6 +258,9 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   SpeedOptions speed = engine.speed;
   // vLLM before 0.8 ran its V0 engine by default: CUDA graphs for decode-only steps of up to 256 sequences.
   speed.cuda_graph_decode_only = speed.cuda_graph_padding && vllm_v0(p);
+  // V0 scheduled prompts in steps of their own (Scheduler._schedule_default) unless chunked prefill was on, which it
+  // was by default only for max_model_len above 32K and never with multi-step (vllm/config.py of 0.6.0).
+  if (vllm_v0(p) && (scheduler_steps(p) > 1 || plan.dep.max_model_len <= 32768)) speed.prefill_first = true;
   request.speed = make_speed_context(model, gpu, plan, speed);
   request.num_scheduler_steps = scheduler_steps(p);
   const sim::SimResult r = sim::run_simulation(request).result;

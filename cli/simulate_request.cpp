@@ -248,13 +248,15 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
                             std::string(r.speed.calibration     ? "calibrated: " + str(vm, "calibration")
                                         : engine == "datasheet" ? "datasheet x default efficiencies"
                                                                 : "engine profile " + engine) +
-                            ")";
+                            (r.speed.options.prefill_first ? "; prefills in steps of their own" : "") + ")";
   if (!r.speed.calibration) c.info.expected_error = error_band(engine_profile(engine));
   r.num_scheduler_steps = parse_int(str(vm, "num-scheduler-steps"), "--num-scheduler-steps", 1, 1024);
   const std::string start = str(vm, "client-start");
-  if (start != "staggered" && start != "together")
-    throw UsageError("--client-start: expected staggered or together, got '" + start + "'");
-  c.staggered_asked = r.staggered_start = start == "staggered";
+  if (start != "auto" && start != "staggered" && start != "together")
+    throw UsageError("--client-start: expected auto, staggered or together, got '" + start + "'");
+  if (start != "auto") r.staggered_start = start == "staggered";
+  c.staggered_asked = sim::staggered_start_of(r);
+  c.lockstep_engine = start == "auto" && !c.staggered_asked;
   const HostTierFlags host = host_tier_flags(vm);
   if (!host.any()) return;
   r.kv_offloading_size_gib = host.offloading_size_gib;
@@ -379,9 +381,10 @@ po::options_description simulate_options() {
     ("think-time", po::value<std::string>(), "closed loop: a client's pause between an answer and its next request: 2s (fixed) or exp:2s "
                                               "(exponential with that mean); default 0s")
     ("num-scheduler-steps", po::value<std::string>()->default_value("1"), "vLLM 0.6 multi-step scheduling: admit waiting requests only every k steps")
-    ("client-start", po::value<std::string>()->default_value("staggered"),
+    ("client-start", po::value<std::string>()->default_value("auto"),
      "closed loop: staggered (clients' first requests spread over one request's cycle: the steady state real clients drift "
-     "into) or together (all N at t = 0, the first wave of a benchmark; identical requests then stay in lockstep)")
+     "into), together (all N at t = 0, the first wave of a benchmark; identical requests then stay in lockstep) or auto: "
+     "together with a prefill-first engine (--engine sglang), whose clients stay in lockstep, staggered otherwise")
     ("arrival", po::value<std::string>()->default_value("poisson"), "arrival process with --rate: poisson, gamma or fixed")
     ("cv", po::value<std::string>(), "gamma arrivals: coefficient of variation of the gaps (> 1: bursty)")
     ("prompt-tokens", po::value<std::string>(), "prompt lengths: 512 | uniform:128-2K | lognormal:mean=1K,sigma=0.9[,min=16,max=8K] | empirical:128@0.5,1K@0.5")

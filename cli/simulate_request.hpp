@@ -14,7 +14,8 @@ struct SimulateCommand {
   sim::SimulationRequest request;
   SimulationInfo info;              ///< names and descriptions; cfg, plan and wall time are filled after the run
   bool compare_allocators = false;  ///< --allocator compare: paged, then contiguous, on the same requests
-  bool staggered_asked = true;      ///< --client-start staggered
+  bool staggered_asked = true;      ///< --client-start staggered (or auto with an engine that mixes its steps)
+  bool lockstep_engine = false;     ///< --client-start auto chose together: a prefill-first engine
   std::optional<std::string> timeline_path, requests_path;
   double timeline_span_s = 0;  ///< arrivals' span, for the timeline's row estimate
 };

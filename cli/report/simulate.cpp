@@ -448,7 +448,7 @@ std::string describe_trace(const std::string& name, const sim::Trace& t, double 
   return o.str();
 }
 
-std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked, bool one_wave) {
+std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked, bool one_wave, bool lockstep_engine) {
   if (cfg.max_concurrency == 0) return "";
   std::string d = "; closed loop: at most " + grouped(cfg.max_concurrency) + " in flight";
   if (cfg.think_time_s > 0)
@@ -457,6 +457,7 @@ std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked
   // A run of fewer than 2N requests is one wave of the benchmark: its clients do start together.
   if (staggered_asked && one_wave)
     d += "; clients together (fewer than 2 x " + grouped(cfg.max_concurrency) + " requests: one wave)";
+  if (lockstep_engine) d += "; clients together (a prefill-first engine keeps them in lockstep)";
   if (cfg.client_stagger_s > 0) d += "; clients staggered over " + fixed(cfg.client_stagger_s, 2) + " s";
   return d;
 }

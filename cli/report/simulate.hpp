@@ -43,7 +43,7 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
 std::string describe_trace(const std::string& name, const sim::Trace& t, double speedup,
                            const sim::SourceLimits& limits);
 /// The closed loop as run ("; closed loop: at most N in flight, ..."; "" for an open loop).
-std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked, bool one_wave);
+std::string describe_closed_loop(const sim::SimConfig& cfg, bool staggered_asked, bool one_wave, bool lockstep_engine);
 
 void report_simulation_table(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r);
 /// --allocator compare: the same workload on paged blocks and on contiguous max_model_len reservations.

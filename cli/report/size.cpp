@@ -553,7 +553,7 @@ void table_disagg_verdict(std::ostream& out, const SizingResult& r) {
 }
 
 /// The cheapest candidate in words.
-void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
+void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open, bool lockstep) {
   if (b.prefill) {
     const auto& p = *b.prefill;
     out << "\nCheapest: disaggregated " << xpyd(b) << ", " << p.replicas << " prefill x "
@@ -580,8 +580,10 @@ void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open) {
       << "% of GPU time on prefill, decode step " << dur(b.decode_step_s) << " (" << to_string(b.decode_bound)
       << "-bound)\n"
       << ep_groups_text(b)
-      << "batch: requests decoding at once per replica (Little's law); TTFT includes the prefill queue "
-         "(Kingman); docs/sizing.md.\n";
+      << (lockstep ? "batch: the users per replica, in lockstep (a prefill-first engine): TTFT is a prompt's place in "
+                     "their prefill wave; docs/sizing.md.\n"
+                   : "batch: requests decoding at once per replica (Little's law); TTFT includes the prefill queue "
+                     "(Kingman); docs/sizing.md.\n");
 }
 
 }  // namespace
@@ -591,7 +593,8 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
   table_header(out, q, r, o);
   if (r.feasible > 0) {
     table_rows(out, q, r, o);
-    table_cheapest(out, r.candidates.front(), q.workload.open_loop());
+    table_cheapest(out, r.candidates.front(), q.workload.open_loop(),
+                   !q.workload.open_loop() && q.space.speed.prefill_first);
     if (q.space.disaggregated) table_disagg_verdict(out, r);
     if (!o.verified.empty()) table_verified(out, q, r, o);
     if (o.emit) table_launch(out, q, r, *o.emit);

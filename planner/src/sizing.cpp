@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -272,9 +273,13 @@ ReplicaModel::ReplicaModel(SpeedContext c, const SizingWorkload& w, double ttft_
   prefill_s_ = pr.ttft_s;
   chunks_ = static_cast<i64>(pr.chunks.size());
   // A prefill merged into running decode steps (vLLM V1 mixes them in one step) adds its compute and its
-  // communication; the weights are read by the decode step anyway. Per stage: the stages work in parallel.
+  // communication; the weights are read by the decode step anyway. An engine that runs prefills in steps of their own
+  // (SpeedOptions::prefill_first: SGLang, vLLM V0) stops the decodes for the whole prefill, its weight reads and
+  // overheads too. Per stage: the stages work in parallel.
+  const double alone_s = pr.ttft_s - c_.options.request_overhead_s;
   prefill_busy_s_ =
-      (pr.total.compute_s + pr.total.communication_s + pr.pipeline_p2p_s) / dbl(c_.plan.dep.d.pipeline_parallel_size);
+      (c_.options.prefill_first ? alone_s : pr.total.compute_s + pr.total.communication_s + pr.pipeline_p2p_s) /
+      dbl(c_.plan.dep.d.pipeline_parallel_size);
   tpot_.assign(static_cast<std::size_t>(std::max<i64>(max_batch_, 1)) + 1, 0.0);
   bound_.assign(tpot_.size(), Bound::memory);
 }
@@ -300,6 +305,7 @@ double ReplicaModel::own_prefill_s(double step_s) const {
   // Alone: T_prefill. Merged into decode steps: each chunk rides one step, which also does the prefill's compute.
   // Either way the engine's front end adds its cost per request (planner/engine.hpp), which T_prefill holds already.
   const double front_end = c_.options.request_overhead_s;
+  if (c_.options.prefill_first) return prefill_s_;  // its steps hold no decode
   return front_end + std::max(prefill_s_ - front_end,
                               prefill_busy_s_ * dbl(c_.plan.dep.d.pipeline_parallel_size) + dbl(chunks_) * step_s);
 }
@@ -346,7 +352,49 @@ OperatingPoint ReplicaModel::open_loop(double rate_per_s, i64 batch) const {
   return op;
 }
 
+OperatingPoint ReplicaModel::closed_loop_lockstep(i64 users) const {
+  if (users < 1) throw std::logic_error("closed_loop_lockstep: no users");
+  const i64 prompt = std::max<i64>(1, std::llround(w_.prompt_tokens));
+  const i64 budget = c_.plan.dep.max_num_batched_tokens;
+  std::vector<double> first_token_s;  // from the wave's start, in FCFS order (ascending)
+  first_token_s.reserve(static_cast<std::size_t>(std::max<i64>(users, 0)));
+  std::vector<StepSequence> step;
+  double wave_s = 0;
+  for (i64 next = 0, done = 0; next < users;) {  // `done`: tokens of prompt `next` computed in earlier steps
+    step.clear();
+    i64 finished = 0;
+    for (i64 room = budget; room > 0 && next < users;) {
+      const i64 n = std::min(prompt - done, room);
+      step.push_back(StepSequence{done, n, done + n == prompt});
+      room -= n;
+      done += n;
+      if (done == prompt) ++next, ++finished, done = 0;
+    }
+    wave_s += mixed_step(c_, step).step_s;
+    first_token_s.insert(first_token_s.end(), static_cast<std::size_t>(finished), wave_s);
+  }
+  OperatingPoint op;
+  op.batch = users;
+  op.decode_step_s = decode_step_s(users);
+  op.bound = decode_bound(users);
+  const double front_end = c_.options.request_overhead_s, decodes = std::max(0.0, w_.output_tokens - 1);
+  double mean_first_s = 0;
+  for (const double t : first_token_s) mean_first_s += t / dbl(users);
+  const double cycle_s = front_end + wave_s + decodes * op.decode_step_s;
+  op.rate_per_s = dbl(users) / cycle_s;
+  op.prefill_utilization = wave_s / cycle_s;
+  op.ttft_mean_s = front_end + mean_first_s;
+  const auto at = static_cast<std::size_t>(std::clamp<i64>(std::llround(std::ceil(p_ * dbl(users))) - 1, 0, users - 1));
+  op.ttft_s = front_end + first_token_s[at];
+  op.ttft_wait_s = std::max(0.0, op.ttft_s - prefill_s_);
+  // Request i's decode starts with the wave's end: (wave - t_i + decodes x step) / decodes, averaged.
+  op.tpot_s = decodes > 0 ? op.decode_step_s + (wave_s - mean_first_s) / decodes : op.decode_step_s;
+  op.e2e_s = cycle_s;
+  return op;
+}
+
 OperatingPoint ReplicaModel::closed_loop(i64 users) const {
+  if (c_.options.prefill_first) return closed_loop_lockstep(users);
   OperatingPoint op;
   op.batch = users;
   op.decode_step_s = decode_step_s(users);

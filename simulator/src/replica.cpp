@@ -142,6 +142,13 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
   i64 budget = cfg_.max_num_batched_tokens;
   bool preempted = false;
   bool aggregated = false;
+  if (cfg_.prefill_first && (burst_left_ == 0 || running_.empty()) && has_prefill_work(now) &&
+      schedule_prefills_only(now, budget, load, obs)) {
+    burst_left_ = 0;  // a prefill step stands alone: the scheduler runs again after it
+    pressure_ = budget <= 0;
+    step_s = start_step(now, load, obs);
+    return Outcome::stepped;
+  }
   if (active_valid_ && lazy_count_ > 0) {
     const i64 lazy_blocks = take_due();
     aggregated = lazy_count_ > 0 && aggregated_step_fits(now, budget, lazy_blocks);
@@ -191,6 +198,37 @@ bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer
     ++i;
   }
   return preempted;
+}
+
+/// Whether a prefill-first step has something to run: a ready running request with prompt tokens left (a chunked
+/// prompt, or one recomputed after preemption), or a waiting request and room for it under max_num_seqs.
+bool Replica::has_prefill_work(double now) const {
+  if (!waiting_.empty() && static_cast<i64>(running_.size()) < cfg_.max_num_seqs) return true;
+  for (const std::uint32_t s : active_valid_ ? active_ : running_) {  // lazy requests only decode
+    const Request& r = slots_[s];
+    if (r.ready_s <= now && (r.generated == 0 || r.num_tokens - r.computed > 1)) return true;
+  }
+  return false;
+}
+
+/// Prefill-first (ReplicaConfig::prefill_first): the running requests' remaining prompt tokens in running order, then
+/// the waiting requests admitted, and no decode token (SGLang's prefill batch, vLLM V0's prompt step). False when
+/// nothing could be scheduled: the caller then forms a decode step (lazy requests are materialized either way).
+bool Replica::schedule_prefills_only(double now, i64& budget, StepLoad& load, Observer* obs) {
+  materialize_all();
+  active_valid_ = false;
+  bool preempted = false;
+  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const std::uint32_t s = running_[i];
+    Request& r = slots_[s];
+    if (r.ready_s > now || (r.generated > 0 && r.num_tokens - r.computed == 1)) continue;
+    const i64 n = std::min(r.num_tokens - r.computed, budget);
+    if (!grow(s, n, now, preempted, obs)) break;
+    add_to_step(r, n, load);
+    budget -= n;
+  }
+  if (!preempted) admit_waiting(now, budget, load);
+  return load.sequences > 0;
 }
 
 /// The blocks running request `s` needs for `n` more tokens (kv_cache_manager.allocate_slots: all or nothing, in

@@ -60,6 +60,8 @@ class Replica {
 
  private:
   bool schedule_running(double now, i64& budget, StepLoad& load, Observer* obs);
+  bool has_prefill_work(double now) const;
+  bool schedule_prefills_only(double now, i64& budget, StepLoad& load, Observer* obs);
   // Decode steps in aggregate (replica.cpp).
   i64 take_due();
   i64 next_event_tick(const Request& r) const;

@@ -94,6 +94,8 @@ SimConfig config_for(const SimulationRequest& r) {
   cfg.replica.allocator = r.allocator;
   cfg.replica.prefix_caching = r.prefix_caching;
   cfg.replica.num_scheduler_steps = r.num_scheduler_steps;
+  // A disaggregated decode worker runs no prompt: its steps are decodes however the engine composes them.
+  cfg.replica.prefill_first = r.speed.options.prefill_first && !r.prefill;
   apply_host_tier(r, cfg.replica);
   if (r.prefill) {
     const MemoryPlan& pp = r.prefill->speed.plan;
@@ -128,8 +130,15 @@ SimConfig config_for(const SimulationRequest& r) {
   cfg.check_invariants = r.check_invariants;
   const auto [prompt, output] = mean_lengths_tokens(r);
   apply_speed_model(cfg, r.speed, std::llround(std::max(1.0, prompt)), std::llround(std::max(1.0, output)),
-                    r.staggered_start && !one_wave(r));
+                    staggered_start_of(r) && !one_wave(r));
   return cfg;
+}
+
+bool staggered_start_of(const SimulationRequest& r) {
+  // A prefill pending holds every decode of a prefill-first engine back, so requests sent within one prefill wave
+  // decode in step, finish in the same step and come back together: its clients stay in lockstep. Clients of an
+  // engine that mixes prefill chunks into decode steps drift apart (docs/simulator.md, "Closed loop").
+  return r.staggered_start.value_or(!r.speed.options.prefill_first);
 }
 
 double arrival_span_s(const SimulationRequest& r, double trace_span_s) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/sizing.hpp"
 #include "kvcap/planner/sweep.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -116,6 +117,34 @@ TEST_CASE("a replica under load: Little's law holds at the operating point", "[s
   const auto cl = rm.closed_loop(16);
   CHECK(cl.rate_per_s * cl.e2e_s == Approx(16));
   CHECK(cl.e2e_s == Approx(cl.ttft_mean_s + 255 * cl.tpot_s));
+}
+
+TEST_CASE("a prefill-first engine stops the decodes for the whole prefill", "[sizing][queue]") {
+  // SGLang (and vLLM V0) run a prompt in a step of its own: its weight reads and overheads stop the decodes too, and
+  // it does not ride a decode step, so its own time is T_prefill (SpeedOptions::prefill_first).
+  Deployment d;
+  d.max_model_len = 8192;
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  SizingWorkload w;
+  w.prompt_tokens = 4096;
+  w.output_tokens = 256;
+  w.arrival_rate_per_s = 1;
+  SpeedOptions o = engine_profile("sglang").speed;
+  REQUIRE(o.prefill_first);
+  const ReplicaModel first(make_speed_context(m, g, d, o), w, 0.9);
+  o.prefill_first = false;  // --enable-mixed-chunk
+  const ReplicaModel mixed(make_speed_context(m, g, d, o), w, 0.9);
+  CHECK(first.prefill_s() == mixed.prefill_s());
+  CHECK(first.prefill_busy_s() == Approx(first.prefill_s() - o.request_overhead_s));
+  CHECK(first.prefill_busy_s() > mixed.prefill_busy_s());
+  for (const i64 n : {4, 16, 48}) {
+    const double rate = mixed.rate_for_batch(n);
+    const auto a = first.open_loop(rate, n), b = mixed.open_loop(rate, n);
+    INFO("N = " << n << ", rate " << rate);
+    CHECK(a.tpot_s > b.tpot_s);
+    CHECK(first.rate_for_batch(n) < rate);
+  }
 }
 
 TEST_CASE("the search returns the hand-checked cheapest GPU and replica count (closed loop)", "[sizing][search]") {

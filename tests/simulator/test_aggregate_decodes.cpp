@@ -183,6 +183,16 @@ TEST_CASE("aggregated decodes: multi-step scheduling, the contiguous allocator, 
   const SimResult multi = same_both_ways(cfg, StepTimer::linear(0.003, 1e-6, 1e-8), chatty(40, 400, 200), 1000);
   CHECK(aggregated(multi) > decoded(multi) / 2);
 
+  // Prefill-first steps (SGLang, vLLM V0) materialize the lazy decodes and leave them out of the step.
+  cfg.replica = replica(700);
+  cfg.replica.prefill_first = true;
+  cfg.replica.max_num_batched_tokens = 512;
+  const SimResult first = same_both_ways(cfg, StepTimer::linear(0.003, 1e-6, 1e-8), chatty(40, 400, 200), 1000);
+  CHECK(first.preemptions > 0);
+  CHECK(aggregated(first) > decoded(first) / 4);
+  cfg.replica.num_scheduler_steps = 4;
+  (void)same_both_ways(cfg, StepTimer::linear(0.003, 1e-6, 1e-8), chatty(40, 400, 200), 1000);
+
   cfg.replica = replica(3000);
   cfg.replica.allocator = Allocator::contiguous;
   cfg.replica.max_model_len = 2048;

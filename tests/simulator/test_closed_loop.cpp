@@ -242,6 +242,70 @@ TEST_CASE("multi-step scheduling admits waiting requests only every k steps", "[
   CHECK(second_first_token(10) == Approx(0.11));  // admitted at the 0.10 s step
 }
 
+namespace {
+struct Steps : Observer {
+  std::vector<RequestRecord> done;
+  std::vector<StepRecord> steps;
+  void on_request_done(const RequestRecord& r) override { done.push_back(r); }
+  void on_step(const StepRecord& s) override { steps.push_back(s); }
+};
+}  // namespace
+
+TEST_CASE("prefill-first steps (SGLang, vLLM V0) hold no decode, and the decodes wait for them", "[sim][load]") {
+  // A decodes from 0; B's 1,000-token prompt arrives at 0.015 s. Mixed (vLLM V1): B's prompt joins A's decode in one
+  // step of 1,001 tokens. Prefill-first: a step of B's 1,000 tokens alone, A's decode waiting for the next one.
+  auto run = [](bool prefill_first, Steps& obs, std::vector<RequestSpec> reqs, i64 k = 1) {
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    cfg.replica.prefill_first = prefill_first;
+    cfg.replica.num_scheduler_steps = k;
+    cfg.observer = &obs;
+    auto src = list_source(reqs, SourceLimits{});
+    (void)simulate(cfg, StepTimer::linear(0.01, 1e-5), *src);
+  };
+  std::vector<RequestSpec> reqs(2);
+  reqs[0].arrival_s = 0, reqs[0].prompt_tokens = 10, reqs[0].output_tokens = 100;
+  reqs[1].arrival_s = 0.015, reqs[1].prompt_tokens = 1000, reqs[1].output_tokens = 5;
+  Steps mixed, first;
+  run(false, mixed, reqs);
+  run(true, first, reqs);
+  auto has_step = [](const Steps& o, i64 seqs, i64 tokens) {
+    for (const auto& st : o.steps)
+      if (st.sequences == seqs && st.tokens == tokens) return true;
+    return false;
+  };
+  CHECK(has_step(mixed, 2, 1001));
+  CHECK(!has_step(mixed, 1, 1000));
+  CHECK(has_step(first, 1, 1000));
+  CHECK(!has_step(first, 2, 1001));
+  CHECK(first.steps.size() == mixed.steps.size() + 1);  // the prefill's step of its own
+  auto by_prompt = [](const Steps& o, i64 prompt) {
+    for (const auto& r : o.done)
+      if (r.prompt_tokens == prompt) return r;
+    return RequestRecord{};
+  };
+  // A decodes one step more, alone (0.01001 s), after B's prefill step (0.02 s) in place of the mixed one (0.02001 s);
+  // B's first token does not come later (its step is the mixed one less A's token).
+  CHECK(by_prompt(first, 10).finish_s == Approx(by_prompt(mixed, 10).finish_s + 0.02 + 0.01001 - 0.02001));
+  CHECK(by_prompt(first, 1000).first_token_s <= by_prompt(mixed, 1000).first_token_s);
+
+  // Under multi-step scheduling a prefill step stands alone and the scheduler runs again after it (vLLM V0 calls
+  // schedule() after each prompt step): C, arriving while B's prefill runs, gets the step right after it although a
+  // burst of 10 steps would otherwise keep it out.
+  // A's prompt step stands alone at 0, its burst of 10 decode steps runs from 0.0101 s to 0.1102 s, B's prompt then
+  // (to 0.1302 s), and C arrives at 0.125 s.
+  reqs.push_back(RequestSpec{0.125, 500, 5});
+  Steps multi;
+  run(true, multi, reqs, 10);
+  std::size_t b_step = multi.steps.size();
+  for (std::size_t i = 0; i < multi.steps.size(); ++i)
+    if (multi.steps[i].tokens == 1000) b_step = i;
+  REQUIRE(b_step + 1 < multi.steps.size());
+  CHECK(multi.steps[b_step].start_s == Approx(0.0101 + 10 * 0.01001));
+  CHECK(multi.steps[b_step + 1].sequences == 1);
+  CHECK(multi.steps[b_step + 1].tokens == 500);
+}
+
 TEST_CASE("rate phases change the rate at the stated times and end the arrivals", "[sim][load]") {
   WorkloadSpec w = offline_workload();
   w.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, 40);

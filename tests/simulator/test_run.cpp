@@ -138,6 +138,7 @@ TEST_CASE("plan's closed-loop steady state and simulate --max-concurrency agree"
       {"llama-3.1-8b", "h100-sxm", 1, 4096, 512, 64, "vllm"},
       {"llama-3.1-70b", "h100-sxm", 4, 1024, 1024, 16, "datasheet"},
       {"llama-3.1-8b", "a100-80gb", 1, 512, 256, 128, "sglang"},
+      {"llama-3.1-8b", "h100-sxm", 1, 4096, 512, 32, "sglang"},  // prefill-first: decodes stop for 4K prompts
       {"llama-3.1-70b", "h200", 8, 2048, 256, 32, "trtllm"},
   };
   for (const Setup& s : setups) {

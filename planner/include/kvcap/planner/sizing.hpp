@@ -232,8 +232,15 @@ class ReplicaModel {
   OperatingPoint open_loop(double rate_per_s, i64 batch) const;
   /// The smallest N with rate_for_batch(N) >= rate, searched in [1, limit]; 0 when none.
   i64 batch_for_rate(double rate_per_s, i64 limit) const;
-  /// Closed loop of `users` users on this replica (batch = users, no think time).
+  /// Closed loop of `users` users on this replica (batch = users, no think time). With a prefill-first engine
+  /// (SpeedOptions::prefill_first) the users run in lockstep (closed_loop_lockstep).
   OperatingPoint closed_loop(i64 users) const;
+  /// A prefill-first engine's closed loop: the N prompts sent together are prefilled in a wave of steps of their own
+  /// (first come first served, max_num_batched_tokens per step, priced by mixed_step), then all N decode together,
+  /// finish in the same step and are sent again together. A prefill pending holds every decode back, so requests sent
+  /// within one wave decode in step: lockstep is where such clients stay (docs/sizing.md). TTFT is the prompt's place
+  /// in the wave; TPOT counts the rest of the wave after the request's first token.
+  OperatingPoint closed_loop_lockstep(i64 users) const;
 
  private:
   SpeedContext c_;

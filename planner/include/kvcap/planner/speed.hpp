@@ -35,6 +35,11 @@ struct SpeedOptions {
   /// vLLM's V0 engine (0.7 and earlier): only decode-only steps of up to min(max_num_seqs, 256) sequences run as
   /// graphs (vllm/worker/model_runner.py _BATCH_SIZES_TO_CAPTURE: 1, 2, 4, then every 8); steps with a prefill eager.
   bool cuda_graph_decode_only = false;
+  /// The engine runs a step of prefills alone whenever it has one to run, and its decodes in steps of their own (SGLang
+  /// without --enable-mixed-chunk: Scheduler.get_next_batch_to_run, sglang/srt/managers/scheduler.py; vLLM V0 without
+  /// chunked prefill: Scheduler._schedule_default, "Don't schedule decodes if prefills are scheduled"). false: prefill
+  /// chunks ride the decode steps (vLLM V1, TensorRT-LLM's in-flight batching). Set by the sglang engine profile.
+  bool prefill_first = false;
 };
 
 /// vLLM's CUDA-graph capture sizes (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes, default

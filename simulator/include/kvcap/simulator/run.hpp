@@ -56,9 +56,11 @@ struct SimulationRequest {
   std::uint32_t max_concurrency = 0;
   double think_time_s = 0;
   bool think_time_exponential = false;
-  /// Clients' first requests spread over one cycle (SimConfig::client_stagger_s); a run of fewer than 2N requests
-  /// is one wave of a benchmark and starts together whatever this says.
-  bool staggered_start = true;
+  /// Clients' first requests spread over one cycle (SimConfig::client_stagger_s), or all at t = 0; a run of fewer
+  /// than 2N requests is one wave of a benchmark and starts together whatever this says. Unset: together with a
+  /// prefill-first engine (SpeedOptions::prefill_first), whose clients stay in lockstep (docs/simulator.md), staggered
+  /// otherwise (staggered_start_of).
+  std::optional<bool> staggered_start;
 
   LatencyTargets slo;              ///< goodput targets (each one given overrides the workload's)
   double timeline_interval_s = 0;  ///< > 0: Observer::on_sample every this many simulated seconds
@@ -66,6 +68,9 @@ struct SimulationRequest {
   std::function<void(const Progress&)> progress;
   bool check_invariants = false;
 };
+
+/// Whether the closed loop's clients start staggered: SimulationRequest::staggered_start, or its default.
+bool staggered_start_of(const SimulationRequest& r);
 
 /// SpecError when one request of max_model_len does not fit the plan's KV cache (vLLM would refuse to start).
 void check_fits(const MemoryPlan& plan);

@@ -53,6 +53,9 @@ struct ReplicaConfig {
   /// vLLM 0.6's multi-step scheduling (--num-scheduler-steps k): the scheduler plans k steps at once, so waiting
   /// requests are admitted only every k steps (or when nothing runs). 1: every step (vLLM V1, SGLang, TensorRT-LLM).
   i64 num_scheduler_steps = 1;
+  /// Prefill-first steps (SpeedOptions::prefill_first: SGLang, vLLM V0): when a running request has prompt tokens left
+  /// or a waiting one can be admitted, the step holds prefills only and the decodes wait for the next step.
+  bool prefill_first = false;
   /// Host KV tier (vLLM CPU offloading; planner/host_tier.hpp): blocks it holds (0: none) and the time to bring one
   /// block back to the GPU. A prefix-cache hit continued in the host tier loads those blocks before the request runs.
   std::uint64_t host_blocks = 0;
