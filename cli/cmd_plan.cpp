@@ -102,12 +102,14 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::vector<Finding> findings = check_memory_plan(gpu, plan);
   std::optional<RequestEstimate> speed;
   std::optional<OperatingPoint> steady;  // the same batch as a serving steady state (planner/sizing.hpp)
+  bool lockstep = false;                 // ... of a prefill-first engine (ReplicaModel::closed_loop_lockstep)
   if (vm.count("batch") || vm.count("prompt-tokens") || vm.count("output-tokens") || vm.count("calibration")) {
     const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
     const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
     const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
     refuse_prefix_beyond_prompt(model, plan, batch, prompt, output, vm.count("prompt-tokens") > 0);
     const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
+    lockstep = ctx.options.prefill_first;
     speed = estimate_request(ctx, batch, prompt, output);
     if (plan.fits()) {
       const auto more = check_batch(model, plan, batch, prompt, output);
@@ -122,7 +124,8 @@ int cmd_plan(const std::vector<std::string>& args) {
     case Format::table:
       report_plan_table(std::cout, model, gpu, plan);
       if (host) report_host_tier_table(std::cout, plan, host->tier, host->rows);
-      if (speed) report_speed_table(std::cout, *speed, engine_profile(vm["engine"].as<std::string>()), steady);
+      if (speed)
+        report_speed_table(std::cout, *speed, engine_profile(vm["engine"].as<std::string>()), steady, lockstep);
       break;
     case Format::json: {
       auto j = plan_json(model, gpu, plan, findings);

@@ -291,7 +291,7 @@ void breakdown_rows(std::ostream& o, const StepBreakdown& b) {
 }  // namespace
 
 void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine,
-                        const std::optional<OperatingPoint>& steady) {
+                        const std::optional<OperatingPoint>& steady, bool lockstep) {
   o << "\nSpeed (roofline, engine profile " << engine.name << "; rates: memory " << r.first_step.source.memory
     << ", compute " << r.first_step.source.compute
     << (r.first_step.source.attention != r.first_step.source.compute ? ", attention " + r.first_step.source.attention
@@ -317,9 +317,15 @@ void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineP
       << "--max-concurrency " << r.batch << " runs):\n";
     o << "    TTFT mean " << ms(s.ttft_mean_s) << ", TPOT " << ms(s.tpot_s) << ", end-to-end " << fixed(s.e2e_s, 2)
       << " s, " << fixed(s.rate_per_s, 2) << " req/s\n";
-    o << "    the clients' prompts take " << fixed(100 * s.prefill_utilization, 1)
-      << "% of the GPU between decode steps: TPOT = decode step / (1 - that share); TTFT adds waiting for other "
-         "prefills and the front end\n";
+    if (lockstep)
+      o << "    in lockstep (a prefill-first engine holds every decode back while a prefill is pending): the "
+        << r.batch << " prompts are prefilled in one wave, " << fixed(100 * s.prefill_utilization, 1)
+        << "% of the cycle, then all decode together; TTFT is a prompt's place in the wave, TPOT counts the rest of "
+           "the wave\n";
+    else
+      o << "    the clients' prompts take " << fixed(100 * s.prefill_utilization, 1)
+        << "% of the GPU between decode steps: TPOT = decode step / (1 - that share); TTFT adds waiting for other "
+           "prefills and the front end\n";
   }
   const bool calibrated = r.first_step.source.memory == "calibrated" || r.first_step.source.compute == "calibrated";
   if (const auto b = error_band(engine); !b.empty() && !calibrated) o << "  expected error: " << b << "\n";

@@ -26,8 +26,9 @@ nlohmann::ordered_json fit_advice_json(const FitAdvice& a);
 
 /// The speed section of `kvcap plan --batch/--prompt-tokens/--output-tokens`.
 /// The static batch's speed and, when given, the same batch as a serving steady state (N clients in a closed loop).
+/// `lockstep`: the steady state is a prefill-first engine's lockstep (SpeedOptions::prefill_first).
 void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineProfile& engine,
-                        const std::optional<OperatingPoint>& steady);
+                        const std::optional<OperatingPoint>& steady, bool lockstep);
 nlohmann::ordered_json speed_json(const RequestEstimate& r, const std::optional<OperatingPoint>& steady);
 
 }  // namespace kvcap::cli

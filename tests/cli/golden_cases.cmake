@@ -221,3 +221,7 @@ kvcap_golden(accuracy_points_bad_ep 2 accuracy --points %DATA%/points_bad_ep.jso
 # How the accuracy points' Hugging Face names map to built-in profiles: checkpoint-format and tuning suffixes dropped
 # (nvidia/...-FP8, -Instruct, -it), Meta- prefixes, Llama 3.3 70B as 3.1 70B; a model without a profile is skipped.
 kvcap_golden(accuracy_model_names 0 accuracy --points %DATA%/points_model_names.json)
+# SGLang's prefill-first steps: closed-loop clients start together and stay in lockstep, in plan's steady state and in
+# the simulator (docs/sizing.md, docs/simulator.md).
+kvcap_golden(plan_sglang_lockstep 0 plan --model llama-3.1-8b --gpu h100-sxm --engine sglang --batch 64 --prompt-tokens 4K --output-tokens 512)
+kvcap_golden(simulate_sglang_lockstep 0 simulate --model llama-3.1-8b --gpu h100-sxm --engine sglang --max-concurrency 64 --prompt-tokens 4K --output-tokens 512 --num-requests 640 --no-wall-time)
