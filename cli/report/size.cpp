@@ -109,9 +109,18 @@ void add_pools_json(nlohmann::ordered_json& j, const SizingCandidate& c) {
                  {"gpus", c.replicas * c.gpus_per_replica}};
 }
 
+/// launch_command with the scheduling flag the sizing assumed (SGLang's --enable-mixed-chunk).
+LaunchCommand launch(LaunchEngine e, const ModelSpec& m, const Deployment& d, std::optional<DisaggRole> role,
+                     const SizingReportOptions& o) {
+  LaunchCommand cmd = role ? launch_command(e, m, d, *role) : launch_command(e, m, d);
+  if (e == LaunchEngine::sglang && o.mixed_chunk) cmd.argv.emplace_back("--enable-mixed-chunk");
+  return cmd;
+}
+
 /// An aggregated candidate's launch command; with several expert-parallel groups, a note that it starts one.
-LaunchCommand candidate_launch(LaunchEngine e, const ModelSpec& m, const SizingCandidate& c) {
-  LaunchCommand cmd = launch_command(e, m, *c.deployment);
+LaunchCommand candidate_launch(LaunchEngine e, const ModelSpec& m, const SizingCandidate& c,
+                               const SizingReportOptions& o) {
+  LaunchCommand cmd = launch(e, m, *c.deployment, std::nullopt, o);
   if (c.ep_group_replicas > 0 && c.replicas > c.ep_group_replicas)
     cmd.notes.push_back("this command starts one expert-parallel group of " +
                         std::to_string(c.gpus_per_replica * c.ep_group_replicas) + " GPUs; the plan runs " +
@@ -134,10 +143,10 @@ nlohmann::ordered_json ranked_json(const SizingRequest& q, const SizingResult& r
   if (o.emit && c.deployment) {
     auto& l = j["launch"] = {{"engine", *o.emit == LaunchEngine::vllm ? "vllm" : "sglang"}};
     if (c.prefill && c.prefill->deployment) {
-      l["prefill"] = launch_json(launch_command(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill));
-      l["decode"] = launch_json(launch_command(*o.emit, q.model, *c.deployment, DisaggRole::decode));
+      l["prefill"] = launch_json(launch(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill, o));
+      l["decode"] = launch_json(launch(*o.emit, q.model, *c.deployment, DisaggRole::decode, o));
     } else {
-      l.update(launch_json(candidate_launch(*o.emit, q.model, c)));
+      l.update(launch_json(candidate_launch(*o.emit, q.model, c, o)));
     }
   }
   return j;
@@ -333,11 +342,10 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
     if (o.emit) {
       std::string line;
       if (ok && c.prefill && c.prefill->deployment)
-        line =
-            "prefill: " + launch_line(launch_command(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill)) +
-            "; decode: " + launch_line(launch_command(*o.emit, q.model, *c.deployment, DisaggRole::decode));
+        line = "prefill: " + launch_line(launch(*o.emit, q.model, *c.prefill->deployment, DisaggRole::prefill, o)) +
+               "; decode: " + launch_line(launch(*o.emit, q.model, *c.deployment, DisaggRole::decode, o));
       else if (ok && c.deployment)
-        line = launch_line(candidate_launch(*o.emit, q.model, c));
+        line = launch_line(candidate_launch(*o.emit, q.model, c, o));
       out << "," << (line.empty() ? "" : escape::csv_field(line));
     }
     out << "\n";
@@ -509,7 +517,8 @@ void table_verified(std::ostream& out, const SizingRequest& q, const SizingResul
 }
 
 /// --emit: the launch commands of the cheapest deployment and of the best per GPU type.
-void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult& r, LaunchEngine e) {
+void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult& r, LaunchEngine e,
+                  const SizingReportOptions& o) {
   out << "\nLaunch (" << (e == LaunchEngine::vllm ? "vLLM" : "SGLang")
       << "; the flags kvcap planned with, vLLM's GPU-dependent defaults made explicit):\n";
   std::vector<std::size_t> picks = {0};
@@ -525,10 +534,10 @@ void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult&
       for (const auto& note : cmd.notes) out << "  # " << escape::terminal_text(note) << "\n";
     };
     if (c.prefill && c.prefill->deployment) {
-      print(launch_command(e, q.model, *c.prefill->deployment, DisaggRole::prefill), "prefill: ");
-      print(launch_command(e, q.model, *c.deployment, DisaggRole::decode), "decode:  ");
+      print(launch(e, q.model, *c.prefill->deployment, DisaggRole::prefill, o), "prefill: ");
+      print(launch(e, q.model, *c.deployment, DisaggRole::decode, o), "decode:  ");
     } else {
-      print(candidate_launch(e, q.model, c), "");
+      print(candidate_launch(e, q.model, c, o), "");
     }
   }
 }
@@ -597,7 +606,7 @@ void report_sizing_table(std::ostream& out, const SizingRequest& q, const Sizing
                    !q.workload.open_loop() && q.space.speed.prefill_first);
     if (q.space.disaggregated) table_disagg_verdict(out, r);
     if (!o.verified.empty()) table_verified(out, q, r, o);
-    if (o.emit) table_launch(out, q, r, *o.emit);
+    if (o.emit) table_launch(out, q, r, *o.emit, o);
   }
   if (!o.explain || r.feasible >= r.candidates.size()) return;
   out << "\nRejected:\n";

@@ -208,6 +208,7 @@ SizingWorkload sizing_workload(const WorkloadSpec& spec) {
     // formulas; `kvcap simulate` runs it).
     w.concurrent_users = spec.arrival.concurrency;
     w.prompt_scv = scv(spec.prompt);
+    w.output_scv = scv(spec.output);
     return w;
   }
   // Rate phases: sized for the busiest phase (rate_per_s holds its rate).
@@ -217,6 +218,7 @@ SizingWorkload sizing_workload(const WorkloadSpec& spec) {
                   : spec.arrival.kind == A::fixed_rate ? 0.0
                                                        : spec.arrival.cv * spec.arrival.cv;
   w.prompt_scv = scv(spec.prompt);
+  w.output_scv = scv(spec.output);
   return w;
 }
 
@@ -236,6 +238,7 @@ void validate(const SizingWorkload& w) {
   if (!std::isfinite(w.arrival_scv) || w.arrival_scv < 0)
     throw SpecError("arrival_scv", "must be a finite number >= 0");
   if (!std::isfinite(w.prompt_scv) || w.prompt_scv < 0) throw SpecError("prompt_scv", "must be a finite number >= 0");
+  if (!std::isfinite(w.output_scv) || w.output_scv < 0) throw SpecError("output_scv", "must be a finite number >= 0");
 }
 
 void validate(const SizingTargets& t) {
@@ -275,11 +278,12 @@ ReplicaModel::ReplicaModel(SpeedContext c, const SizingWorkload& w, double ttft_
   // A prefill merged into running decode steps (vLLM V1 mixes them in one step) adds its compute and its
   // communication; the weights are read by the decode step anyway. An engine that runs prefills in steps of their own
   // (SpeedOptions::prefill_first: SGLang, vLLM V0) stops the decodes for the whole prefill, its weight reads and
-  // overheads too. Per stage: the stages work in parallel.
+  // overheads too, on every stage: a prompt's step is one micro-batch, which passes the stages in turn. Merged, per
+  // stage: the stages work in parallel.
   const double alone_s = pr.ttft_s - c_.options.request_overhead_s;
-  prefill_busy_s_ =
-      (c_.options.prefill_first ? alone_s : pr.total.compute_s + pr.total.communication_s + pr.pipeline_p2p_s) /
-      dbl(c_.plan.dep.d.pipeline_parallel_size);
+  prefill_busy_s_ = c_.options.prefill_first ? alone_s
+                                             : (pr.total.compute_s + pr.total.communication_s + pr.pipeline_p2p_s) /
+                                                   dbl(c_.plan.dep.d.pipeline_parallel_size);
   tpot_.assign(static_cast<std::size_t>(std::max<i64>(max_batch_, 1)) + 1, 0.0);
   bound_.assign(tpot_.size(), Bound::memory);
 }
@@ -394,7 +398,8 @@ OperatingPoint ReplicaModel::closed_loop_lockstep(i64 users) const {
 }
 
 OperatingPoint ReplicaModel::closed_loop(i64 users) const {
-  if (c_.options.prefill_first) return closed_loop_lockstep(users);
+  // Identical requests stay in lockstep on a prefill-first engine (staggered_start_of in the simulator says the same).
+  if (c_.options.prefill_first && w_.prompt_scv == 0 && w_.output_scv == 0) return closed_loop_lockstep(users);
   OperatingPoint op;
   op.batch = users;
   op.decode_step_s = decode_step_s(users);

@@ -142,8 +142,9 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
   i64 budget = cfg_.max_num_batched_tokens;
   bool preempted = false;
   bool aggregated = false;
-  if (cfg_.prefill_first && (burst_left_ == 0 || running_.empty()) && has_prefill_work(now) &&
-      schedule_prefills_only(now, budget, load, obs)) {
+  const bool admission_point = burst_left_ == 0 || running_.empty();
+  if (cfg_.prefill_first && has_prefill_work(now, admission_point) &&
+      schedule_prefills_only(now, budget, load, admission_point)) {
     burst_left_ = 0;  // a prefill step stands alone: the scheduler runs again after it
     pressure_ = budget <= 0;
     step_s = start_step(now, load, obs);
@@ -157,7 +158,10 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
   if (!aggregated) {
     materialize_all();
     active_valid_ = false;
-    preempted = schedule_running(now, budget, load, obs);
+    // Prefill-first: a step of decodes only (the prompts' chunks did not fit); when no decode can run, the prompts'
+    // chunks, preempting as vLLM does, so that requests holding blocks mid-prompt cannot stall each other.
+    preempted = schedule_running(now, budget, load, obs, cfg_.prefill_first);
+    if (cfg_.prefill_first && load.sequences == 0 && !preempted) preempted = schedule_running(now, budget, load, obs);
   }
   // A step that spent the budget or preempted: the next is likely to as well, and would materialize every lazy request
   // again; its requests stay active until a step has room (a matter of speed only: results are the same either way).
@@ -167,7 +171,8 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
   //    scheduling only at the start of a burst of num_scheduler_steps steps (or when nothing runs).
   const bool burst_start = burst_left_ == 0 || running_.empty();
   burst_left_ = burst_start ? cfg_.num_scheduler_steps - 1 : burst_left_ - 1;
-  if (!preempted && burst_start) admit_waiting(now, budget, load);
+  // A prefill-first engine admits in prefill steps only (schedule_prefills_only).
+  if (!preempted && burst_start && !cfg_.prefill_first) admit_waiting(now, budget, load);
   if (load.sequences == 0) {
     if (loading_until(now) > now) return Outcome::idle;  // requests wait for their host-tier loads
     if (!waiting_.empty() && !preempted)
@@ -181,13 +186,14 @@ Outcome Replica::schedule(double now, double& step_s, Observer* obs) {
 
 /// 1. RUNNING requests first, in admission order (decode-first: a running request's decode token or next
 /// prefill chunk is scheduled before any waiting request is admitted). Returns whether it preempted.
-bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer* obs) {
+bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer* obs, bool decodes_only) {
   bool preempted = false;
   std::size_t i = 0;
   while (i < running_.size() && budget > 0) {
     const std::uint32_t s = running_[i];
     Request& r = slots_[s];
-    if (r.ready_s > now) {  // its blocks are still coming from the host tier (WAITING_FOR_REMOTE_KVS)
+    // Its blocks are still coming from the host tier (WAITING_FOR_REMOTE_KVS), or a prompt in a decode-only step.
+    if (r.ready_s > now || (decodes_only && in_prefill(r))) {
       ++i;
       continue;
     }
@@ -200,35 +206,52 @@ bool Replica::schedule_running(double now, i64& budget, StepLoad& load, Observer
   return preempted;
 }
 
-/// Whether a prefill-first step has something to run: a ready running request with prompt tokens left (a chunked
-/// prompt, or one recomputed after preemption), or a waiting request and room for it under max_num_seqs.
-bool Replica::has_prefill_work(double now) const {
-  if (!waiting_.empty() && static_cast<i64>(running_.size()) < cfg_.max_num_seqs) return true;
+/// Whether a prefill-first step may have something to run: a ready running request with prompt tokens left (a chunked
+/// prompt, or one recomputed after preemption), or, at an admission point, a waiting request with room for it under
+/// max_num_seqs whose first step's blocks are free (a prefix-cache hit only lowers that).
+bool Replica::has_prefill_work(double now, bool admission_point) const {
   for (const std::uint32_t s : active_valid_ ? active_ : running_) {  // lazy requests only decode
     const Request& r = slots_[s];
-    if (r.ready_s <= now && (r.generated == 0 || r.num_tokens - r.computed > 1)) return true;
+    if (r.ready_s <= now && in_prefill(r)) return true;
   }
-  return false;
+  if (!admission_point || waiting_.empty() || static_cast<i64>(running_.size()) >= cfg_.max_num_seqs) return false;
+  const Request& head = slots_[waiting_.front()];
+  // A prefix-cache hit, a host-tier or remote load, or the eviction what-if change what admission needs: admit()
+  // judges those. Otherwise its first chunk's blocks must be free (admit's own test without a hit).
+  if (cfg_.table_evicts || kv_.host_capacity() > 0 || head.remote_tokens > 0 ||
+      (kv_.prefix_caching() && (head.prefix_group >= 0 || head.conversation >= 0)))
+    return true;
+  const i64 first = std::min(head.num_tokens, cfg_.max_num_batched_tokens);
+  return kv_.blocks_to_allocate(0, first) + cfg_.side_blocks(first, first) <= static_cast<i64>(kv_.num_free());
 }
 
-/// Prefill-first (ReplicaConfig::prefill_first): the running requests' remaining prompt tokens in running order, then
-/// the waiting requests admitted, and no decode token (SGLang's prefill batch, vLLM V0's prompt step). False when
-/// nothing could be scheduled: the caller then forms a decode step (lazy requests are materialized either way).
-bool Replica::schedule_prefills_only(double now, i64& budget, StepLoad& load, Observer* obs) {
-  materialize_all();
-  active_valid_ = false;
-  bool preempted = false;
-  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    const std::uint32_t s = running_[i];
+/// Prefill-first (ReplicaConfig::prefill_first): the running requests' remaining prompt tokens in running order, then,
+/// at an admission point, the waiting requests admitted, and no decode token (SGLang's prefill batch, vLLM V0's prompt
+/// step). Nothing is preempted for a prompt (SGLang reserves a prompt's memory when it admits it, V0 allocates a
+/// prompt whole): a chunk whose blocks are not free waits. False when nothing could be scheduled, with nothing changed:
+/// the caller then forms a decode step. The lazy decodes are materialized only when the step runs, so that they do not
+/// advance in it.
+bool Replica::schedule_prefills_only(double now, i64& budget, StepLoad& load, bool admission_point) {
+  const std::vector<std::uint32_t>& order = active_valid_ ? active_ : running_;
+  for (std::size_t i = 0; i < order.size() && budget > 0; ++i) {
+    const std::uint32_t s = order[i];
     Request& r = slots_[s];
-    if (r.ready_s > now || (r.generated > 0 && r.num_tokens - r.computed == 1)) continue;
+    if (r.ready_s > now || !in_prefill(r)) continue;
     const i64 n = std::min(r.num_tokens - r.computed, budget);
-    if (!grow(s, n, now, preempted, obs)) break;
+    const i64 need = (cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(r.blocks.size(), r.computed + n)) +
+                     std::max<i64>(0, cfg_.side_blocks(r.computed + n, n) - static_cast<i64>(r.state_blocks.size()));
+    if (need > static_cast<i64>(kv_.num_free())) break;
+    bool preempted = false;
+    if (!grow(s, n, now, preempted, nullptr) || preempted)
+      throw std::logic_error("prefill step preempted on replica " + std::to_string(index_));
     add_to_step(r, n, load);
     budget -= n;
   }
-  if (!preempted) admit_waiting(now, budget, load);
-  return load.sequences > 0;
+  if (admission_point) admit_waiting(now, budget, load);
+  if (load.sequences == 0) return false;
+  materialize_all();
+  active_valid_ = false;
+  return true;
 }
 
 /// The blocks running request `s` needs for `n` more tokens (kv_cache_manager.allocate_slots: all or nothing, in
@@ -359,6 +382,7 @@ double Replica::start_step(double now, const StepLoad& load, Observer* obs) {
     rec.replica = index_;
     rec.sequences = load.sequences;
     rec.tokens = load.tokens;
+    rec.decode_tokens = load.decode_tokens;
     rec.kv_used_blocks = used;
     rec.kv_total_blocks = kv_.num_blocks();
     rec.kv_slot_tokens = sum_slot_tokens_;

@@ -59,9 +59,12 @@ class Replica {
   const StepCost& breakdown() const { return breakdown_; }
 
  private:
-  bool schedule_running(double now, i64& budget, StepLoad& load, Observer* obs);
-  bool has_prefill_work(double now) const;
-  bool schedule_prefills_only(double now, i64& budget, StepLoad& load, Observer* obs);
+  bool schedule_running(double now, i64& budget, StepLoad& load, Observer* obs, bool decodes_only = false);
+  bool has_prefill_work(double now, bool admission_point) const;
+  bool schedule_prefills_only(double now, i64& budget, StepLoad& load, bool admission_point);
+  /// Computing its prompt: no token sampled yet, or more than one token to compute (a prompt recomputed after
+  /// preemption); a decoding request has exactly one.
+  static bool in_prefill(const Request& r) { return r.generated == 0 || r.num_tokens - r.computed > 1; }
   // Decode steps in aggregate (replica.cpp).
   i64 take_due();
   i64 next_event_tick(const Request& r) const;

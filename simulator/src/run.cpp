@@ -135,10 +135,17 @@ SimConfig config_for(const SimulationRequest& r) {
 }
 
 bool staggered_start_of(const SimulationRequest& r) {
-  // A prefill pending holds every decode of a prefill-first engine back, so requests sent within one prefill wave
-  // decode in step, finish in the same step and come back together: its clients stay in lockstep. Clients of an
-  // engine that mixes prefill chunks into decode steps drift apart (docs/simulator.md, "Closed loop").
-  return r.staggered_start.value_or(!r.speed.options.prefill_first);
+  // A prefill pending holds every decode of a prefill-first engine back, so identical requests sent within one wave
+  // of prefills decode in step, finish in the same step and come back together: started together, such clients stay
+  // in lockstep. Lengths that vary, random think times, conversations or decode workers of their own (disaggregated)
+  // spread them, and clients of an engine that mixes prefill chunks into decode steps drift apart
+  // (docs/simulator.md, "Closed loop").
+  const auto& w = r.workload;
+  const ClosedLoop loop = closed_loop_of(r);
+  const bool identical = !r.trace && w.prompt.kind == LengthDistribution::Kind::fixed &&
+                         w.output.kind == LengthDistribution::Kind::fixed && !w.conversation.enabled() &&
+                         !(loop.think_time_s > 0 && loop.exponential);
+  return r.staggered_start.value_or(!(r.speed.options.prefill_first && identical && !r.prefill));
 }
 
 double arrival_span_s(const SimulationRequest& r, double trace_span_s) {

@@ -225,3 +225,4 @@ kvcap_golden(accuracy_model_names 0 accuracy --points %DATA%/points_model_names.
 # the simulator (docs/sizing.md, docs/simulator.md).
 kvcap_golden(plan_sglang_lockstep 0 plan --model llama-3.1-8b --gpu h100-sxm --engine sglang --batch 64 --prompt-tokens 4K --output-tokens 512)
 kvcap_golden(simulate_sglang_lockstep 0 simulate --model llama-3.1-8b --gpu h100-sxm --engine sglang --max-concurrency 64 --prompt-tokens 4K --output-tokens 512 --num-requests 640 --no-wall-time)
+kvcap_golden(size_emit_sglang_mixed_chunk 0 size --model llama-3.1-8b --gpus h100-sxm --engine sglang --enable-mixed-chunk --rate 4 --prompt-tokens 1000 --output-tokens 200 --ttft-p 1s --tpot 50ms --emit sglang --top 1)

@@ -138,6 +138,18 @@ TEST_CASE("a prefill-first engine stops the decodes for the whole prefill", "[si
   CHECK(first.prefill_s() == mixed.prefill_s());
   CHECK(first.prefill_busy_s() == Approx(first.prefill_s() - o.request_overhead_s));
   CHECK(first.prefill_busy_s() > mixed.prefill_busy_s());
+  // Closed loop: identical requests in lockstep (a wave of prompts, then N decodes together), TTFT the prompt's place
+  // in the wave; lengths that vary spread the users, and the queueing model holds again.
+  const auto lock = first.closed_loop(16);
+  CHECK(lock.ttft_mean_s > 8 * first.prefill_s());
+  CHECK(lock.e2e_s == Approx(lock.ttft_mean_s + 255 * lock.tpot_s));
+  SizingWorkload varied = w;
+  varied.output_scv = 0.3;
+  o.prefill_first = true;
+  const ReplicaModel spread(make_speed_context(m, g, d, o), varied, 0.9);
+  const auto q = spread.closed_loop(16);
+  CHECK(q.tpot_s == Approx(spread.decode_step_s(16) / (1 - q.prefill_utilization)));
+  CHECK(q.ttft_mean_s < lock.ttft_mean_s / 2);
   for (const i64 n : {4, 16, 48}) {
     const double rate = mixed.rate_for_batch(n);
     const auto a = first.open_loop(rate, n), b = mixed.open_loop(rate, n);

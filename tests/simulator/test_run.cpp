@@ -120,12 +120,39 @@ TEST_CASE("a plan that cannot hold one request of max_model_len is refused befor
   CHECK_THROWS_WITH(run_simulation(req), Catch::Contains("vLLM would refuse to start"));
 }
 
+TEST_CASE("client start auto: together only for identical requests on a prefill-first engine", "[sim][run]") {
+  SimulationRequest r;
+  r.max_concurrency = 8;
+  r.workload.prompt = LengthDistribution::fixed_tokens(512);
+  r.workload.output = LengthDistribution::fixed_tokens(64);
+  CHECK(staggered_start_of(r));  // a mixing engine's clients drift apart
+  r.speed.options.prefill_first = true;
+  CHECK(!staggered_start_of(r));  // SGLang's stay in lockstep
+  r.think_time_s = 1;
+  CHECK(!staggered_start_of(r));  // a fixed think time keeps them together
+  r.think_time_exponential = true;
+  CHECK(staggered_start_of(r));
+  r.think_time_exponential = false;
+  r.workload.output = LengthDistribution::uniform_tokens(16, 112);
+  CHECK(staggered_start_of(r));  // they finish at different steps
+  r.workload.output = LengthDistribution::fixed_tokens(64);
+  r.prefill = SimulationRequest::PrefillWorkers{};
+  CHECK(staggered_start_of(r));  // decode workers run no prompt
+  r.prefill.reset();
+  r.staggered_start = true;
+  CHECK(staggered_start_of(r));  // --client-start staggered
+  r.speed.options.prefill_first = false;
+  r.staggered_start = false;
+  CHECK(!staggered_start_of(r));  // --client-start together
+}
+
 // `plan --batch N` prints, beside the static batch, the serving steady state of N closed-loop clients: the planner's
 // queueing model (closed_loop_steady_state, what `kvcap size` sizes with). The simulator must reach the same steady
 // state step by step: TPOT and throughput within a few percent; the model's TTFT is meant as an upper bound (its
 // prefill wait is an M/G/1 wait, which a finite population of staggered clients hardly exceeds; 10% slack for the
 // half step a request waits) but not a loose one. The simulator staggers its clients over the model's cycle, so the
-// start is shared; what the simulator then reaches step by step is its own.
+// start is shared; what the simulator then reaches step by step is its own. With SGLang's profile both run the N
+// clients in lockstep (ReplicaModel::closed_loop_lockstep; the simulator starts them together).
 TEST_CASE("plan's closed-loop steady state and simulate --max-concurrency agree", "[sim][run][steady]") {
   struct Setup {
     const char* model;

@@ -83,6 +83,7 @@ struct StepRecord {
   double start_s = 0, duration_s = 0;
   std::uint32_t replica = 0;
   i64 sequences = 0, tokens = 0;
+  i64 decode_tokens = 0;  ///< sequences computing one token (decodes, and prompt chunks of one token)
   std::uint64_t kv_used_blocks = 0, kv_total_blocks = 0;
   i64 kv_slot_tokens = 0;       ///< tokens the scheduled and running requests' tables hold (after this step)
   i64 kv_table_blocks = 0;      ///< sum over running requests of their table sizes

@@ -25,6 +25,7 @@ class StepTimer {
     load.sequences += 1;
     load.tokens += new_tokens;
     load.samples += samples ? 1 : 0;
+    load.decode_tokens += new_tokens == 1 ? 1 : 0;
     load.kv_read_tokens[0] += static_cast<double>(past_tokens + new_tokens);
   }
   /// Whether add_decodes() may stand for add() of each decode sequence (StepCostModel::decode_reads_held).
@@ -38,6 +39,7 @@ class StepTimer {
     load.sequences += count;
     load.tokens += count;
     load.samples += count;
+    load.decode_tokens += count;
     load.kv_read_tokens[0] += static_cast<double>(sum_held);
   }
   StepCost cost(const StepLoad& load) const;
