@@ -239,7 +239,7 @@ void workload_into(const po::variables_map& vm, SimulateCommand& c) {
   c.timeline_span_s = sim::arrival_span_s(r);
 }
 
-/// --engine, --calibration, --num-scheduler-steps, --client-start.
+/// --engine, --calibration, --num-scheduler-steps, the host tier.
 void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSpec& gpu, SimulateCommand& c) {
   auto& r = c.request;
   r.speed = speed_context_from(vm, model, gpu, r.speed.plan);
@@ -248,15 +248,9 @@ void speed_into(const po::variables_map& vm, const ModelSpec& model, const GpuSp
                             std::string(r.speed.calibration     ? "calibrated: " + str(vm, "calibration")
                                         : engine == "datasheet" ? "datasheet x default efficiencies"
                                                                 : "engine profile " + engine) +
-                            (r.speed.options.prefill_first ? "; prefills in steps of their own" : "") + ")";
+                            ")";
   if (!r.speed.calibration) c.info.expected_error = error_band(engine_profile(engine));
   r.num_scheduler_steps = parse_int(str(vm, "num-scheduler-steps"), "--num-scheduler-steps", 1, 1024);
-  const std::string start = str(vm, "client-start");
-  if (start != "auto" && start != "staggered" && start != "together")
-    throw UsageError("--client-start: expected auto, staggered or together, got '" + start + "'");
-  if (start != "auto") r.staggered_start = start == "staggered";
-  c.staggered_asked = sim::staggered_start_of(r);
-  c.lockstep_engine = start == "auto" && !c.staggered_asked;
   const HostTierFlags host = host_tier_flags(vm);
   if (!host.any()) return;
   r.kv_offloading_size_gib = host.offloading_size_gib;
@@ -347,6 +341,22 @@ void outputs_into(const po::variables_map& vm, SimulateCommand& c) {
                    fixed(c.timeline_span_s, 0) + " s of arrivals / " + fixed(interval_s, 3) + " s x " +
                    std::to_string(replicas) + " replicas); at most 2,000,000: use --timeline-interval " +
                    fixed(std::ceil(need_s), 0) + "s or longer, or --force");
+}
+
+/// --client-start, once the workload, the engine and the decode workers are known (sim::staggered_start_of); the step
+/// composition of a prefill-first engine in the step-time source.
+void client_start_into(const po::variables_map& vm, SimulateCommand& c) {
+  auto& r = c.request;
+  const std::string start = str(vm, "client-start");
+  if (start != "auto" && start != "staggered" && start != "together")
+    throw UsageError("--client-start: expected auto, staggered or together, got '" + start + "'");
+  if (start != "auto") r.staggered_start = start == "staggered";
+  c.staggered_asked = sim::staggered_start_of(r);
+  c.lockstep_engine = start == "auto" && !c.staggered_asked;
+  if (r.speed.options.prefill_first && !r.prefill) {
+    c.info.step_time_source.pop_back();  // ")"
+    c.info.step_time_source += "; prefills in steps of their own)";
+  }
 }
 
 /// The disaggregated prefill/decode flags (prefill_into).
@@ -452,6 +462,7 @@ SimulateCommand simulate_command_from(const po::variables_map& vm) {
   if (vm.count("tpot-target")) r.slo.tpot_s = parse_seconds(str(vm, "tpot-target"), "--tpot-target");
   speed_into(vm, model, gpu, c);
   prefill_into(vm, dep, model, gpu, c);
+  client_start_into(vm, c);
   outputs_into(vm, c);
   return c;
 }

@@ -395,7 +395,7 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   c.report.prices_overridden = vm.count("price") > 0;
   if (vm.count("engine")) c.report.engine = engine_profile(vm["engine"].as<std::string>()).name;
   verify_into(vm, spec, c);
-  c.report.mixed_chunk = vm.count("enable-mixed-chunk") > 0;
+  c.report.mixed_chunk = !c.request.space.speed.prefill_first;
   if (vm.count("emit")) {
     try {
       c.report.emit = parse_launch_engine(vm["emit"].as<std::string>());

@@ -25,7 +25,8 @@ struct SizingReportOptions {
   /// --emit: the launch command of the recommended deployments (the cheapest and the best per GPU type; in JSON
   /// and CSV every feasible candidate's).
   std::optional<LaunchEngine> emit{};
-  /// --enable-mixed-chunk was given: SGLang's launch commands carry it, as the sizing assumed it.
+  /// The sizing assumed prefill chunks in the decode steps (every engine profile but sglang's, or
+  /// --enable-mixed-chunk): SGLang's launch commands carry --enable-mixed-chunk so that it runs them so.
   bool mixed_chunk = false;
   /// --verify / --trace: the candidates simulated (empty: not asked), and how (e.g. "2,000 requests per run").
   std::vector<sim::VerifiedCandidate> verified{};

@@ -209,6 +209,7 @@ SizingWorkload sizing_workload(const WorkloadSpec& spec) {
     w.concurrent_users = spec.arrival.concurrency;
     w.prompt_scv = scv(spec.prompt);
     w.output_scv = scv(spec.output);
+    w.random_think_time = spec.arrival.think_time_s > 0 && spec.arrival.think_time_exponential;
     return w;
   }
   // Rate phases: sized for the busiest phase (rate_per_s holds its rate).
@@ -399,7 +400,8 @@ OperatingPoint ReplicaModel::closed_loop_lockstep(i64 users) const {
 
 OperatingPoint ReplicaModel::closed_loop(i64 users) const {
   // Identical requests stay in lockstep on a prefill-first engine (staggered_start_of in the simulator says the same).
-  if (c_.options.prefill_first && w_.prompt_scv == 0 && w_.output_scv == 0) return closed_loop_lockstep(users);
+  if (c_.options.prefill_first && w_.prompt_scv == 0 && w_.output_scv == 0 && !w_.random_think_time)
+    return closed_loop_lockstep(users);
   OperatingPoint op;
   op.batch = users;
   op.decode_step_s = decode_step_s(users);

@@ -78,6 +78,22 @@ LengthDistribution LengthDistribution::empirical_tokens(std::vector<i64> values,
   return d;
 }
 
+bool LengthDistribution::is_constant() const {
+  switch (kind) {
+    case Kind::fixed:
+      return true;
+    case Kind::uniform:
+      return min_tokens == max_tokens;
+    case Kind::empirical:
+      for (std::size_t i = 0; i < values.size(); ++i)
+        if (values[i] != values.front() && (weights.empty() || weights[i] > 0)) return false;
+      return true;
+    case Kind::lognormal:
+      return sigma == 0 || (max_tokens > 0 && min_tokens == max_tokens);
+  }
+  return false;
+}
+
 double LengthDistribution::mean_tokens() const {
   switch (kind) {
     case Kind::fixed: return static_cast<double>(tokens);

@@ -228,26 +228,30 @@ bool Replica::has_prefill_work(double now, bool admission_point) const {
 /// Prefill-first (ReplicaConfig::prefill_first): the running requests' remaining prompt tokens in running order, then,
 /// at an admission point, the waiting requests admitted, and no decode token (SGLang's prefill batch, vLLM V0's prompt
 /// step). Nothing is preempted for a prompt (SGLang reserves a prompt's memory when it admits it, V0 allocates a
-/// prompt whole): a chunk whose blocks are not free waits. False when nothing could be scheduled, with nothing changed:
-/// the caller then forms a decode step. The lazy decodes are materialized only when the step runs, so that they do not
-/// advance in it.
+/// prompt whole): a chunk whose blocks are not free waits, and no waiting request is admitted past it. False when
+/// nothing could be scheduled, with nothing changed: the caller then forms a decode step. The lazy decodes are
+/// materialized only when the step runs, so that they do not advance in it.
 bool Replica::schedule_prefills_only(double now, i64& budget, StepLoad& load, bool admission_point) {
   const std::vector<std::uint32_t>& order = active_valid_ ? active_ : running_;
-  for (std::size_t i = 0; i < order.size() && budget > 0; ++i) {
+  bool blocked = false;  // a prompt's chunk waits for blocks: newer requests do not overtake it
+  for (std::size_t i = 0; i < order.size() && budget > 0 && !blocked; ++i) {
     const std::uint32_t s = order[i];
     Request& r = slots_[s];
     if (r.ready_s > now || !in_prefill(r)) continue;
     const i64 n = std::min(r.num_tokens - r.computed, budget);
     const i64 need = (cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(r.blocks.size(), r.computed + n)) +
                      std::max<i64>(0, cfg_.side_blocks(r.computed + n, n) - static_cast<i64>(r.state_blocks.size()));
-    if (need > static_cast<i64>(kv_.num_free())) break;
+    if (need > static_cast<i64>(kv_.num_free())) {
+      blocked = true;
+      break;
+    }
     bool preempted = false;
     if (!grow(s, n, now, preempted, nullptr) || preempted)
       throw std::logic_error("prefill step preempted on replica " + std::to_string(index_));
     add_to_step(r, n, load);
     budget -= n;
   }
-  if (admission_point) admit_waiting(now, budget, load);
+  if (admission_point && !blocked) admit_waiting(now, budget, load);
   if (load.sequences == 0) return false;
   materialize_all();
   active_valid_ = false;

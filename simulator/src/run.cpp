@@ -142,8 +142,7 @@ bool staggered_start_of(const SimulationRequest& r) {
   // (docs/simulator.md, "Closed loop").
   const auto& w = r.workload;
   const ClosedLoop loop = closed_loop_of(r);
-  const bool identical = !r.trace && w.prompt.kind == LengthDistribution::Kind::fixed &&
-                         w.output.kind == LengthDistribution::Kind::fixed && !w.conversation.enabled() &&
+  const bool identical = !r.trace && w.prompt.is_constant() && w.output.is_constant() && !w.conversation.enabled() &&
                          !(loop.think_time_s > 0 && loop.exponential);
   return r.staggered_start.value_or(!(r.speed.options.prefill_first && identical && !r.prefill));
 }

@@ -150,6 +150,10 @@ TEST_CASE("a prefill-first engine stops the decodes for the whole prefill", "[si
   const auto q = spread.closed_loop(16);
   CHECK(q.tpot_s == Approx(spread.decode_step_s(16) / (1 - q.prefill_utilization)));
   CHECK(q.ttft_mean_s < lock.ttft_mean_s / 2);
+  SizingWorkload thinking = w;  // a workload file's exponential think times spread them too
+  thinking.random_think_time = true;
+  const ReplicaModel apart(make_speed_context(m, g, d, o), thinking, 0.9);
+  CHECK(apart.closed_loop(16).ttft_mean_s < lock.ttft_mean_s / 2);
   for (const i64 n : {4, 16, 48}) {
     const double rate = mixed.rate_for_batch(n);
     const auto a = first.open_loop(rate, n), b = mixed.open_loop(rate, n);

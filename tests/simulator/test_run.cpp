@@ -135,6 +135,12 @@ TEST_CASE("client start auto: together only for identical requests on a prefill-
   r.think_time_exponential = false;
   r.workload.output = LengthDistribution::uniform_tokens(16, 112);
   CHECK(staggered_start_of(r));  // they finish at different steps
+  r.workload.output = LengthDistribution::uniform_tokens(64, 64);
+  CHECK(!staggered_start_of(r));  // one length, however written (size's SCV 0 agrees)
+  r.workload.output = LengthDistribution::empirical_tokens({64, 64, 64});
+  CHECK(!staggered_start_of(r));
+  r.workload.output = LengthDistribution::empirical_tokens({64, 65});
+  CHECK(staggered_start_of(r));
   r.workload.output = LengthDistribution::fixed_tokens(64);
   r.prefill = SimulationRequest::PrefillWorkers{};
   CHECK(staggered_start_of(r));  // decode workers run no prompt

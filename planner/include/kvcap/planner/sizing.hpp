@@ -28,6 +28,7 @@ struct SizingWorkload {
   double arrival_scv = 1;         ///< squared coefficient of variation of the gaps (Poisson 1, fixed rate 0)
   double prompt_scv = 0;          ///< squared coefficient of variation of prompt lengths (prefill service)
   double output_scv = 0;          ///< squared coefficient of variation of output lengths
+  bool random_think_time = false;  ///< closed loop: the users think for random times (a workload file's exponential)
   i64 concurrent_users = 0;       ///< closed loop: users each sending the next request when the last ends
   std::string derivation;         ///< how the means came from the workload when not directly (conversations), or ""
   bool open_loop() const { return arrival_rate_per_s > 0; }
@@ -234,8 +235,8 @@ class ReplicaModel {
   /// The smallest N with rate_for_batch(N) >= rate, searched in [1, limit]; 0 when none.
   i64 batch_for_rate(double rate_per_s, i64 limit) const;
   /// Closed loop of `users` users on this replica (batch = users, no think time). With a prefill-first engine
-  /// (SpeedOptions::prefill_first) and identical requests (prompt and output lengths fixed) the users run in lockstep
-  /// (closed_loop_lockstep).
+  /// (SpeedOptions::prefill_first) and identical requests (prompt and output lengths constant, no random think time)
+  /// the users run in lockstep (closed_loop_lockstep), as the simulator's clients do (sim::staggered_start_of).
   OperatingPoint closed_loop(i64 users) const;
   /// A prefill-first engine's closed loop: the N prompts sent together are prefilled in a wave of steps of their own
   /// (first come first served, max_num_batched_tokens per step, priced by mixed_step), then all N decode together,

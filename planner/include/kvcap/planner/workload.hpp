@@ -34,6 +34,9 @@ struct LengthDistribution {
   double mean_tokens() const;
   /// The largest length a sample can take (lognormal without max_tokens: 0, unbounded).
   i64 max_possible_tokens() const;
+  /// Whether every sample has the same length (fixed; uniform of one value; empirical of one value; lognormal without
+  /// spread or clamped to one value).
+  bool is_constant() const;
 
   static LengthDistribution fixed_tokens(i64 n);
   static LengthDistribution uniform_tokens(i64 lo, i64 hi);
