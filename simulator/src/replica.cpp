@@ -239,9 +239,8 @@ bool Replica::schedule_prefills_only(double now, i64& budget, StepLoad& load, bo
     Request& r = slots_[s];
     if (r.ready_s > now || !in_prefill(r)) continue;
     const i64 n = std::min(r.num_tokens - r.computed, budget);
-    const i64 need = (cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(r.blocks.size(), r.computed + n)) +
-                     std::max<i64>(0, cfg_.side_blocks(r.computed + n, n) - static_cast<i64>(r.state_blocks.size()));
-    if (need > static_cast<i64>(kv_.num_free())) {
+    const Growth g = growth(r, n);
+    if (g.table + g.side > static_cast<i64>(kv_.num_free())) {
       blocked = true;
       break;
     }
@@ -258,14 +257,23 @@ bool Replica::schedule_prefills_only(double now, i64& budget, StepLoad& load, bo
   return true;
 }
 
+/// What request `r` needs for `n` more tokens: table blocks, the blocks it wants beside the table after the step, and
+/// how many of those it must still take (allocate_slots' count, all or nothing).
+inline Replica::Growth Replica::growth(const Request& r, i64 n) const {
+  Growth g;
+  g.table = cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
+  g.side_want = cfg_.side_blocks(r.computed + n, n);
+  g.side = std::max<i64>(0, g.side_want - static_cast<i64>(r.state_blocks.size()));
+  return g;
+}
+
 /// The blocks running request `s` needs for `n` more tokens (kv_cache_manager.allocate_slots: all or nothing, in
 /// every group), preempting until they fit; false when `s` itself was preempted.
 inline bool Replica::grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs) {
   Request& r = slots_[s];
   while (true) {
-    const i64 table_need = cfg_.table_evicts ? 0 : kv_.blocks_to_allocate(r.blocks.size(), r.computed + n);
-    const i64 side_want = cfg_.side_blocks(r.computed + n, n);
-    const i64 side_need = std::max<i64>(0, side_want - static_cast<i64>(r.state_blocks.size()));
+    const Growth g = growth(r, n);
+    const i64 table_need = g.table, side_want = g.side_want, side_need = g.side;
     const i64 need = table_need + side_need;
     if (need <= static_cast<i64>(kv_.num_free())) {
       if (table_need > 0) {

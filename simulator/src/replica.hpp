@@ -81,6 +81,10 @@ class Replica {
   void complete(std::uint32_t s, double now);
   // Once per request per step (or per event): inline, defined in replica.cpp where they are called, so that
   // the scheduler's loops pay no call for them (as when the scheduler was one function).
+  struct Growth {
+    i64 table = 0, side_want = 0, side = 0;
+  };
+  inline Growth growth(const Request& r, i64 n) const;
   inline bool grow(std::uint32_t s, i64 n, double now, bool& preempted, Observer* obs);
   inline void add_to_step(Request& r, i64 n, StepLoad& load);
   inline void count_tokens(Request& r, i64 from, i64 to);
