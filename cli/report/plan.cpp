@@ -106,6 +106,21 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
     << " tokens per request: " << times(p.max_concurrency);
   if (d.replicas > 1) o << " per replica, " << times(p.cluster_max_concurrency) << " in the cluster";
   o << "\n";
+  if (d.linear_state_bytes > 0) {
+    using MC = Deployment::MambaCache;
+    i64 states = 0;
+    for (const auto& grp : p.kv_groups) states += grp.spec.kind == KvSpecKind::mamba ? 1 : 0;
+    o << "mamba_cache_mode " << (d.mamba_mode == MC::all ? "all" : d.mamba_mode == MC::align ? "align" : "none");
+    if (!d.mamba_mode_note.empty()) o << " (" << d.mamba_mode_note << ")";
+    if (d.mamba_mode == MC::all)
+      o << ": vLLM's startup check and these two figures charge each of the " << states
+        << " state groups a checkpoint block per " << grouped(static_cast<u64>(d.mamba_block_size))
+        << " tokens; a running request keeps its latest state and the block being written (2 per group), which the "
+           "curve below counts\n";
+    else
+      o << ": " << (d.mamba_mode == MC::align ? 2 : 1) << " state block" << (d.mamba_mode == MC::align ? "s" : "")
+        << " per request in each of the " << states << " state groups\n";
+  }
   if (d.d.shared_prefix_tokens > 0)
     o << "(a shared prefix of " << grouped(static_cast<u64>(d.d.shared_prefix_tokens)) << " tokens is held once)\n";
   for (const auto& w : p.warnings) o << "warning: " << escape::terminal_text(w) << "\n";
@@ -217,6 +232,13 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                 {"num_layers", m.num_layers}};
   j["gpu"] = {{"name", g.name}, {"display_name", g.display_name}, {"memory_bytes", g.memory_bytes}};
   j["deployment"] = deployment_json(d);
+  if (d.linear_state_bytes > 0) {
+    using MC = Deployment::MambaCache;
+    j["deployment"]["mamba_cache_mode"] = d.mamba_mode == MC::all     ? "all"
+                                          : d.mamba_mode == MC::align ? "align"
+                                                                      : "none";
+    if (d.mamba_mode == MC::all) j["deployment"]["mamba_block_size"] = d.mamba_block_size;
+  }
   j["what_if"] = what_if_json(p);
   j["kv_bytes_per_token_per_rank"] = p.kv_bytes_per_token_per_rank;
   j["memory"] = {{"total_bytes", g.memory_bytes},           {"requested_bytes", bind.requested_bytes},

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <iterator>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -84,6 +85,13 @@ bool mamba_prefix_caching_off(const std::string& v) {
   // vLLM 0.10-0.11 MambaModelConfig: "Hybrid or mamba-based model detected: disabling prefix caching
   // since it is not yet supported"; later releases cache them (mamba_cache_mode align / all).
   return vllm_minor(v) < 12;
+}
+
+bool mamba_blocks_cap_max_num_seqs(const std::string& v) {
+  // vllm/config/compilation.py (CompilationConfig, with full CUDA graphs, vLLM's default for hybrid models):
+  // "max_num_seqs (N) exceeds available Mamba cache blocks (B). Each decode sequence requires one Mamba cache
+  // block, so CUDA graph capture cannot proceed" when max_num_reqs > kv_cache_config.num_blocks.
+  return vllm_minor(v) >= 19;
 }
 
 namespace {
@@ -328,6 +336,63 @@ bool uses_deepep(const ResolvedDeployment& d) {
   return (b == A::deepep_high_throughput || b == A::deepep_low_latency) && d.expert_parallel_size > 1 && d.replicas > 1;
 }
 
+namespace {
+// Linear-attention states (has_linear_layers): vLLM's tensor-parallel checks, the mamba_cache_mode it runs, the
+// block that holds a state page, and the padded state page.
+void resolve_linear_states(const ModelSpec& m, const Deployment& d, ResolvedDeployment& r) {
+  const i64 tp = d.tensor_parallel_size;
+  const auto& a = m.linear;
+  using K = LinearAttentionSpec::Kind;
+  if (a.kind == K::gated_delta_net && (a.num_key_heads % tp != 0 || a.num_value_heads % tp != 0))
+    vllm_refuses("tensor_parallel_size", "must divide linear_num_key_heads (" + str(a.num_key_heads) +
+                                             ") and linear_num_value_heads (" + str(a.num_value_heads) + ")");
+  if (a.kind == K::mamba2 && a.num_value_heads % tp != 0)
+    vllm_refuses("tensor_parallel_size", "must divide mamba_n_heads (" + str(a.num_value_heads) + ")");
+  // vllm/model_executor/layers/mamba/mamba_mixer2.py: assert n_groups % tp_size == 0 or n_groups == 1.
+  if (a.kind == K::mamba2 && a.n_groups != 1 && a.n_groups % tp != 0)
+    vllm_refuses("tensor_parallel_size",
+                 "must divide the Mamba-2 groups (mamba_n_groups " + str(a.n_groups) + ") unless there is one");
+  if (a.kind == K::mamba1 && a.intermediate_size % tp != 0)
+    vllm_refuses("tensor_parallel_size", "must divide the Mamba intermediate size (" + str(a.intermediate_size) + ")");
+  // The cache mode (vllm/model_executor/models/config.py MambaModelConfig.verify_and_update_config): with
+  // prefix caching a model whose class supports Mamba prefix caching runs "all", any other "align"; "all"
+  // asked of one that does not falls back to "align" ("falling back to 'align' mode").
+  using MC = Deployment::MambaCache;
+  r.mamba_mode = d.mamba_cache_mode;
+  if (r.mamba_mode == MC::auto_)
+    r.mamba_mode = mamba_prefix_caching_off(d.vllm_version) ? MC::none
+                   : a.supports_cache_mode_all()            ? MC::all
+                                                            : MC::align;
+  if (r.mamba_mode == MC::all && !a.supports_cache_mode_all()) {
+    r.mamba_mode = MC::align;
+    r.mamba_mode_note = "vLLM falls back to align: Gated DeltaNet models have no mamba_cache_mode all";
+  }
+  // The block (vllm/platforms/interface.py Platform._align_hybrid_block_size; vllm/model_executor/models/config.py
+  // HybridAttentionMambaModelConfig before vllm#37467): the attention page must hold one linear layer's state.
+  // none / align: the smallest multiple of the kernel alignment (16 tokens; 64 for MLA) that does; all: a
+  // multiple of lcm(SSD chunk, alignment) (mamba_chunk_size; 2048 without one), and the states are checkpointed
+  // every such block (mamba_block_size). The state page is then padded to the attention page.
+  r.linear_state_bytes = linear_state_bytes_per_rank(m, tp, r.dtype, d.mamba_ssm_cache_dtype);
+  const u64 attn_1_token = attention_page_bytes(m, r.kv_dtype, tp, 1, static_cast<unsigned>(d.kv_quant_group_size));
+  const u64 align = m.attention == AttentionType::mla ? 64 : 16;
+  u64 need = align * ceil_div(r.linear_state_bytes, align * attn_1_token);
+  if (r.mamba_mode == MC::all) {
+    // kernel_block_alignment_size = max(the backend's smallest kernel block, cache_config.block_size).
+    const u64 kernel = std::max<u64>(align, static_cast<u64>(r.block_size));
+    const u64 chunk = std::lcm(static_cast<u64>(a.chunk_size > 0 ? a.chunk_size : 2048), kernel);
+    need = mul(chunk, ceil_div(ceil_div(r.linear_state_bytes, attn_1_token), chunk), "mamba block size");
+    r.mamba_block_size = static_cast<i64>(need);
+  }
+  if (static_cast<u64>(r.block_size) < need) {
+    r.block_size_note = "raised from " + str(r.block_size) + " for the linear-attention state" +
+                        (r.mamba_mode == MC::all ? ", a multiple of the Mamba chunk" : "");
+    r.block_size = static_cast<i64>(need);
+  }
+  r.linear_state_page_bytes = mul(static_cast<u64>(r.block_size), attn_1_token, "linear-attention state page");
+}
+
+}  // namespace
+
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
   Deployment& d = r.d;
@@ -436,38 +501,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (d.num_redundant_experts < 0)
     throw SpecError("num_redundant_experts", "must be >= 0 (got " + str(d.num_redundant_experts) + ")");
   check_expert_parallel(m, d, r);
-  if (has_linear_layers(m)) {
-    const auto& a = m.linear;
-    using K = LinearAttentionSpec::Kind;
-    if (a.kind == K::gated_delta_net && (a.num_key_heads % tp != 0 || a.num_value_heads % tp != 0))
-      vllm_refuses("tensor_parallel_size", "must divide linear_num_key_heads (" + str(a.num_key_heads) +
-                                               ") and linear_num_value_heads (" + str(a.num_value_heads) + ")");
-    if (a.kind == K::mamba2 && a.num_value_heads % tp != 0)
-      vllm_refuses("tensor_parallel_size", "must divide mamba_n_heads (" + str(a.num_value_heads) + ")");
-    // vllm/model_executor/layers/mamba/mamba_mixer2.py: assert n_groups % tp_size == 0 or n_groups == 1.
-    if (a.kind == K::mamba2 && a.n_groups != 1 && a.n_groups % tp != 0)
-      vllm_refuses("tensor_parallel_size",
-                   "must divide the Mamba-2 groups (mamba_n_groups " + str(a.n_groups) + ") unless there is one");
-    if (a.kind == K::mamba1 && a.intermediate_size % tp != 0)
-      vllm_refuses("tensor_parallel_size",
-                   "must divide the Mamba intermediate size (" + str(a.intermediate_size) + ")");
-    // vllm/model_executor/models/config.py HybridAttentionMambaModelConfig (no prefix caching): the
-    // attention block grows to the smallest multiple of the kernel alignment (16 tokens; 64 for MLA)
-    // whose page holds one linear layer's state; the state page is then padded to the attention page.
-    r.linear_state_bytes = linear_state_bytes_per_rank(m, tp, r.dtype, d.mamba_ssm_cache_dtype);
-    const u64 attn_1_token = attention_page_bytes(m, r.kv_dtype, tp, 1, static_cast<unsigned>(d.kv_quant_group_size));
-    const u64 align = m.attention == AttentionType::mla ? 64 : 16;
-    const u64 need = align * ceil_div(r.linear_state_bytes, align * attn_1_token);
-    if (static_cast<u64>(r.block_size) < need) {
-      r.block_size_note = "raised from " + str(r.block_size) + " for the linear-attention state";
-      r.block_size = static_cast<i64>(need);
-    }
-    r.linear_state_page_bytes = mul(static_cast<u64>(r.block_size), attn_1_token, "linear-attention state page");
-    // With prefix caching (align) the block is aligned to the kernel block size as well, which for the
-    // 16-token alignment gives the same size (vLLM logs 1056 for Qwen3.5-35B-A3B in both modes).
-    r.mamba_align = d.mamba_cache_mode == Deployment::MambaCache::align ||
-                    (d.mamba_cache_mode == Deployment::MambaCache::auto_ && !mamba_prefix_caching_off(d.vllm_version));
-  }
+  if (has_linear_layers(m)) resolve_linear_states(m, d, r);
   resolve_skip_layers(m, d, r);
   d.max_model_len = r.max_model_len;
   d.max_num_batched_tokens = r.max_num_batched_tokens;

@@ -24,7 +24,9 @@ std::string describe(const KvLayerSpec& s) {
     case KvSpecKind::full: return "full attention";
     case KvSpecKind::sliding: return "sliding window " + std::to_string(s.window_tokens);
     case KvSpecKind::chunked: return "chunked local " + std::to_string(s.window_tokens);
-    case KvSpecKind::mamba: return "linear-attention state";
+    case KvSpecKind::mamba:
+      return s.state_per_block ? "linear-attention state, a checkpoint per " + std::to_string(s.block_size) + " tokens"
+                               : "linear-attention state";
   }
   return "?";
 }
@@ -151,8 +153,10 @@ u64 spec_blocks_per_request(const KvLayerSpec& s, i64 max_model_len, i64 mnbt) {
       return ceil_div(t, bs);
     }
     // MambaSpec.max_memory_usage_bytes: page_size_bytes x (1 + speculative blocks) in mamba_cache_mode
-    // "none", x (2 + speculative blocks) in "align" (the running state and the last block-boundary checkpoint).
-    case KvSpecKind::mamba: return u(s.state_blocks);
+    // "none", x (2 + speculative blocks) in "align" (the running state and the last block-boundary checkpoint),
+    // cdiv(max_model_len, block_size) pages in "all" (a checkpoint every block).
+    case KvSpecKind::mamba:
+      return s.state_per_block ? ceil_div(len, bs) : u(s.state_blocks);
   }
   return 0;
 }

@@ -107,13 +107,17 @@ std::vector<KvLayerSpec> kv_layer_specs(const ModelSpec& m, const ResolvedDeploy
       }
     }
     if (layer_has_linear(m, l)) {
-      // MambaSpec: block_size = mamba_block_size (none: max_model_len; align: the attention block), the page padded
-      // to the attention page. A Falcon-H1 layer has one beside its attention's (vLLM registers the layer's Attention
-      // and its MambaMixer2 as two cache layers).
+      // MambaSpec: block_size = mamba_block_size (none: max_model_len; align: the attention block; all: the
+      // chunk-aligned checkpoint interval), the page padded to the attention page. A Falcon-H1 layer has one beside
+      // its attention's (vLLM registers the layer's Attention and its MambaMixer2 as two cache layers).
+      using MC = Deployment::MambaCache;
       KvLayerSpec s;
       s.kind = KvSpecKind::mamba, s.page_size_bytes = d.linear_state_page_bytes;
-      s.block_size = d.mamba_align ? d.block_size : d.max_model_len;
-      s.state_blocks = d.mamba_align ? 2 : 1;
+      s.block_size = d.mamba_mode == MC::none  ? d.max_model_len
+                     : d.mamba_mode == MC::all ? d.mamba_block_size
+                                               : d.block_size;
+      s.state_blocks = d.mamba_mode == MC::none ? 1 : 2;
+      s.state_per_block = d.mamba_mode == MC::all;
       out.push_back(s);
       if (decoder_layer) decoder_layer->push_back(l);
     }
@@ -237,14 +241,21 @@ struct Demand {
   u64 shared = 0;
   u64 prefill_reserve = 0;  ///< --kv-eviction: one step's prefill chunks held beyond the kept tokens
 };
-Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap) {
+// `startup`: vLLM's own charge (MambaSpec.max_memory_usage_bytes), which its startup check and logged concurrency
+// use; otherwise what a running request holds. They differ only for mamba_cache_mode "all": vLLM charges a state
+// group a checkpoint block per block_size tokens, but a running request keeps only its latest state
+// (MambaManager.get_num_skipped_tokens = num_computed_tokens - 1: the blocks before it go back to the pool, cached
+// and evictable), and the block the step writes: state_blocks.
+Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap, bool startup = false) {
   Demand r;
   // Linear-attention states in mamba_cache_mode "none" run without prefix caching, so a shared prefix
-  // is then held by every request; in "align" the attention blocks of the prefix are shared.
-  const bool sharing = p.dep.mamba_align || std::none_of(p.kv_groups.begin(), p.kv_groups.end(),
-                                                         [](const KvCacheGroup& g) { return g.spec.kind == KvSpecKind::mamba; });
+  // is then held by every request; in "align" and "all" the attention blocks of the prefix are shared.
+  const bool sharing = p.dep.mamba_prefix_caching() ||
+                       std::none_of(p.kv_groups.begin(), p.kv_groups.end(),
+                                    [](const KvCacheGroup& g) { return g.spec.kind == KvSpecKind::mamba; });
   for (const auto& g : p.kv_groups) {
-    u64 blocks = spec_blocks_per_request(g.spec, s, p.dep.max_num_batched_tokens);
+    u64 blocks = g.spec.state_per_block && !startup ? u(g.spec.state_blocks)
+                                                    : spec_blocks_per_request(g.spec, s, p.dep.max_num_batched_tokens);
     if (sharing && g.spec.kind == KvSpecKind::full && p.dep.d.shared_prefix_tokens > 0) {
       // A cache hit covers at most num_tokens - 1 tokens: the last token is always computed, so a request owns
       // at least the block that holds it (vllm/v1/core/kv_cache_manager.py get_computed_blocks,
@@ -275,17 +286,29 @@ Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap) {
 }
 }  // namespace
 
+Deployment launchable_deployment(const MemoryPlan& p) {
+  Deployment d = p.dep.d;
+  if (p.seqs_exceed_state_blocks()) d.max_num_seqs = p.max_num_seqs_limit;
+  return d;
+}
+
 double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 s) {
   return concurrency_at(m, p, s, s);
 }
 
-double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s, i64 prompt_tokens) {
-  if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
-  // get_max_concurrency_for_kv_cache_config with max_model_len = S (the curve).
-  const Demand dm = demand_at(p, s, std::clamp<i64>(prompt_tokens, 1, s) - 1);
+namespace {
+double concurrency_from(const MemoryPlan& p, const Demand& dm) {
   if (p.num_blocks <= dm.shared + dm.prefill_reserve) return 0;
   if (dm.per_request == 0) return static_cast<double>(INFINITY);
   return static_cast<double>(p.num_blocks - dm.shared - dm.prefill_reserve) / static_cast<double>(dm.per_request);
+}
+}  // namespace
+
+double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s, i64 prompt_tokens) {
+  if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
+  // get_max_concurrency_for_kv_cache_config with max_model_len = S (the curve), each group charged what a running
+  // request holds.
+  return concurrency_from(p, demand_at(p, s, std::clamp<i64>(prompt_tokens, 1, s) - 1));
 }
 
 namespace {
@@ -309,6 +332,21 @@ void check_sharing_within_stages(const Deployment::LayerSharing& sh, const std::
   }
 }
 
+}  // namespace
+
+namespace {
+// vLLM 0.19+ with linear-attention states: max_num_seqs may not exceed the pool's blocks (a warning where it does).
+void limit_max_num_seqs(MemoryPlan& p) {
+  if (p.dep.linear_state_bytes > 0 && mamba_blocks_cap_max_num_seqs(p.dep.d.vllm_version) && p.num_blocks > 0)
+    p.max_num_seqs_limit = static_cast<i64>(std::min<u64>(p.num_blocks, static_cast<u64>(INT64_MAX)));
+  if (p.seqs_exceed_state_blocks())
+    p.warnings.push_back(
+        "max_num_seqs " + std::to_string(p.dep.max_num_seqs) + " exceeds the pool's " + std::to_string(p.num_blocks) +
+        " blocks: vLLM 0.19 and later refuse to start a model with linear-attention states so "
+        "(\"max_num_seqs (" +
+        std::to_string(p.dep.max_num_seqs) + ") exceeds available Mamba cache blocks (" + std::to_string(p.num_blocks) +
+        ")\"); give --max-num-seqs " + std::to_string(p.num_blocks) + " or less");
+}
 }  // namespace
 
 MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& dep, const std::vector<i64>& contexts) {
@@ -424,7 +462,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     c.kv_bytes_per_request = narrow(static_cast<u128>(bind.layout.block_bytes) * (dm.per_request + dm.shared), "KV bytes per request");
     p.curve.push_back(c);
   }
-  p.max_concurrency = concurrency_at(m, p, d.max_model_len);
+  // What vLLM logs as "Maximum concurrency" and its startup check: its own charge at max_model_len.
+  p.max_concurrency = concurrency_from(p, demand_at(p, d.max_model_len, d.max_model_len - 1, true));
   p.cluster_max_concurrency = p.max_concurrency * static_cast<double>(d.replicas);
 
   // vLLM _estimate_max_model_len_from_groups, the minimum over workers.
@@ -447,6 +486,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     p.warnings.push_back("max_model_len " + std::to_string(d.max_model_len) + " exceeds the model's derived maximum " +
                          std::to_string(m.max_position_embeddings) +
                          ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond it give NaN)");
+  limit_max_num_seqs(p);
   if (!p.fits() && p.num_blocks > 0) {
     p.warnings.push_back("one request of max_model_len " + std::to_string(d.max_model_len) +
                          " tokens does not fit: vLLM would refuse to start; the estimated maximum model length is " +

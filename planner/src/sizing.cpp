@@ -606,7 +606,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   r.status = CandidateStatus::ok;
   const double requests_per_s = w.open_loop() ? w.arrival_rate_per_s : dbl(w.concurrent_users) / op.e2e_s;
   sizing_detail::fill_throughput_and_cost(r, w, requests_per_s, dbl(r.gpus) * k.gpu->price_per_gpu_hour_usd);
-  r.deployment = rm->context().plan.dep.d;
+  r.deployment = launchable_deployment(rm->context().plan);
   // With expert parallelism the command starts one EP group (replicas / unit of them run side by side).
   r.deployment->num_gpus = k.ep_group_replicas > 0 ? unit * r.gpus_per_replica : r.gpus;
   return r;

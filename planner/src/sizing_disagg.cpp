@@ -206,7 +206,7 @@ std::optional<SizingCandidate> evaluate_disaggregated(const ModelSpec& m, const 
   pool.kv_transfer_s = chosen_transfer;
   pool.link = chosen_link.name;
   pool.price_per_gpu_hour_usd = chosen->key.gpu->price_per_gpu_hour_usd;
-  pool.deployment = rp.context().plan.dep.d;
+  pool.deployment = launchable_deployment(rp.context().plan);
   pool.deployment->num_gpus = pool.gpus;
   r.replicas = best.y;
   r.gpus = best.gpus;
@@ -226,7 +226,7 @@ std::optional<SizingCandidate> evaluate_disaggregated(const ModelSpec& m, const 
             std::max(0.0, w.output_tokens - 1) * best.tpot_s;
   r.priced = k.gpu->price_per_gpu_hour_usd > 0 && chosen->key.gpu->price_per_gpu_hour_usd > 0;
   fill_throughput_and_cost(r, w, w.arrival_rate_per_s, best.cost);
-  r.deployment = rm->context().plan.dep.d;
+  r.deployment = launchable_deployment(rm->context().plan);
   r.deployment->num_gpus = best.y * r.gpus_per_replica;
   r.prefill = std::move(pool);
   r.status = CandidateStatus::ok;

@@ -137,8 +137,9 @@ i64 eplb_redundant_experts(const std::string& text) {
 Deployment::MambaCache mamba_cache_mode(const std::string& mcm) {
   if (mcm == "none") return Deployment::MambaCache::none;
   if (mcm == "align") return Deployment::MambaCache::align;
+  if (mcm == "all") return Deployment::MambaCache::all;
   if (mcm == "auto") return Deployment::MambaCache::auto_;
-  throw InputError("--mamba-cache-mode: expected auto, none or align, got '" + mcm + "'");
+  throw InputError("--mamba-cache-mode: expected auto, none, align or all, got '" + mcm + "'");
 }
 
 }  // namespace

@@ -657,6 +657,15 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   }
   if (t == "falcon_h1") falcon_h1(c, cfg, p, m);
   if (t == "nemotron_h") nemotron_h(c, cfg, p, m);
+  if (t == "granitemoehybrid" || t == "jamba" || t == "falcon_h1" || t == "nemotron_h") {
+    // The SSD kernel's chunk as vLLM reads it (vllm/config/model.py ModelConfig.get_mamba_chunk_size:
+    // mamba_chunk_size, else chunk_size, else 2048), with the transformers config classes' defaults for an absent
+    // key: GraniteMoeHybridConfig and FalconH1Config mamba_chunk_size 256, NemotronHConfig chunk_size 128;
+    // JambaConfig has none.
+    m.linear.chunk_size = t == "nemotron_h" ? 128 : t == "jamba" ? 0 : 256;
+    for (const char* key : {"chunk_size", "mamba_chunk_size"})
+      if (present(cfg, key)) set(m.linear.chunk_size, get_int(c, cfg, p, key, false, 1, kMaxDim));
+  }
   const bool gdn = t == "qwen3_next" || t.rfind("qwen3_5", 0) == 0;
   if (gdn) {
     // Gated DeltaNet layers with a gated full-attention layer every full_attention_interval-th layer

@@ -44,7 +44,7 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
       {"linear_attention",
        {"kind", "num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim", "num_heads", "head_dim",
         "intermediate_size", "state_size", "n_groups", "dt_rank", "conv_bias", "proj_bias", "conv_kernel",
-        "state_dtype", "gated_norm", "parallel"}},
+        "state_dtype", "gated_norm", "parallel", "chunk_size"}},
       {"mla", {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}},
       {"moe",
        {"num_experts", "experts_per_token", "expert_intermediate_size", "shared_intermediate_size",
@@ -211,12 +211,13 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.linear.conv_bias, get_bool(c, la, la_path, "conv_bias", false));
   set(m.linear.proj_bias, get_bool(c, la, la_path, "proj_bias", false));
   set(m.linear.gated_norm, get_bool(c, la, la_path, "gated_norm", false));
+  set(m.linear.chunk_size, get_int(c, la, la_path, "chunk_size", false, 1, kMaxDim));
   if (la.IsMap()) {
     const std::pair<const char*, bool> only[] = {
         {"num_key_heads", gdn}, {"num_value_heads", gdn}, {"key_head_dim", gdn},           {"value_head_dim", gdn},
         {"num_heads", m2},      {"head_dim", m2},         {"intermediate_size", m1 || m2}, {"state_size", m1 || m2},
         {"n_groups", m2},       {"dt_rank", m1},          {"conv_bias", m1 || m2},         {"proj_bias", m1 || m2},
-        {"gated_norm", m2}};
+        {"gated_norm", m2},     {"chunk_size", m1 || m2}};
     for (const auto& [k, ok] : only)
       if (!ok && present(la, k)) c.error(la[k], std::string("linear_attention.") + k, "does not apply to this kind of layer");
   }

@@ -141,6 +141,7 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
       if (a.conv_bias) o << "  conv_bias: true\n";
       if (a.proj_bias) o << "  proj_bias: true\n";
       if (a.kind == LK::mamba2 && !a.gated_norm) o << "  gated_norm: false      # mamba_rms_norm\n";
+      if (a.chunk_size > 0) o << "  chunk_size: " << a.chunk_size << "          # mamba_chunk_size / chunk_size\n";
     }
     if (a.parallel) o << "  parallel: true         # beside the attention of every layer (Falcon-H1)\n";
     o << "  conv_kernel: " << a.conv_kernel << "           # linear_conv_kernel_dim / mamba_d_conv\n";

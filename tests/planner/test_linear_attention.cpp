@@ -11,6 +11,7 @@
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/params.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/planner/speed.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/simulator.hpp"
@@ -211,7 +212,9 @@ TEST_CASE("Mamba hybrids: Granite 4.0 H (Mamba-2) and Jamba (Mamba-1)", "[linear
   Deployment d;
   d.max_model_len = 32768;
   d.kv_cache_memory_bytes = {20ull << 30};
+  d.vllm_version = "0.11";  // the log's release, which ran hybrid models without prefix caching
   auto p = plan_memory(granite, g, d, {32768});
+  CHECK(p.dep.mamba_mode == Deployment::MambaCache::none);
   // conv 3 x (8192 + 2 x 128) + recurrent 128 heads x 64 x 128, bf16.
   CHECK(p.dep.linear_state_bytes == 2ull * (3 * 8448 + 128 * 64 * 128));
   CHECK(p.dep.block_size == 528);
@@ -234,6 +237,7 @@ TEST_CASE("Mamba hybrids: Granite 4.0 H (Mamba-2) and Jamba (Mamba-1)", "[linear
   CHECK(static_cast<double>(param_counts(jamba).total) == Approx(52e9).epsilon(0.01));
   CHECK(static_cast<double>(param_counts(jamba).active) == Approx(12e9).epsilon(0.02));
   Deployment j;
+  j.mamba_cache_mode = Deployment::MambaCache::none;
   j.tensor_parallel_size = 2;
   j.max_model_len = 32768;
   j.kv_cache_memory_bytes = {20ull << 30};
@@ -248,6 +252,108 @@ TEST_CASE("Mamba hybrids: Granite 4.0 H (Mamba-2) and Jamba (Mamba-1)", "[linear
     CHECK(param_counts(back).total == param_counts(*mm).total);
     CHECK(linear_state_bytes_per_rank(back, 1, DType::bf16) == linear_state_bytes_per_rank(*mm, 1, DType::bf16));
   }
+}
+
+TEST_CASE("mamba_cache_mode all: Mamba hybrids checkpoint their states every chunk-aligned block",
+          "[linear][kv_cache][hf]") {
+  // vLLM with prefix caching (its default since it caches hybrid models) runs a model whose class supports Mamba
+  // prefix caching in mamba_cache_mode "all" (vllm/model_executor/models/config.py MambaModelConfig): the block is
+  // a multiple of lcm(SSD chunk, 16) that holds the state (vllm/platforms/interface.py _align_hybrid_block_size),
+  // and MambaSpec.max_memory_usage_bytes charges a state group cdiv(max_model_len, block) blocks.
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  const auto granite = profiles::load_model_file(kData + "granite-4.0-h-small-geometry.json");
+  CHECK(granite.linear.chunk_size == 256);  // GraniteMoeHybridConfig's mamba_chunk_size default
+  Deployment d;
+  d.max_model_len = 32768;
+  d.kv_cache_memory_bytes = {20ull << 30};
+  const auto p = plan_memory(granite, g, d, {32768});
+  REQUIRE(p.dep.mamba_mode == Deployment::MambaCache::all);
+  CHECK(p.dep.mamba_prefix_caching());
+  // The state (2,147,840 B) is cdiv(., 4 KiB) = 525 attention tokens: 256 x cdiv(525, 256) = 768.
+  CHECK(p.dep.block_size == 768);
+  CHECK(p.dep.mamba_block_size == 768);
+  CHECK(p.dep.linear_state_page_bytes == 768u * 4096);
+  REQUIRE(p.kv_groups.size() == 10);  // 9 state groups of 4 layers and the 4 attention layers
+  CHECK(p.num_blocks == (20ull << 30) / (4ull * 768 * 4096));
+  // Every group, state or attention, is charged cdiv(32768, 768) = 43 blocks per request of max_model_len.
+  CHECK(p.blocks_per_max_len_request == 10 * 43);
+  CHECK(p.max_concurrency == Approx(static_cast<double>(p.num_blocks) / 430));
+  CHECK(p.kv_capacity_tokens == static_cast<u64>(static_cast<double>(p.num_blocks) / 430 * 32768));
+  for (const auto& grp : p.kv_groups)
+    if (grp.spec.kind == KvSpecKind::mamba)
+      CHECK(describe(grp.spec) == "linear-attention state, a checkpoint per 768 tokens");
+  // The simulator charges a running request its running state and the block being written, as in align mode.
+  CHECK(sim::replica_config(p).state_blocks_per_request == 9 * 2);
+
+  // --mamba-cache-mode align: the smallest 16-token multiple, 2 state blocks per group: 43 + 9 x 2 = 61 per request.
+  Deployment a = d;
+  a.mamba_cache_mode = Deployment::MambaCache::align;
+  const auto pa = plan_memory(granite, g, a, {32768});
+  CHECK(pa.dep.block_size == 528);
+  CHECK(pa.dep.mamba_block_size == 0);
+  CHECK(pa.blocks_per_max_len_request == 63 + 9 * 2);  // cdiv(32768, 528) = 63
+  CHECK(pa.max_concurrency > p.max_concurrency);
+
+  // The longest context that fits follows the same charge (vLLM's binary search over max_memory_usage_bytes).
+  Deployment tight = d;
+  tight.kv_cache_memory_bytes = {200ull << 20};
+  const auto pt = plan_memory(granite, g, tight, {32768});
+  CHECK_FALSE(pt.fits());
+  CHECK(pt.max_model_len_that_fits == 768 * (static_cast<i64>(pt.num_blocks) / 10));
+
+  // Gated DeltaNet models have no "all" mode: asked for it, vLLM falls back to align.
+  const auto next = qwen3_next();
+  Deployment n;
+  n.tensor_parallel_size = 2;
+  n.max_model_len = 32768;
+  n.kv_cache_memory_bytes = {20ull << 30};
+  n.mamba_cache_mode = Deployment::MambaCache::all;
+  const auto pn = plan_memory(next, profiles::resolve_gpu("h200"), n, {32768});
+  CHECK(pn.dep.mamba_mode == Deployment::MambaCache::align);
+  CHECK_THAT(pn.dep.mamba_mode_note, Catch::Contains("falls back to align"));
+  CHECK(pn.dep.block_size == 544);
+
+  // Jamba (Mamba-1) has no chunk: vLLM's 2048. The chunk survives the YAML profile.
+  const auto jamba = profiles::load_model_file(kData + "AI21-Jamba-1.5-Mini-geometry.json");
+  CHECK(jamba.linear.chunk_size == 0);
+  Deployment j;
+  j.tensor_parallel_size = 2;
+  j.max_model_len = 32768;
+  j.kv_cache_memory_bytes = {20ull << 30};
+  CHECK(plan_memory(jamba, g, j, {32768}).dep.block_size == 2048);
+  const auto back = profiles::parse_model(profiles::to_yaml(granite), "round-trip.yaml");
+  CHECK(back.linear.chunk_size == 256);
+  CHECK(plan_memory(back, g, d, {32768}).dep.block_size == 768);
+}
+
+TEST_CASE("vLLM 0.19+ refuses max_num_seqs above the pool's blocks for a model with states", "[linear][kv_cache]") {
+  // vllm/config/compilation.py (vllm#38270): with full CUDA graphs each decode sequence needs a state block,
+  // "max_num_seqs (1024) exceeds available Mamba cache blocks (N)" when max_num_seqs > kv_cache_config.num_blocks.
+  const auto m = profiles::resolve_model("nemotron-3-nano-30b-a3b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.max_model_len = 131072;
+  const auto p = plan_memory(m, g, d, {131072});
+  REQUIRE(p.dep.max_num_seqs == 1024);  // vLLM's default on a GPU of 70 GiB or more
+  REQUIRE(p.num_blocks < 1024);
+  CHECK(p.max_num_seqs_limit == static_cast<i64>(p.num_blocks));
+  CHECK(p.seqs_exceed_state_blocks());
+  const auto findings = check_memory_plan(g, p);
+  CHECK(std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.code == "KVCAP-E110"; }));
+  // The launch command a sizing emits lowers it to the pool, which never binds (a request holds 9 blocks).
+  CHECK(launchable_deployment(p).max_num_seqs == static_cast<i64>(p.num_blocks));
+  // --max-num-seqs at the limit starts; vLLM 0.18 had no such check.
+  Deployment ok = d;
+  ok.max_num_seqs = static_cast<i64>(p.num_blocks);
+  CHECK_FALSE(plan_memory(m, g, ok, {131072}).seqs_exceed_state_blocks());
+  Deployment old = d;
+  old.vllm_version = "0.18";
+  const auto po = plan_memory(m, g, old, {131072});
+  CHECK(po.max_num_seqs_limit == 0);
+  CHECK_FALSE(po.seqs_exceed_state_blocks());
+  // A full-attention model has no such limit.
+  const auto pl = plan_memory(profiles::resolve_model("llama-3.1-8b"), g, Deployment{}, {8192});
+  CHECK(pl.max_num_seqs_limit == 0);
 }
 
 TEST_CASE("Mixer-only blocks: Nemotron-H imports one Mamba-2 / attention / MLP / MoE block per pattern character",
@@ -280,23 +386,30 @@ TEST_CASE("Mixer-only blocks: Nemotron-H imports one Mamba-2 / attention / MLP /
   Deployment d;
   d.max_model_len = 32768;
   d.kv_cache_memory_bytes = {20ull << 30};
+  d.mamba_cache_mode = Deployment::MambaCache::align;
   auto p = plan_memory(m, g, d, {32768});
   // conv 3 x (4096 + 2 x 8 x 128) bf16 + recurrent 64 x 64 x 128 fp32; a 1 KiB attention token (2 KV heads x 128).
   CHECK(p.dep.linear_state_bytes == 3ull * 6144 * 2 + 64ull * 64 * 128 * 4);
-  CHECK(p.dep.block_size == 2096);
-  CHECK(p.kv_groups.size() == 5);  // the 6 attention layers, the 23 state layers in 4 groups of 6 (one padded)
+  CHECK(p.dep.block_size == 2096);  // 16 x cdiv(2,134,016, 16 x 1,024)
+  CHECK(p.kv_groups.size() == 5);   // the 6 attention layers, the 23 state layers in 4 groups of 6 (one padded)
+  // vLLM's default for this model (prefix caching, mamba_cache_mode all): a multiple of its 128-token chunk.
+  d.mamba_cache_mode = Deployment::MambaCache::auto_;
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 2176);  // 128 x cdiv(2,084 tokens, 128)
   d.mamba_ssm_cache_dtype = DType::bf16;
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 1152);
+  d.mamba_cache_mode = Deployment::MambaCache::align;
   CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 1072);
 
   // NVIDIA-Nemotron-Nano-9B-v2 (its geometry, tests/data/hf/README.md): vLLM issue #24280 (2025-09, when
   // NemotronHForCausalLMConfig defaulted the SSM cache to float16) quotes "672 tokens" as its attention block.
   const auto n9 = profiles::load_model_file(kData + "NVIDIA-Nemotron-Nano-9B-v2-geometry.json");
   Deployment d9;
+  d9.vllm_version = "0.10";  // the issue's time: no prefix caching for hybrid models
   d9.max_model_len = 32768;
   d9.kv_cache_memory_bytes = {20ull << 30};
   d9.mamba_ssm_cache_dtype = DType::fp16;
   CHECK(plan_memory(n9, g, d9, {32768}).dep.block_size == 672);
-  d9.mamba_ssm_cache_dtype = DType::auto_;  // today's default: float32
+  d9.mamba_ssm_cache_dtype = DType::auto_;  // today's default state dtype, float32 (still without prefix caching)
   CHECK(plan_memory(n9, g, d9, {32768}).dep.block_size == 1312);
 
   // Nemotron-H-8B-Base-8K: the older spelling (attention_head_dim), dense '-' blocks of 21,504 without a gate.
@@ -346,6 +459,7 @@ TEST_CASE("Parallel hybrid: a Falcon-H1 layer keeps a KV cache and a Mamba-2 sta
   Deployment d;
   d.max_model_len = 16384;
   d.kv_cache_memory_bytes = {20ull << 30};
+  d.mamba_cache_mode = Deployment::MambaCache::none;
   auto p = plan_memory(m, g, d, {16384});
   // conv 3 x (1536 + 2 x 128) + recurrent 24 x 64 x 128, bf16; a 512 B attention token: 16 x cdiv(., 8 KiB) = 800.
   CHECK(p.dep.linear_state_bytes == 2ull * (3 * 1792 + 24 * 64 * 128));

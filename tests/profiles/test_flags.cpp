@@ -42,8 +42,9 @@ TEST_CASE("deployment flags: errors name the flag", "[flags]") {
                     "--num-gpus: expected an integer between 1 and 100000, got '1000000'");
   CHECK_THROWS_WITH(deployment_from_flags({{"quantization", "fp7"}}),
                     Catch::StartsWith("--quantization: unknown value 'fp7'"));
-  CHECK_THROWS_WITH(deployment_from_flags({{"mamba-cache-mode", "all"}}),
-                    "--mamba-cache-mode: expected auto, none or align, got 'all'");
+  CHECK_THROWS_WITH(deployment_from_flags({{"mamba-cache-mode", "some"}}),
+                    "--mamba-cache-mode: expected auto, none, align or all, got 'some'");
+  CHECK(deployment_from_flags({{"mamba-cache-mode", "all"}}).mamba_cache_mode == Deployment::MambaCache::all);
   CHECK_THROWS_WITH(deployment_from_flags({{"vllm-version", "0.3"}}), Catch::StartsWith("--vllm-version: "));
   CHECK_THROWS_WITH(deployment_from_flags({{"disable-hybrid-kv-cache-manager", ""}, {"hybrid-chunked-local", ""}}),
                     Catch::Contains("contradict each other"));

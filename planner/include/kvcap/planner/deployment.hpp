@@ -54,11 +54,15 @@ struct Deployment {
   /// only and its vision encoder is neither built nor loaded, so its weights take no GPU memory.
   bool language_model_only = false;
   DType mamba_ssm_cache_dtype = DType::auto_;  ///< --mamba-ssm-cache-dtype: recurrent state of linear-attention layers
-  /// --mamba-cache-mode: how linear-attention states are cached. none: one state block per request and
-  /// group; align (prefix caching on, vLLM's default since it caches hybrid models): two, the running
-  /// state and the checkpoint at the last block boundary. auto: align, except vLLM 0.10-0.11 (none:
-  /// those releases turned prefix caching off for hybrid models; vllm/model_executor/models/config.py).
-  enum class MambaCache : std::uint8_t { auto_, none, align } mamba_cache_mode = MambaCache::auto_;
+  /// --mamba-cache-mode: how linear-attention states are cached (vllm/config/cache.py CacheConfig.mamba_cache_mode).
+  /// none: one state block per request and group; align (prefix caching): two, the running state and the
+  /// checkpoint at the last block boundary; all (prefix caching): a state checkpoint every block, so the startup
+  /// check and the logged concurrency charge a state group as many blocks as a full-attention group, and the
+  /// block is a multiple of the SSD kernel's chunk. auto: with prefix caching (vLLM's default since it caches
+  /// hybrid models) all for a model that supports it (Mamba-2 and Mamba-1 hybrids), else align
+  /// (vllm/model_executor/models/config.py MambaModelConfig); none for vLLM 0.10-0.11, which turned prefix
+  /// caching off for hybrid models.
+  enum class MambaCache : std::uint8_t { auto_, none, align, all } mamba_cache_mode = MambaCache::auto_;
   std::optional<i64> max_model_len;       ///< --max-model-len (default: max_position_embeddings)
   std::optional<i64> max_num_batched_tokens;  ///< --max-num-batched-tokens (default: vLLM V1 rule)
   std::optional<i64> max_num_seqs;        ///< --max-num-seqs (default: vLLM V1 rule)
@@ -117,6 +121,9 @@ struct Deployment {
 bool legacy_kv_size_log(const std::string& version);
 /// Whether `version` turned prefix caching off for hybrid linear-attention models (vLLM 0.10-0.11).
 bool mamba_prefix_caching_off(const std::string& version);
+/// Whether `version` refuses to start a model with linear-attention states when max_num_seqs exceeds the pool's
+/// blocks (vllm#38270, merged 2026-03-26, after 0.18.0: from 0.19 on).
+bool mamba_blocks_cap_max_num_seqs(const std::string& version);
 
 /// A deployment with every default filled in and checked against the model and GPU.
 struct ResolvedDeployment {
@@ -142,7 +149,12 @@ struct ResolvedDeployment {
   i64 expert_parallel_size = 1;     ///< ranks the routed experts are split over (TP x replicas with EP; else 1)
   u64 linear_state_bytes = 0;       ///< one linear layer's state per request per rank, unpadded (0: none)
   u64 linear_state_page_bytes = 0;  ///< the same padded to the attention page (vLLM mamba_page_size_padded)
-  bool mamba_align = false;         ///< mamba_cache_mode resolved to align (2 state blocks per request and group)
+  /// mamba_cache_mode as vLLM resolves it: none, align or all (never auto); none for a model without states.
+  Deployment::MambaCache mamba_mode = Deployment::MambaCache::none;
+  i64 mamba_block_size = 0;          ///< mamba_cache_mode all: tokens per state checkpoint (vLLM mamba_block_size)
+  std::string mamba_mode_note = {};  ///< why the mode differs from the one asked for (empty: as asked, or auto)
+  /// Prefix caching runs with the states (align or all): a shared prefix's attention blocks are shared.
+  [[nodiscard]] bool mamba_prefix_caching() const { return mamba_mode != Deployment::MambaCache::none; }
 };
 
 /// vLLM's name of an --all2all-backend ("allgather_reducescatter", "deepep_low_latency", ...).

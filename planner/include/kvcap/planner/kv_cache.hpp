@@ -43,8 +43,11 @@ struct KvLayerSpec {
   i64 block_size = 16;        ///< tokens per block (unify_kv_cache_spec_page_size may raise it)
   u64 page_size_bytes = 0;    ///< one layer, one block, on one rank
   i64 window_tokens = 0;      ///< sliding_window or attention_chunk_size (0 for full)
-  i64 state_blocks = 1;       ///< mamba: blocks per request (mamba_cache_mode none: 1, align: 2)
-  KvEviction evict{};         ///< full: the what-if --kv-eviction (off: every token)
+  i64 state_blocks = 1;       ///< mamba: blocks a running request holds (mamba_cache_mode none: 1, align and all: 2)
+  /// mamba, mamba_cache_mode all: vLLM charges a request a state block per block_size tokens of max_model_len
+  /// (MambaSpec.max_memory_usage_bytes) in its startup check and logged concurrency.
+  bool state_per_block = false;
+  KvEviction evict{};  ///< full: the what-if --kv-eviction (off: every token)
   bool operator==(const KvLayerSpec&) const = default;
 };
 

@@ -71,8 +71,18 @@ struct MemoryPlan {
   u64 cluster_kv_capacity_tokens = 0;  ///< x replicas
   double cluster_max_concurrency = 0;  ///< x replicas, at max_model_len
   std::vector<std::string> warnings;   ///< e.g. "one request of max_model_len does not fit"
+  /// vLLM 0.19 and later with linear-attention states: max_num_seqs may not exceed the pool's blocks
+  /// (mamba_blocks_cap_max_num_seqs); 0 where there is no such limit.
+  i64 max_num_seqs_limit = 0;
   bool fits() const { return max_concurrency >= 1.0; }
+  /// Whether vLLM refuses to start because max_num_seqs exceeds max_num_seqs_limit.
+  bool seqs_exceed_state_blocks() const { return max_num_seqs_limit > 0 && dep.max_num_seqs > max_num_seqs_limit; }
 };
+
+/// The plan's deployment with every default filled in, as a launch command gives it: max_num_seqs lowered to
+/// max_num_seqs_limit where vLLM would refuse it (never binding on the speed model: a request holds an attention
+/// block and a state block in each state group, so fewer than num_blocks requests fit).
+Deployment launchable_deployment(const MemoryPlan& p);
 
 /// Contexts 1K, 2K, ... 1M (doubling), the default curve.
 std::vector<i64> default_contexts();

@@ -59,6 +59,14 @@ struct LinearAttentionSpec {
   /// mamba_ssm_dtype of config.json (Qwen3.5: float32): the recurrent state's dtype; auto: the model dtype
   /// (vLLM Qwen3_5ForConditionalGenerationConfig copies it into --mamba-ssm-cache-dtype).
   DType state_dtype = DType::auto_;
+  /// The Mamba-2 SSD kernel's chunk (config.json mamba_chunk_size or chunk_size; 0: absent, which vLLM's
+  /// ModelConfig.get_mamba_chunk_size reads as 2048, as for Mamba-1). Only the block size of vLLM's
+  /// mamba_cache_mode "all" depends on it: the block is a multiple of it.
+  i64 chunk_size = 0;
+  /// vLLM's model class declares SupportsMambaPrefixCaching (Mamba-2 and Mamba-1 hybrids: nemotron_h.py,
+  /// granitemoehybrid.py, falcon_h1.py, jamba.py), so with prefix caching its default mamba_cache_mode is "all";
+  /// Qwen3-Next and Qwen3.5 (Gated DeltaNet) do not, and run "align".
+  [[nodiscard]] bool supports_cache_mode_all() const { return kind != Kind::gated_delta_net; }
   /// The channels the short convolution runs over (before tensor parallelism; mamba2 without group padding).
   i64 conv_dim() const {
     switch (kind) {
