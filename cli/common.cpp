@@ -68,7 +68,7 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("language-model-only", po::bool_switch(), "serve a multimodal checkpoint (Gemma 3, Llama 4) as text only, as vLLM's flag: its vision encoder is not loaded")
     ("disable-hybrid-kv-cache-manager", po::bool_switch(), "charge sliding-window and chunked layers the whole context, as vLLM's flag of that name")
     ("hybrid-chunked-local", po::bool_switch(), "keep the hybrid KV cache manager for chunked local attention (Llama 4), as VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1")
-    ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto (all for Mamba hybrids, align for Gated DeltaNet; none for vLLM 0.10-0.11), none (1 state block per request and group), align (2, with prefix caching), all (a checkpoint per block, with prefix caching)")
+    ("mamba-cache-mode", po::value<std::string>()->default_value("auto"), "linear-attention state caching: auto (all for Mamba hybrids, align for Gated DeltaNet; none for vLLM 0.10-0.11), none (prefix caching off, as --no-enable-prefix-caching: 1 state block per request and group), align (2, with prefix caching), all (a checkpoint per block, with prefix caching)")
     ("mamba-ssm-cache-dtype", po::value<std::string>()->default_value("auto"), "recurrent state dtype of linear-attention layers: auto (config's mamba_ssm_dtype, else the model dtype), fp32, bf16, fp16")
     ("vllm-version", po::value<std::string>()->default_value("current"), "vLLM release whose logged \"GPU KV cache size\" to reproduce: current, or 0.10 ... 0.19 (num_blocks // groups x block size)");
   // clang-format on

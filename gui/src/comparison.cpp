@@ -46,8 +46,8 @@ void add_model_rows(std::vector<ComparisonRow>& rows, const ModelResult& b, cons
   add_number(rows, who + QStringLiteral("KV cache tokens, all replicas"),
              double(b.plan->kv_capacity_tokens) * double(b.plan->dep.replicas),
              double(r.plan->kv_capacity_tokens) * double(r.plan->dep.replicas), 0);
-  add_number(rows, who + QStringLiteral("concurrency at max_model_len"), b.plan->cluster_max_concurrency,
-             r.plan->cluster_max_concurrency, 2);
+  add_number(rows, who + QStringLiteral("concurrency at max_model_len, as vLLM logs it"),
+             b.plan->cluster_max_concurrency, r.plan->cluster_max_concurrency, 2);
   if (!b.decode.empty() && !r.decode.empty())
     add_number(rows, who + QStringLiteral("decode tokens/s per replica, largest batch"), b.decode.back().tokens_per_s,
                r.decode.back().tokens_per_s, 0);

@@ -375,10 +375,11 @@ void resolve_linear_states(const ModelSpec& m, const Deployment& d, ResolvedDepl
   r.linear_state_bytes = linear_state_bytes_per_rank(m, tp, r.dtype, d.mamba_ssm_cache_dtype);
   const u64 attn_1_token = attention_page_bytes(m, r.kv_dtype, tp, 1, static_cast<unsigned>(d.kv_quant_group_size));
   const u64 align = m.attention == AttentionType::mla ? 64 : 16;
-  u64 need = align * ceil_div(r.linear_state_bytes, align * attn_1_token);
+  // kernel_block_alignment_size = max(the backend's smallest kernel block, cache_config.block_size) since vllm#37467
+  // (merged 2026-03-30, after 0.18.0); before it the alignment was 16 (64 for MLA) whatever --block-size.
+  const u64 kernel = vllm_minor(d.vllm_version) >= 19 ? std::max<u64>(align, static_cast<u64>(r.block_size)) : align;
+  u64 need = kernel * ceil_div(r.linear_state_bytes, kernel * attn_1_token);
   if (r.mamba_mode == MC::all) {
-    // kernel_block_alignment_size = max(the backend's smallest kernel block, cache_config.block_size).
-    const u64 kernel = std::max<u64>(align, static_cast<u64>(r.block_size));
     const u64 chunk = std::lcm(static_cast<u64>(a.chunk_size > 0 ? a.chunk_size : 2048), kernel);
     need = mul(chunk, ceil_div(ceil_div(r.linear_state_bytes, attn_1_token), chunk), "mamba block size");
     r.mamba_block_size = static_cast<i64>(need);

@@ -17,6 +17,7 @@ void sweep_grid(const SpeedContext& c, const std::vector<i64>& contexts, const s
   for (i64 s : contexts)
     if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
   const i64 seqs = c.plan.dep.max_num_seqs, max_len = c.plan.dep.max_model_len;
+  const bool starts = c.plan.fits() && !c.plan.seqs_exceed_state_blocks();
   // Without pipeline parallelism the precomputed step-cost model gives decode_step()'s time to rounding in
   // O(1) per point (tests/planner/test_step_cost.cpp); with PP, decode_step() itself (its micro-batches
   // are whole requests, the cost model's are equal shares).
@@ -43,7 +44,9 @@ void sweep_grid(const SpeedContext& c, const std::vector<i64>& contexts, const s
     if (fast) fast->add(one, s - 1, 1, true);
     for (i64 b : batches) {
       p.batch = b;
-      p.fits = s <= max_len && b <= seqs && static_cast<double>(b) <= limit;
+      // A deployment vLLM does not start fits nothing: one request of max_model_len beyond its pool, or (vLLM 0.19+,
+      // states) max_num_seqs above its blocks.
+      p.fits = starts && s <= max_len && b <= seqs && static_cast<double>(b) <= limit;
       if (fast) {
         StepLoad load = one;
         const double n = static_cast<double>(b);

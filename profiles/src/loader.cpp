@@ -211,7 +211,8 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.linear.conv_bias, get_bool(c, la, la_path, "conv_bias", false));
   set(m.linear.proj_bias, get_bool(c, la, la_path, "proj_bias", false));
   set(m.linear.gated_norm, get_bool(c, la, la_path, "gated_norm", false));
-  set(m.linear.chunk_size, get_int(c, la, la_path, "chunk_size", false, 1, kMaxDim));
+  // Required for Mamba-2: every published Mamba-2 config carries it (vLLM's 2048 without one is Mamba-1's).
+  set(m.linear.chunk_size, get_int(c, la, la_path, "chunk_size", m2, 1, kMaxDim));
   if (la.IsMap()) {
     const std::pair<const char*, bool> only[] = {
         {"num_key_heads", gdn}, {"num_value_heads", gdn}, {"key_head_dim", gdn},           {"value_head_dim", gdn},

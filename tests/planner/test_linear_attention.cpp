@@ -321,8 +321,15 @@ TEST_CASE("mamba_cache_mode all: Mamba hybrids checkpoint their states every chu
   j.max_model_len = 32768;
   j.kv_cache_memory_bytes = {20ull << 30};
   CHECK(plan_memory(jamba, g, j, {32768}).dep.block_size == 2048);
-  const auto back = profiles::parse_model(profiles::to_yaml(granite), "round-trip.yaml");
+  const std::string yaml = profiles::to_yaml(granite);
+  const auto back = profiles::parse_model(yaml, "round-trip.yaml");
   CHECK(back.linear.chunk_size == 256);
+  // A Mamba-2 profile must say its chunk (vLLM's 2048 without one is Mamba-1's, and would give a 2048-token block).
+  std::string no_chunk = yaml;
+  const auto at = no_chunk.find("  chunk_size:");
+  REQUIRE(at != std::string::npos);
+  no_chunk.erase(at, no_chunk.find('\n', at) + 1 - at);
+  CHECK_THROWS_WITH(profiles::parse_model(no_chunk, "no-chunk.yaml"), Catch::Contains("chunk_size"));
   CHECK(plan_memory(back, g, d, {32768}).dep.block_size == 768);
 }
 
@@ -342,15 +349,33 @@ TEST_CASE("vLLM 0.19+ refuses max_num_seqs above the pool's blocks for a model w
   CHECK(std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.code == "KVCAP-E110"; }));
   // The launch command a sizing emits lowers it to the pool, which never binds (a request holds 9 blocks).
   CHECK(launchable_deployment(p).max_num_seqs == static_cast<i64>(p.num_blocks));
-  // --max-num-seqs at the limit starts; vLLM 0.18 had no such check.
-  Deployment ok = d;
-  ok.max_num_seqs = static_cast<i64>(p.num_blocks);
-  CHECK_FALSE(plan_memory(m, g, ok, {131072}).seqs_exceed_state_blocks());
+  // At a pinned pool (--kv-cache-memory: no activation peak to change with max_num_seqs) the limit is the pool's
+  // blocks: equal starts, one more does not.
+  Deployment pinned = d;
+  pinned.kv_cache_memory_bytes = {500ull * 6 * 2176 * 1024};  // 500 blocks of 6 layers (one per group) x 2176 x 1 KiB
+  pinned.max_num_seqs = 500;
+  const auto pp = plan_memory(m, g, pinned, {131072});
+  REQUIRE(pp.num_blocks == 500);
+  CHECK_FALSE(pp.seqs_exceed_state_blocks());
+  pinned.max_num_seqs = 501;
+  CHECK(plan_memory(m, g, pinned, {131072}).seqs_exceed_state_blocks());
+  // vLLM 0.18 had no such check.
   Deployment old = d;
   old.vllm_version = "0.18";
   const auto po = plan_memory(m, g, old, {131072});
   CHECK(po.max_num_seqs_limit == 0);
   CHECK_FALSE(po.seqs_exceed_state_blocks());
+  // mamba_cache_mode all: vLLM's charge at max_model_len (5 groups x cdiv(131072, 2176) = 305 blocks) gives the
+  // logged concurrency; a running request holds 61 attention blocks and 2 in each of the 4 state groups (69), which the
+  // curve counts. In align mode the two charges are one.
+  REQUIRE(p.dep.mamba_mode == Deployment::MambaCache::all);
+  CHECK(p.blocks_per_max_len_request == 305);
+  CHECK(p.max_concurrency == Approx(static_cast<double>(p.num_blocks) / 305));
+  CHECK(concurrency_at(m, p, 131072) == Approx(static_cast<double>(p.num_blocks) / 69));
+  Deployment al = d;
+  al.mamba_cache_mode = Deployment::MambaCache::align;
+  const auto pa = plan_memory(m, g, al, {131072});
+  CHECK(concurrency_at(m, pa, 131072) == Approx(pa.max_concurrency));
   // A full-attention model has no such limit.
   const auto pl = plan_memory(profiles::resolve_model("llama-3.1-8b"), g, Deployment{}, {8192});
   CHECK(pl.max_num_seqs_limit == 0);
@@ -399,6 +424,15 @@ TEST_CASE("Mixer-only blocks: Nemotron-H imports one Mamba-2 / attention / MLP /
   CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 1152);
   d.mamba_cache_mode = Deployment::MambaCache::align;
   CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 1072);
+  // From vLLM 0.19 (vllm#37467) the kernel alignment is max(16, --block-size): 128 x cdiv(2,084, 128) = 2176 with a
+  // float32 state and --block-size 128; 0.18 aligned to 16 whatever the block (2096).
+  d.mamba_ssm_cache_dtype = DType::auto_;
+  d.block_size = 128;
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 2176);
+  d.vllm_version = "0.18";
+  CHECK(plan_memory(m, g, d, {32768}).dep.block_size == 2096);
+  d.vllm_version = "current";
+  d.block_size = 16;
 
   // NVIDIA-Nemotron-Nano-9B-v2 (its geometry, tests/data/hf/README.md): vLLM issue #24280 (2025-09, when
   // NemotronHForCausalLMConfig defaulted the SSM cache to float16) quotes "672 tokens" as its attention block.
