@@ -286,6 +286,16 @@ Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap, bool startup = false) 
 }
 }  // namespace
 
+std::string seqs_limit_text(const MemoryPlan& p) {
+  // vllm/config/compilation.py (vllm#38270): full CUDA graphs need a state block per decode sequence.
+  const std::string n = std::to_string(p.dep.max_num_seqs), b = std::to_string(p.num_blocks);
+  return "vLLM would not start: max_num_seqs " + n + " exceeds the " + b +
+         " blocks of the KV pool, and a model with linear-attention states needs one per decode sequence (vLLM "
+         "0.19 and later: \"max_num_seqs (" +
+         n + ") exceeds available Mamba cache blocks (" + b + ")\"): give --max-num-seqs " + b +
+         " or less, or more memory";
+}
+
 Deployment launchable_deployment(const MemoryPlan& p) {
   Deployment d = p.dep.d;
   if (p.seqs_exceed_state_blocks()) d.max_num_seqs = p.max_num_seqs_limit;
@@ -339,13 +349,7 @@ namespace {
 void limit_max_num_seqs(MemoryPlan& p) {
   if (p.dep.linear_state_bytes > 0 && mamba_blocks_cap_max_num_seqs(p.dep.d.vllm_version) && p.num_blocks > 0)
     p.max_num_seqs_limit = static_cast<i64>(std::min<u64>(p.num_blocks, static_cast<u64>(INT64_MAX)));
-  if (p.seqs_exceed_state_blocks())
-    p.warnings.push_back(
-        "max_num_seqs " + std::to_string(p.dep.max_num_seqs) + " exceeds the pool's " + std::to_string(p.num_blocks) +
-        " blocks: vLLM 0.19 and later refuse to start a model with linear-attention states so "
-        "(\"max_num_seqs (" +
-        std::to_string(p.dep.max_num_seqs) + ") exceeds available Mamba cache blocks (" + std::to_string(p.num_blocks) +
-        ")\"); give --max-num-seqs " + std::to_string(p.num_blocks) + " or less");
+  if (p.seqs_exceed_state_blocks()) p.warnings.push_back(seqs_limit_text(p));
 }
 }  // namespace
 

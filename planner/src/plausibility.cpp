@@ -163,14 +163,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                         fixed(p.max_concurrency, 2) + "x); the longest that fits is " +
                                         std::to_string(p.max_model_len_that_fits) +
                                         " tokens: lower --max-model-len or add memory"));
-  if (!has_errors(r) && p.seqs_exceed_state_blocks())
-    // vllm/config/compilation.py (vllm#38270): full CUDA graphs need a state block per decode sequence.
-    r.push_back(error("KVCAP-E110", "vLLM would not start: max_num_seqs " + std::to_string(d.max_num_seqs) +
-                                        " exceeds the " + std::to_string(p.num_blocks) +
-                                        " blocks of the KV pool, and a model with linear-attention states needs one "
-                                        "per decode sequence (\"exceeds available Mamba cache blocks\", vLLM 0.19 "
-                                        "and later): give --max-num-seqs " +
-                                        std::to_string(p.num_blocks) + " or less, or more memory"));
+  if (!has_errors(r) && p.seqs_exceed_state_blocks()) r.push_back(error("KVCAP-E110", seqs_limit_text(p)));
   const auto what_ifs = check_what_ifs(p);
   r.insert(r.end(), what_ifs.begin(), what_ifs.end());
   return r;

@@ -140,9 +140,7 @@ Measurement measure_memory(const PromiseQuery& q, const ModelSpec& m, const Memo
               " tokens per replica" + cluster_scope(q, plan)};
     case Metric::fits:
       // vLLM 0.19+ does not start a model with states whose max_num_seqs exceeds the blocks (KVCAP-E110): 0.
-      if (plan.fits() && plan.seqs_exceed_state_blocks())
-        return {0.0, "max_num_seqs " + std::to_string(plan.dep.max_num_seqs) + " exceeds the " +
-                         grouped(plan.num_blocks) + " blocks: vLLM would not start (KVCAP-E110)"};
+      if (plan.fits() && plan.seqs_exceed_state_blocks()) return {0.0, "KVCAP-E110: " + seqs_limit_text(plan)};
       return {plan.max_concurrency, plan.fits()             ? "one request of max_model_len " + max_len + " fits"
                                     : plan.warnings.empty() ? "does not fit"
                                                             : plan.warnings.back()};

@@ -52,12 +52,7 @@ std::pair<double, double> mean_lengths_tokens(const SimulationRequest& r) {
 }
 
 void check_fits(const MemoryPlan& plan) {
-  if (plan.seqs_exceed_state_blocks())
-    throw SpecError("max_num_seqs", "KVCAP-E110: " + std::to_string(plan.dep.max_num_seqs) + " exceeds the " +
-                                        grouped(plan.num_blocks) +
-                                        " blocks of the KV pool; vLLM 0.19 and later refuse to start a model with "
-                                        "linear-attention states so: give --max-num-seqs " +
-                                        std::to_string(plan.num_blocks) + " or less");
+  if (plan.seqs_exceed_state_blocks()) throw SpecError("max_num_seqs", "KVCAP-E110: " + seqs_limit_text(plan));
   if (!plan.fits())
     throw SpecError("max_model_len",
                     "one request of max_model_len " + grouped(static_cast<std::uint64_t>(plan.dep.max_model_len)) +

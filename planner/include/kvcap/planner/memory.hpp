@@ -83,6 +83,9 @@ struct MemoryPlan {
 /// max_num_seqs_limit where vLLM would refuse it (never binding on the speed model: a request holds an attention
 /// block and a state block in each state group, so fewer than num_blocks requests fit).
 Deployment launchable_deployment(const MemoryPlan& p);
+/// Where seqs_exceed_state_blocks(): "vLLM would not start: max_num_seqs N exceeds the B blocks ...", the one text
+/// of KVCAP-E110 in every front end.
+std::string seqs_limit_text(const MemoryPlan& p);
 
 /// Contexts 1K, 2K, ... 1M (doubling), the default curve.
 std::vector<i64> default_contexts();
