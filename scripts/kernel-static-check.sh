@@ -46,7 +46,7 @@ cuobjdump=$(dirname "$nvcc")/cuobjdump
 limits=$(cat <<'EOF'
 decode_team_kernel;128;58368;128 threads, 4 resident blocks per SM (decode_resident_blocks sizes the split by it): 16 warps
 decode_kernel<;128;0;MLA tile kernel, 128 threads, 4 blocks per SM; its shared memory is dynamic (DecodeSmem)
-decode_merge_kernel;64;0;128 threads, many blocks: at least 8 blocks per SM
+decode_merge_kernel;64;16;128 threads, many blocks: at least 8 blocks per SM (static: the block reduction's 4 floats; the chunk weights are dynamic, at most 32 KiB)
 stream_(read|copy)_kernel;32;0;256 threads, 8 blocks per SM: full occupancy (2048 threads x 32 registers)
 fill_valid_kernel;32;0;256 threads, full occupancy
 gemm_mma_kernel;128;81920;256 threads, 2 blocks per SM (128 x 128 tile, two cp.async stages)

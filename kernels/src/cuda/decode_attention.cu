@@ -436,25 +436,62 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // One block per (sequence, query head): out = sum_c 2^(lse_c - max) o_c / sum_c 2^(lse_c - max).
+// The chunks are spread over the block's threads for the maximum and the weights (kept in shared memory,
+// kMaxMergeChunks at most), then each thread sums its output dims over the chunks with kMergeLoads loads in flight.
+// (A first version looped over the chunks in every thread, one dependent L2 round trip per chunk: about 0.4 us per
+// chunk on an H200, 100 us of a 195 us decode of one 64K-token sequence; measured 2026-11-27.)
+constexpr int kMaxMergeChunks = 8192;
+constexpr int kMergeLoads = 8;
+
+__device__ float block_reduce(float v, bool is_max) {
+  __shared__ float warp_part[kWarps];
+  for (int o = 16; o > 0; o >>= 1) {
+    const float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, w) : v + w;
+  }
+  __syncthreads();  // warp_part may still be read by a previous call
+  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = warp_part[0];
+  for (int w = 1; w < kWarps; ++w) v = is_max ? fmaxf(v, warp_part[w]) : v + warp_part[w];
+  return v;
+}
+
 __global__ void __launch_bounds__(kThreads)
     decode_merge_kernel(const DecodeParams p, const DecodeSplit split, const float* __restrict__ part_o,
                         const float* __restrict__ part_lse) {
+  extern __shared__ float weight_s[];  // [num_chunks]: 2^(lse_c - max), 0 for a chunk with no tokens
   const int b = blockIdx.x / p.num_q_heads, qh = blockIdx.x % p.num_q_heads;
-  const long long base = (static_cast<long long>(b) * p.num_q_heads + qh) * split.num_chunks;
+  const int n = split.num_chunks;
+  const long long base = (static_cast<long long>(b) * p.num_q_heads + qh) * n;
   float mx = -INFINITY;
-  for (int c = 0; c < split.num_chunks; ++c) mx = fmaxf(mx, part_lse[base + c]);
+  for (int c = threadIdx.x; c < n; c += blockDim.x) mx = fmaxf(mx, part_lse[base + c]);
+  mx = block_reduce(mx, true);
   float wsum = 0.0f;
-  for (int c = 0; c < split.num_chunks; ++c) {
+  for (int c = threadIdx.x; c < n; c += blockDim.x) {
     const float lse = part_lse[base + c];
-    if (lse != -INFINITY) wsum += exp2f(lse - mx);
+    const float w = lse != -INFINITY ? exp2f(lse - mx) : 0.0f;
+    weight_s[c] = w;
+    wsum += w;
   }
+  wsum = block_reduce(wsum, false);  // its barriers also publish weight_s
   const float inv = wsum > 0.0f ? 1.0f / wsum : 0.0f;
   float* out = p.out + p.out_offset(b, qh);
+  const float* po = part_o + base * p.head_dim_v;
   for (int d = threadIdx.x; d < p.head_dim_v; d += blockDim.x) {
     float a = 0.0f;
-    for (int c = 0; c < split.num_chunks; ++c) {
-      const float lse = part_lse[base + c];
-      if (lse != -INFINITY) a += exp2f(lse - mx) * part_o[(base + c) * p.head_dim_v + d];
+    int c = 0;
+    for (; c + kMergeLoads <= n; c += kMergeLoads) {
+      float v[kMergeLoads];
+#pragma unroll
+      for (int i = 0; i < kMergeLoads; ++i) v[i] = po[static_cast<long long>(c + i) * p.head_dim_v + d];
+#pragma unroll
+      for (int i = 0; i < kMergeLoads; ++i) {
+        if (weight_s[c + i] != 0.0f) a += weight_s[c + i] * v[i];
+      }
+    }
+    for (; c < n; ++c) {
+      if (weight_s[c] != 0.0f) a += weight_s[c] * po[static_cast<long long>(c) * p.head_dim_v + d];
     }
     out[d] = a * inv;
   }
@@ -518,6 +555,7 @@ cudaError_t decode_attention_gpu(const DecodeParams& p, const DecodeSplit& split
     KVCAP_FAIL_LAUNCH("decode attention: split-KV needs a workspace and chunk_tokens > 0");
   }
   if (p.batch > 65535) KVCAP_FAIL_LAUNCH("decode attention: batch > 65535");
+  if (s.num_chunks > kMaxMergeChunks) KVCAP_FAIL_LAUNCH("decode attention: split-KV merges at most 8192 chunks");
   float* part_o = workspace;
   float* part_lse =
       s.num_chunks > 1 ? workspace + static_cast<std::size_t>(p.batch) * p.num_q_heads * s.num_chunks * p.head_dim_v : nullptr;
@@ -530,7 +568,8 @@ cudaError_t decode_attention_gpu(const DecodeParams& p, const DecodeSplit& split
     return cudaGetLastError();
   });
   if (e != cudaSuccess || s.num_chunks <= 1) return e;
-  decode_merge_kernel<<<p.batch * p.num_q_heads, kThreads, 0, stream>>>(p, s, part_o, part_lse);
+  decode_merge_kernel<<<p.batch * p.num_q_heads, kThreads, s.num_chunks * sizeof(float), stream>>>(p, s, part_o,
+                                                                                          part_lse);
   return cudaGetLastError();
 }
 
