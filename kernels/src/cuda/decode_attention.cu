@@ -442,6 +442,9 @@ __global__ void __launch_bounds__(kThreads)
 // chunk on an H200, 100 us of a 195 us decode of one 64K-token sequence; measured 2026-11-27.)
 constexpr int kMaxMergeChunks = 8192;
 constexpr int kMergeLoads = 8;
+__host__ __device__ constexpr int merge_weights(int chunks) {
+  return (chunks + kMergeLoads - 1) / kMergeLoads * kMergeLoads;
+}
 
 __device__ float block_reduce(float v, bool is_max) {
   __shared__ float warp_part[kWarps];
@@ -460,7 +463,10 @@ __device__ float block_reduce(float v, bool is_max) {
 __global__ void __launch_bounds__(kThreads)
     decode_merge_kernel(const DecodeParams p, const DecodeSplit split, const float* __restrict__ part_o,
                         const float* __restrict__ part_lse) {
-  extern __shared__ float weight_s[];  // [num_chunks]: 2^(lse_c - max), 0 for a chunk with no tokens
+  // [num_chunks rounded up to kMergeLoads]: 2^(lse_c - max), 0 for a chunk with no tokens and for the padding. The
+  // padding is there because ptxas may merge the tail loop's reads into wider ones (compute-sanitizer saw a 12-byte
+  // read at the first weight of a two-chunk merge on an H200, 2026-11-27).
+  extern __shared__ float weight_s[];
   const int b = blockIdx.x / p.num_q_heads, qh = blockIdx.x % p.num_q_heads;
   const int n = split.num_chunks;
   const long long base = (static_cast<long long>(b) * p.num_q_heads + qh) * n;
@@ -468,8 +474,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int c = threadIdx.x; c < n; c += blockDim.x) mx = fmaxf(mx, part_lse[base + c]);
   mx = block_reduce(mx, true);
   float wsum = 0.0f;
-  for (int c = threadIdx.x; c < n; c += blockDim.x) {
-    const float lse = part_lse[base + c];
+  for (int c = threadIdx.x; c < merge_weights(n); c += blockDim.x) {
+    const float lse = c < n ? part_lse[base + c] : -INFINITY;
     const float w = lse != -INFINITY ? exp2f(lse - mx) : 0.0f;
     weight_s[c] = w;
     wsum += w;
@@ -568,8 +574,8 @@ cudaError_t decode_attention_gpu(const DecodeParams& p, const DecodeSplit& split
     return cudaGetLastError();
   });
   if (e != cudaSuccess || s.num_chunks <= 1) return e;
-  decode_merge_kernel<<<p.batch * p.num_q_heads, kThreads, s.num_chunks * sizeof(float), stream>>>(p, s, part_o,
-                                                                                          part_lse);
+  const std::size_t weight_bytes = merge_weights(s.num_chunks) * sizeof(float);
+  decode_merge_kernel<<<p.batch * p.num_q_heads, kThreads, weight_bytes, stream>>>(p, s, part_o, part_lse);
   return cudaGetLastError();
 }
 
