@@ -110,7 +110,7 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
     using MC = Deployment::MambaCache;
     i64 states = 0;
     for (const auto& grp : p.kv_groups) states += grp.spec.kind == KvSpecKind::mamba ? 1 : 0;
-    o << "mamba_cache_mode " << (d.mamba_mode == MC::all ? "all" : d.mamba_mode == MC::align ? "align" : "none");
+    o << "mamba_cache_mode " << mamba_cache_mode_name(d.mamba_mode);
     if (!d.mamba_mode_note.empty()) o << " (" << d.mamba_mode_note << ")";
     if (d.mamba_mode == MC::all)
       o << ": vLLM's startup check and these two figures charge each of the " << states
@@ -234,9 +234,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
   j["deployment"] = deployment_json(d);
   if (d.linear_state_bytes > 0) {
     using MC = Deployment::MambaCache;
-    j["deployment"]["mamba_cache_mode"] = d.mamba_mode == MC::all     ? "all"
-                                          : d.mamba_mode == MC::align ? "align"
-                                                                      : "none";
+    j["deployment"]["mamba_cache_mode"] = mamba_cache_mode_name(d.mamba_mode);
     if (d.mamba_mode == MC::all) j["deployment"]["mamba_block_size"] = d.mamba_block_size;
   }
   j["what_if"] = what_if_json(p);

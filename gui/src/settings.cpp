@@ -67,9 +67,7 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
   if (d.hybrid_kv_cache_manager == Deployment::Hybrid::off) f.emplace_back("--disable-hybrid-kv-cache-manager");
   if (d.hybrid_kv_cache_manager == Deployment::Hybrid::on) f.emplace_back("--hybrid-chunked-local");
   if (d.mamba_cache_mode != Deployment::MambaCache::auto_)
-    add("--mamba-cache-mode", d.mamba_cache_mode == Deployment::MambaCache::none    ? "none"
-                              : d.mamba_cache_mode == Deployment::MambaCache::align ? "align"
-                                                                                    : "all");
+    add("--mamba-cache-mode", mamba_cache_mode_name(d.mamba_cache_mode));
   if (d.mamba_ssm_cache_dtype != DType::auto_)
     add("--mamba-ssm-cache-dtype", std::string(name(d.mamba_ssm_cache_dtype)));
   if (d.vllm_version != def.vllm_version) add("--vllm-version", d.vllm_version);

@@ -287,6 +287,20 @@ std::string Deployment::Eviction::describe() const {
   return "none";
 }
 
+const char* mamba_cache_mode_name(Deployment::MambaCache m) {
+  switch (m) {
+    case Deployment::MambaCache::auto_:
+      return "auto";
+    case Deployment::MambaCache::none:
+      return "none";
+    case Deployment::MambaCache::align:
+      return "align";
+    case Deployment::MambaCache::all:
+      return "all";
+  }
+  return "auto";
+}
+
 const char* all2all_backend_name(Deployment::All2All b) {
   switch (b) {
     case Deployment::All2All::allgather_reducescatter:

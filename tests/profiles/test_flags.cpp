@@ -45,6 +45,12 @@ TEST_CASE("deployment flags: errors name the flag", "[flags]") {
   CHECK_THROWS_WITH(deployment_from_flags({{"mamba-cache-mode", "some"}}),
                     "--mamba-cache-mode: expected auto, none, align or all, got 'some'");
   CHECK(deployment_from_flags({{"mamba-cache-mode", "all"}}).mamba_cache_mode == Deployment::MambaCache::all);
+  // Every mode's printed name reads back as that mode (plan's text and JSON and the dashboard's command line print
+  // mamba_cache_mode_name).
+  for (const auto m : {Deployment::MambaCache::auto_, Deployment::MambaCache::none, Deployment::MambaCache::align,
+                       Deployment::MambaCache::all}) {
+    CHECK(deployment_from_flags({{"mamba-cache-mode", mamba_cache_mode_name(m)}}).mamba_cache_mode == m);
+  }
   CHECK_THROWS_WITH(deployment_from_flags({{"vllm-version", "0.3"}}), Catch::StartsWith("--vllm-version: "));
   CHECK_THROWS_WITH(deployment_from_flags({{"disable-hybrid-kv-cache-manager", ""}, {"hybrid-chunked-local", ""}}),
                     Catch::Contains("contradict each other"));

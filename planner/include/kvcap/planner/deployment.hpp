@@ -160,6 +160,9 @@ struct ResolvedDeployment {
 /// vLLM's name of an --all2all-backend ("allgather_reducescatter", "deepep_low_latency", ...).
 const char* all2all_backend_name(Deployment::All2All b);
 
+/// vLLM's name of a --mamba-cache-mode ("none", "align", "all"; "auto" for kvcap's default, resolved per model).
+const char* mamba_cache_mode_name(Deployment::MambaCache m);
+
 /// Whether a DeepEP backend exchanges tokens: --all2all-backend deepep_* with expert parallelism across data-parallel
 /// replicas (vLLM builds the all-to-all only then, FusedMoEParallelConfig.use_all2all_kernels).
 bool uses_deepep(const ResolvedDeployment& d);
