@@ -144,9 +144,9 @@ const std::vector<std::string> kDefaultTargets = {
 const CommandHelp kHelp = {
     "kvcap compare [--deploy MODEL@NxGPU ...] [options]",
     "Maximum concurrent requests per replica at each context length, for several model deployments side\n"
-    "by side. Without --deploy: LLaMA 3.1 8B/70B/405B, Mistral 7B v0.1, Mixtral 8x7B, DeepSeek-V2-Lite\n"
-    "and DeepSeek-V3 on H100/H200 deployments. Other flags apply to every deployment; max_model_len is\n"
-    "the model's own unless given.",
+    "by side. Without --deploy: LLaMA 3.1 8B/70B/405B, Mistral 7B v0.1, Mixtral 8x7B, DeepSeek-V2-Lite,\n"
+    "DeepSeek-V3, gpt-oss-20b and Gemma 3 27B on H100/H200 deployments (nine rows). Other flags apply to\n"
+    "every deployment; max_model_len is the model's own unless given.",
     "  kvcap compare\n"
     "  kvcap compare --deploy llama-3.1-8b@h100-sxm --deploy mistral-7b-v0.1@h100-sxm --kv-cache-dtype fp8\n"
     "  kvcap compare --deploy llama-3.1-8b@h200 --deploy 'llama-3.1-8b@h200 --kv-eviction h2o:budget=0.2'\n"

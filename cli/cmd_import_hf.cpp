@@ -8,6 +8,30 @@
 #include "kvcap/profiles/profiles.hpp"
 
 namespace kvcap::cli {
+namespace {
+/// The help's description: the importer's own list of model types (profiles::supported_hf_model_types), wrapped.
+std::string supported_types_text() {
+  std::string text =
+      "Reads a Hugging Face config.json and writes the equivalent kvcap model profile (YAML). A config is\n"
+      "recognised by its model_type, or by its architectures entry as vLLM does (Kimi-K2 is a\n"
+      "DeepseekV3ForCausalLM); multimodal configs are read through text_config. Supported model_type values:";
+  std::size_t column = text.size() - text.rfind('\n') - 1;
+  const auto types = profiles::supported_hf_model_types();
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    const std::string word = types[i] + (i + 1 < types.size() ? "," : ".");
+    if (column + 1 + word.size() > 100) {
+      text += "\n";
+      column = 0;
+    } else {
+      text += " ";
+      ++column;
+    }
+    text += word;
+    column += word.size();
+  }
+  return text;
+}
+}  // namespace
 
 int cmd_import_hf(const std::vector<std::string>& args) {
   po::options_description desc("Options");
@@ -22,11 +46,9 @@ int cmd_import_hf(const std::vector<std::string>& args) {
   pos.add("config", 1);
   const auto vm = parse(args, desc, &pos);
   if (vm.count("help")) {
-    print_help("kvcap import-hf CONFIG.json [--name NAME] [--out FILE.yaml]",
-               "Reads a Hugging Face config.json and writes the equivalent kvcap model profile (YAML). Supported\n"
-               "model_type values: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3,\n"
-               "gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt_oss.",
-               desc, "  kvcap import-hf Llama-3.1-8B/config.json --name llama-3.1-8b --out profiles/models/llama-3.1-8b.yaml");
+    print_help(
+        "kvcap import-hf CONFIG.json [--name NAME] [--out FILE.yaml]", supported_types_text(), desc,
+        "  kvcap import-hf Llama-3.1-8B/config.json --name llama-3.1-8b --out profiles/models/llama-3.1-8b.yaml");
     return 0;
   }
   if (!vm.count("config")) throw UsageError("give the path to a config.json");

@@ -31,6 +31,7 @@ kvcap_golden(size_workload_explain 0 size --model llama-3.1-8b --workload %DATA%
 kvcap_golden(size_closed_csv 0 size --model mixtral-8x7b --prompt-tokens 1K --output-tokens 512 --concurrent-users 200 --ttft-p 1s --ttft-percentile 99 --tpot 40ms --gpus h100-sxm,a100-80gb --max-pp 1 --price h100-sxm=2.2 --top 3 --format csv)
 kvcap_golden(size_json 0 size --model deepseek-v3 --prompt-tokens 4K --output-tokens 1K --rate 2 --ttft-p 5s --tpot 80ms --gpus h200 --max-pp 1 --kv-cache-dtype auto --format json)
 kvcap_golden(help_size 0 size --help)
+kvcap_golden(help_import_hf 0 import-hf --help)
 kvcap_golden(err_size_zero_tpot 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 0ms)
 kvcap_golden(err_size_negative_ttft 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p -2s --tpot 50ms)
 kvcap_golden(err_size_zero_rate 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 0 --ttft-p 1s --tpot 50ms)
