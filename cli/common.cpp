@@ -57,6 +57,7 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("max-num-batched-tokens", po::value<std::string>(), "token budget per step (default: vLLM serve's, 8192 on >= 70 GiB GPUs except A100, else 2048)")
     ("max-num-seqs", po::value<std::string>(), "sequences per step (default 1024 / 256 by the same rule)")
     ("kv-cache-memory", po::value<std::string>(), "KV bytes per rank, skipping the estimate (e.g. 32.06GiB); comma-separated for one per pipeline stage")
+    ("num-gpu-blocks-override", po::value<std::string>(), "a KV pool of this many blocks on every rank, whatever the memory gives (vLLM's flag; applied after its start-up memory check)")
     ("activation-peak-memory", po::value<std::string>(), "override the activation-peak estimate per rank (bytes or 4.7GiB)")
     ("non-torch-memory", po::value<std::string>(), "override the non-torch memory default per rank")
     ("shared-prefix-tokens", po::value<std::string>()->default_value("0"), "a common prefix held once (prefix caching)")

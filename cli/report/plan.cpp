@@ -102,6 +102,9 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
       << grouped(p.kv_capacity_tokens) << " tokens per replica";
   }
   if (d.replicas > 1) o << ", " << grouped(p.cluster_kv_capacity_tokens) << " in the cluster";
+  if (d.d.num_gpu_blocks_override)
+    o << "\n  (--num-gpu-blocks-override: the memory holds "
+      << grouped(p.stages[p.binding_stage].num_blocks_from_memory) << " blocks)";
   o << "\nMaximum concurrency for " << grouped(static_cast<u64>(d.max_model_len))
     << " tokens per request: " << times(p.max_concurrency);
   if (d.replicas > 1) o << " per replica, " << times(p.cluster_max_concurrency) << " in the cluster";
@@ -237,6 +240,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
     j["deployment"]["mamba_cache_mode"] = mamba_cache_mode_name(d.mamba_mode);
     if (d.mamba_mode == MC::all) j["deployment"]["mamba_block_size"] = d.mamba_block_size;
   }
+  if (d.d.num_gpu_blocks_override) j["deployment"]["num_gpu_blocks_override"] = *d.d.num_gpu_blocks_override;
   j["what_if"] = what_if_json(p);
   j["kv_bytes_per_token_per_rank"] = p.kv_bytes_per_token_per_rank;
   j["memory"] = {{"total_bytes", g.memory_bytes},           {"requested_bytes", bind.requested_bytes},
@@ -253,6 +257,9 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
                       {"available_kv_bytes", st.available_kv_bytes},
                       {"kv_bytes_per_token", st.kv_bytes_per_token},
                       {"num_blocks", st.num_blocks}});
+  if (d.d.num_gpu_blocks_override)
+    for (std::size_t i = 0; i < p.stages.size(); ++i)
+      stages[i]["num_blocks_from_memory"] = p.stages[i].num_blocks_from_memory;
   j["stages"] = stages;
   j["binding_stage"] = p.binding_stage;
   j["num_blocks"] = p.num_blocks;

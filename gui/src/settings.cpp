@@ -61,6 +61,7 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
       (v += i ? "," : "") += std::to_string(d.kv_cache_memory_bytes[i]);
     add("--kv-cache-memory", v);
   }
+  if (d.num_gpu_blocks_override) add("--num-gpu-blocks-override", std::to_string(*d.num_gpu_blocks_override));
   if (d.activation_peak_bytes) add("--activation-peak-memory", std::to_string(*d.activation_peak_bytes));
   if (d.non_torch_bytes) add("--non-torch-memory", std::to_string(*d.non_torch_bytes));
   if (d.shared_prefix_tokens != 0) add("--shared-prefix-tokens", std::to_string(d.shared_prefix_tokens));

@@ -438,7 +438,9 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     for (auto& grp : st.groups) grp.bytes_per_token_per_layer /= u(std::max<i64>(1, grp.num_layers));
     // vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups: num_blocks = available // page // group_size.
     st.layout = worker_layout(p.kv_groups, p.kv_layers, on_stage);
-    st.num_blocks = worker_num_blocks(st.layout, st.available_kv_bytes);
+    st.num_blocks = st.num_blocks_from_memory = worker_num_blocks(st.layout, st.available_kv_bytes);
+    // may_override_num_blocks: "Overriding num_gpu_blocks=N with num_gpu_blocks_override=M", on every worker.
+    if (d.d.num_gpu_blocks_override) st.num_blocks = *d.d.num_gpu_blocks_override;
     st.estimated_max_model_len = worker_estimate_max_model_len(st.layout, p.kv_groups, st.available_kv_bytes,
                                                                d.max_model_len, d.max_num_batched_tokens);
     p.stages.push_back(std::move(st));
@@ -486,6 +488,17 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     }
   }
   if (!m.vllm_note.empty()) p.warnings.push_back(m.vllm_note);
+  for (const auto& st : p.stages) {
+    if (d.d.num_gpu_blocks_override && st.num_blocks > st.num_blocks_from_memory && st.available_kv_bytes > 0) {
+      p.warnings.push_back("stage " + std::to_string(st.stage) + ": --num-gpu-blocks-override " +
+                           std::to_string(st.num_blocks) + " is more than the " +
+                           std::to_string(st.num_blocks_from_memory) + " blocks the KV memory holds (" +
+                           gib_text(static_cast<double>(st.available_kv_bytes)) + "): vLLM allocates " +
+                           gib_text(static_cast<double>(st.num_blocks) * static_cast<double>(st.layout.block_bytes)) +
+                           " of KV cache per rank and may run out of memory at start-up");
+      break;
+    }
+  }
   if (d.max_model_len > m.max_position_embeddings)
     p.warnings.push_back("max_model_len " + std::to_string(d.max_model_len) + " exceeds the model's derived maximum " +
                          std::to_string(m.max_position_embeddings) +

@@ -165,6 +165,7 @@ constexpr const char* kValueFlags[] = {"activation-peak-memory",
                                        "max-num-batched-tokens",
                                        "max-num-seqs",
                                        "non-torch-memory",
+                                       "num-gpu-blocks-override",
                                        "num-gpus",
                                        "pipeline-parallel-size",
                                        "quantization",
@@ -275,6 +276,9 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
     for (const auto& item : split_list(text("kv-cache-memory"), ',', true))
       d.kv_cache_memory_bytes.push_back(parse_bytes(item, "--kv-cache-memory"));
   }
+  if (given("num-gpu-blocks-override"))
+    d.num_gpu_blocks_override =
+        static_cast<u64>(parse_int(text("num-gpu-blocks-override"), "--num-gpu-blocks-override", 1, 1'000'000'000'000));
   if (given("activation-peak-memory"))
     d.activation_peak_bytes = parse_bytes(text("activation-peak-memory"), "--activation-peak-memory");
   if (given("non-torch-memory")) d.non_torch_bytes = parse_bytes(text("non-torch-memory"), "--non-torch-memory");

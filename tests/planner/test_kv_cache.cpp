@@ -59,6 +59,52 @@ TEST_CASE("vLLM test_get_kv_cache_config_one_worker: groups and num_blocks", "[k
   s6.insert(s6.end(), 5, kSliding);
   CHECK(one_worker_blocks(s6, true, kPage * 6 * 32, &gs) == 32);
   CHECK(layers_of(gs) == L{{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}});
+  // different hidden size but same type, use UniformTypeKVCacheSpecs: one group, a block id costs both pages
+  // (head size 128: twice kPage), 32 blocks in kPage x 3 x 32.
+  const KvLayerSpec full128{KvSpecKind::full, 16, 2 * kPage, 0};
+  CHECK(one_worker_blocks({full128, kFull}, true, kPage * 3 * 32, &gs) == 32);
+  REQUIRE(gs.size() == 1);
+  CHECK(gs[0].uniform_type);
+  CHECK(gs[0].layers == std::vector<i64>{0, 1});
+  // Different hidden size and different type, align by different block size: sliding head size 32 (half the page)
+  // runs 32-token blocks, two groups share 32 blocks of kPage x 32.
+  const KvLayerSpec sliding32{KvSpecKind::sliding, 16, kPage / 2, 1};
+  CHECK(one_worker_blocks({kFull, sliding32}, true, kPage * 32, &gs) == 32);
+  REQUIRE(gs.size() == 2);
+  CHECK(gs[0].spec.block_size == 16);
+  CHECK(gs[1].spec.block_size == 32);
+  CHECK(gs[1].spec.page_size_bytes == kPage);
+  // different hidden size that cannot be aligned by using different block size: head size 96 next to 64
+  // (pytest.raises(NotImplementedError)).
+  const KvLayerSpec sliding96{KvSpecKind::sliding, 16, kPage / 64 * 96, 1};
+  CHECK_THROWS_WITH(kv_cache_groups({kFull, sliding96}, true), Catch::Contains("NotImplementedError"));
+}
+
+TEST_CASE("vLLM test_get_kv_cache_config_one_worker: num_gpu_blocks_override", "[kv_cache][vllm-port]") {
+  // vllm_config.cache_config.num_gpu_blocks_override = 16 on the all-full case: 16 blocks, whatever the memory.
+  // Through the plan: Llama 3.1 8B with 2 GiB of KV (1,024 blocks of 16 x 128 KiB) and --num-gpu-blocks-override 16.
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  d.kv_cache_memory_bytes = {2ull << 30};
+  d.max_model_len = 256;
+  d.num_gpu_blocks_override = 16;
+  auto p = plan_memory(m, g, d, {256});
+  CHECK(p.num_blocks == 16);
+  CHECK(p.stages[0].num_blocks_from_memory == 1'024);
+  CHECK(p.max_concurrency == Approx(1.0));
+  CHECK(p.kv_capacity_tokens == 256);
+  const auto warns_of_override = [](const MemoryPlan& q) {
+    return std::any_of(q.warnings.begin(), q.warnings.end(),
+                       [](const std::string& w) { return w.find("--num-gpu-blocks-override") != std::string::npos; });
+  };
+  CHECK_FALSE(warns_of_override(p));
+  // More blocks than the memory holds: vLLM allocates them all (may_override_num_blocks comes after the memory
+  // check), so kvcap plans with them and warns.
+  d.num_gpu_blocks_override = 20'000;
+  p = plan_memory(m, g, d, {256});
+  CHECK(p.num_blocks == 20'000);
+  CHECK(warns_of_override(p));
 }
 
 TEST_CASE("vLLM test_get_kv_cache_configs_multiple_workers: the minimum over workers, projected groups", "[kv_cache][vllm-port]") {

@@ -19,7 +19,8 @@ TEST_CASE("deployment flags: vLLM names, the value grammar, absent flags keep th
                                               {"kv-cache-memory", "10GiB,12GiB"},
                                               {"enable-expert-parallel", ""},
                                               {"language-model-only", ""},
-                                              {"mamba-cache-mode", "none"}},
+                                              {"mamba-cache-mode", "none"},
+                                              {"num-gpu-blocks-override", "16"}},
                                              base);
   CHECK(d.tensor_parallel_size == 4);
   CHECK(d.max_model_len == 1536);
@@ -30,6 +31,8 @@ TEST_CASE("deployment flags: vLLM names, the value grammar, absent flags keep th
   CHECK(d.language_model_only);
   CHECK_FALSE(base.language_model_only);
   CHECK(d.mamba_cache_mode == Deployment::MambaCache::none);
+  CHECK(d.num_gpu_blocks_override == 16u);
+  CHECK_FALSE(base.num_gpu_blocks_override);
   CHECK(d.block_size == 32);               // from the base
   CHECK(d.gpu_memory_utilization == 0.8);  // from the base
   CHECK(d.pipeline_parallel_size == 1);
@@ -116,7 +119,7 @@ TEST_CASE("the listed deployment flags are exactly those the reader takes", "[fl
   // Each listed value flag with a malformed value is refused naming it: the reader reads it. The other way round, the
   // reader refuses (std::logic_error) to read a flag missing from the list, so every test that reads one fails.
   const auto values = deployment_value_flags();
-  CHECK(values.size() == 26);
+  CHECK(values.size() == 27);
   for (const std::string& f : values) {
     INFO(f);
     CHECK(is_deployment_flag(f));

@@ -69,6 +69,9 @@ struct Deployment {
   /// --kv-cache-memory: KV bytes per rank, skipping the estimate. One value for every rank, or one per
   /// pipeline stage (as the workers of case C in shared/fixtures/vllm_startup_logs.md logged).
   std::vector<u64> kv_cache_memory_bytes;
+  /// --num-gpu-blocks-override: vLLM's pool of this many blocks on every worker, whatever the memory gave
+  /// (vllm/v1/core/kv_cache_utils.py may_override_num_blocks, applied after the start-up memory check).
+  std::optional<u64> num_gpu_blocks_override;
   std::optional<u64> activation_peak_bytes;  ///< override of the activation-peak estimate (per rank)
   std::optional<u64> non_torch_bytes;        ///< override of the non-torch default (per rank)
   i64 shared_prefix_tokens = 0;              ///< a common prefix (system prompt) held once, as with prefix caching

@@ -42,7 +42,8 @@ struct StagePlan {
   u64 kv_bytes_per_token = 0;     ///< one token in every layer of the stage
   std::vector<KvLayerGroup> groups;
   KvWorkerLayout layout;          ///< bytes one block id costs on this stage's ranks (vLLM KV cache tensors)
-  u64 num_blocks = 0;             ///< available // layout.block_bytes
+  u64 num_blocks = 0;             ///< available // layout.block_bytes, or --num-gpu-blocks-override
+  u64 num_blocks_from_memory = 0;   ///< available // layout.block_bytes (what the override replaced)
   i64 estimated_max_model_len = 0;  ///< vLLM _estimate_max_model_len_from_groups on this stage
 };
 
