@@ -342,6 +342,36 @@ void check_sharing_within_stages(const Deployment::LayerSharing& sh, const std::
   }
 }
 
+/// The stages' findings: no memory left for the KV cache, an override of more blocks than the memory holds; and the
+/// model's own note from the importer.
+void stage_warnings(MemoryPlan& p, const ModelSpec& m) {
+  const auto& d = p.dep;
+  for (const auto& st : p.stages) {
+    if (st.available_kv_bytes <= 0) {
+      const long double need =
+          static_cast<long double>(st.weights_bytes) + st.activation_peak_bytes + st.non_torch_bytes;
+      p.warnings.push_back("stage " + std::to_string(st.stage) +
+                           ": no memory left for the KV cache: weights, activation peak " +
+                           "and non-torch memory need " + gib_text(static_cast<double>(need)) + " of the " +
+                           gib_text(static_cast<double>(st.requested_bytes)) +
+                           " requested (vLLM: \"No available memory for the cache blocks\"); add GPUs (tensor or "
+                           "pipeline parallel), quantise the weights, or raise gpu_memory_utilization");
+    }
+  }
+  if (!m.vllm_note.empty()) p.warnings.push_back(m.vllm_note);
+  for (const auto& st : p.stages) {
+    if (d.d.num_gpu_blocks_override && st.num_blocks > st.num_blocks_from_memory && st.available_kv_bytes > 0) {
+      p.warnings.push_back("stage " + std::to_string(st.stage) + ": --num-gpu-blocks-override " +
+                           std::to_string(st.num_blocks) + " is more than the " +
+                           std::to_string(st.num_blocks_from_memory) + " blocks the KV memory holds (" +
+                           gib_text(static_cast<double>(st.available_kv_bytes)) + "): vLLM allocates " +
+                           gib_text(static_cast<double>(st.num_blocks) * static_cast<double>(st.layout.block_bytes)) +
+                           " of KV cache per rank and may run out of memory at start-up");
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -476,29 +506,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   p.max_model_len_that_fits = d.max_model_len;
   for (const auto& st : p.stages) p.max_model_len_that_fits = std::min(p.max_model_len_that_fits, st.estimated_max_model_len);
   if (p.max_concurrency >= 1.0) p.max_model_len_that_fits = d.max_model_len;
-  for (const auto& st : p.stages) {
-    if (st.available_kv_bytes <= 0) {
-      const long double need = static_cast<long double>(st.weights_bytes) + st.activation_peak_bytes + st.non_torch_bytes;
-      p.warnings.push_back("stage " + std::to_string(st.stage) +
-                           ": no memory left for the KV cache: weights, activation peak " +
-                           "and non-torch memory need " + gib_text(static_cast<double>(need)) + " of the " +
-                           gib_text(static_cast<double>(st.requested_bytes)) +
-                           " requested (vLLM: \"No available memory for the cache blocks\"); add GPUs (tensor or "
-                           "pipeline parallel), quantise the weights, or raise gpu_memory_utilization");
-    }
-  }
-  if (!m.vllm_note.empty()) p.warnings.push_back(m.vllm_note);
-  for (const auto& st : p.stages) {
-    if (d.d.num_gpu_blocks_override && st.num_blocks > st.num_blocks_from_memory && st.available_kv_bytes > 0) {
-      p.warnings.push_back("stage " + std::to_string(st.stage) + ": --num-gpu-blocks-override " +
-                           std::to_string(st.num_blocks) + " is more than the " +
-                           std::to_string(st.num_blocks_from_memory) + " blocks the KV memory holds (" +
-                           gib_text(static_cast<double>(st.available_kv_bytes)) + "): vLLM allocates " +
-                           gib_text(static_cast<double>(st.num_blocks) * static_cast<double>(st.layout.block_bytes)) +
-                           " of KV cache per rank and may run out of memory at start-up");
-      break;
-    }
-  }
+  stage_warnings(p, m);
   if (d.max_model_len > m.max_position_embeddings)
     p.warnings.push_back("max_model_len " + std::to_string(d.max_model_len) + " exceeds the model's derived maximum " +
                          std::to_string(m.max_position_embeddings) +
