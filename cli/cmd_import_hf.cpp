@@ -13,8 +13,9 @@ namespace {
 std::string supported_types_text() {
   std::string text =
       "Reads a Hugging Face config.json and writes the equivalent kvcap model profile (YAML). A config is\n"
-      "recognised by its model_type, or by its architectures entry as vLLM does (Kimi-K2 is a\n"
-      "DeepseekV3ForCausalLM); multimodal configs are read through text_config. Supported model_type values:";
+      "recognised by its model_type, else by its architectures entry as vLLM does (an unknown model_type\n"
+      "with LlamaForCausalLM reads as llama); multimodal configs are read through text_config. Supported\n"
+      "model_type values:";
   std::size_t column = text.size() - text.rfind('\n') - 1;
   const auto types = profiles::supported_hf_model_types();
   for (std::size_t i = 0; i < types.size(); ++i) {

@@ -103,8 +103,7 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
   }
   if (d.replicas > 1) o << ", " << grouped(p.cluster_kv_capacity_tokens) << " in the cluster";
   if (d.d.num_gpu_blocks_override)
-    o << "\n  (--num-gpu-blocks-override: the memory holds "
-      << grouped(p.stages[p.binding_stage].num_blocks_from_memory) << " blocks)";
+    o << "\n  (--num-gpu-blocks-override: the memory holds " << grouped(p.num_blocks_from_memory) << " blocks)";
   o << "\nMaximum concurrency for " << grouped(static_cast<u64>(d.max_model_len))
     << " tokens per request: " << times(p.max_concurrency);
   if (d.replicas > 1) o << " per replica, " << times(p.cluster_max_concurrency) << " in the cluster";

@@ -124,6 +124,8 @@ std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const 
   const bool no_kv =
       std::any_of(p->stages.begin(), p->stages.end(), [](const StagePlan& s) { return s.available_kv_bytes <= 0; });
   if (!no_kv && p->fits()) return std::nullopt;
+  // A --num-gpu-blocks-override pool too small: memory is not what is short, and E102 names the fix.
+  if (!no_kv && p->override_pool_too_small()) return std::nullopt;
   FitAdvice a;
   a.reason = no_kv ? FitAdvice::Reason::no_kv_memory : FitAdvice::Reason::request_does_not_fit;
   a.why = no_kv ? why_no_kv_memory(*p, g) : why_request_does_not_fit(*p);

@@ -307,10 +307,13 @@ double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 s) {
 }
 
 namespace {
-double concurrency_from(const MemoryPlan& p, const Demand& dm) {
-  if (p.num_blocks <= dm.shared + dm.prefill_reserve) return 0;
+double concurrency_from(u64 num_blocks, const Demand& dm) {
+  if (num_blocks <= dm.shared + dm.prefill_reserve) return 0;
   if (dm.per_request == 0) return static_cast<double>(INFINITY);
-  return static_cast<double>(p.num_blocks - dm.shared - dm.prefill_reserve) / static_cast<double>(dm.per_request);
+  return static_cast<double>(num_blocks - dm.shared - dm.prefill_reserve) / static_cast<double>(dm.per_request);
+}
+double concurrency_from(const MemoryPlan& p, const Demand& dm) {
+  return concurrency_from(p.num_blocks, dm);
 }
 }  // namespace
 
@@ -359,16 +362,19 @@ void stage_warnings(MemoryPlan& p, const ModelSpec& m) {
     }
   }
   if (!m.vllm_note.empty()) p.warnings.push_back(m.vllm_note);
-  for (const auto& st : p.stages) {
-    if (d.d.num_gpu_blocks_override && st.num_blocks > st.num_blocks_from_memory && st.available_kv_bytes > 0) {
-      p.warnings.push_back("stage " + std::to_string(st.stage) + ": --num-gpu-blocks-override " +
-                           std::to_string(st.num_blocks) + " is more than the " +
-                           std::to_string(st.num_blocks_from_memory) + " blocks the KV memory holds (" +
-                           gib_text(static_cast<double>(st.available_kv_bytes)) + "): vLLM allocates " +
-                           gib_text(static_cast<double>(st.num_blocks) * static_cast<double>(st.layout.block_bytes)) +
-                           " of KV cache per rank and may run out of memory at start-up");
-      break;
-    }
+  // The stage whose memory holds the fewest blocks: the one an override beyond the memory overcommits most.
+  const auto least = std::min_element(p.stages.begin(), p.stages.end(), [](const StagePlan& a, const StagePlan& b) {
+    return a.num_blocks_from_memory < b.num_blocks_from_memory;
+  });
+  if (d.d.num_gpu_blocks_override && least != p.stages.end() && least->num_blocks > least->num_blocks_from_memory &&
+      least->available_kv_bytes > 0) {
+    p.warnings.push_back(
+        (p.stages.size() > 1 ? "stage " + std::to_string(least->stage) + ": " : std::string()) +
+        "--num-gpu-blocks-override " + std::to_string(least->num_blocks) + " is more than the " +
+        std::to_string(least->num_blocks_from_memory) + " blocks the KV memory holds (" +
+        gib_text(static_cast<double>(least->available_kv_bytes)) + "): vLLM allocates " +
+        gib_text(static_cast<double>(least->num_blocks) * static_cast<double>(least->layout.block_bytes)) +
+        " of KV cache per rank and may run out of memory at start-up");
   }
 }
 
@@ -499,20 +505,30 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     p.curve.push_back(c);
   }
   // What vLLM logs as "Maximum concurrency" and its startup check: its own charge at max_model_len.
-  p.max_concurrency = concurrency_from(p, demand_at(p, d.max_model_len, d.max_model_len - 1, true));
+  const Demand startup_demand = demand_at(p, d.max_model_len, d.max_model_len - 1, true);
+  p.max_concurrency = concurrency_from(p, startup_demand);
+  p.num_blocks_from_memory = p.stages[0].num_blocks_from_memory;
+  for (const auto& st : p.stages)
+    p.num_blocks_from_memory = std::min(p.num_blocks_from_memory, st.num_blocks_from_memory);
+  p.startup_concurrency = concurrency_from(p.num_blocks_from_memory, startup_demand);
   p.cluster_max_concurrency = p.max_concurrency * static_cast<double>(d.replicas);
 
   // vLLM _estimate_max_model_len_from_groups, the minimum over workers.
   p.max_model_len_that_fits = d.max_model_len;
   for (const auto& st : p.stages) p.max_model_len_that_fits = std::min(p.max_model_len_that_fits, st.estimated_max_model_len);
-  if (p.max_concurrency >= 1.0) p.max_model_len_that_fits = d.max_model_len;
+  if (p.startup_concurrency >= 1.0) p.max_model_len_that_fits = d.max_model_len;
   stage_warnings(p, m);
   if (d.max_model_len > m.max_position_embeddings)
     p.warnings.push_back("max_model_len " + std::to_string(d.max_model_len) + " exceeds the model's derived maximum " +
                          std::to_string(m.max_position_embeddings) +
                          ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond it give NaN)");
   limit_max_num_seqs(p);
-  if (!p.fits() && p.num_blocks > 0) {
+  if (p.override_pool_too_small()) {
+    p.warnings.push_back("--num-gpu-blocks-override " + std::to_string(p.num_blocks) +
+                         ": vLLM starts, but one request " + "of max_model_len " + std::to_string(d.max_model_len) +
+                         " tokens needs more than the pool (" + fixed(p.max_concurrency, 2) +
+                         "x) and is never scheduled; raise the override or lower " + "--max-model-len");
+  } else if (!p.fits() && p.num_blocks > 0) {
     p.warnings.push_back("one request of max_model_len " + std::to_string(d.max_model_len) +
                          " tokens does not fit: vLLM would refuse to start; the estimated maximum model length is " +
                          std::to_string(p.max_model_len_that_fits) +

@@ -278,7 +278,7 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   }
   if (given("num-gpu-blocks-override"))
     d.num_gpu_blocks_override =
-        static_cast<u64>(parse_int(text("num-gpu-blocks-override"), "--num-gpu-blocks-override", 1, 1'000'000'000'000));
+        static_cast<u64>(parse_int(text("num-gpu-blocks-override"), "--num-gpu-blocks-override", 1, 100'000'000));
   if (given("activation-peak-memory"))
     d.activation_peak_bytes = parse_bytes(text("activation-peak-memory"), "--activation-peak-memory");
   if (given("non-torch-memory")) d.non_torch_bytes = parse_bytes(text("non-torch-memory"), "--non-torch-memory");

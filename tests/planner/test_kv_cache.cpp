@@ -105,6 +105,37 @@ TEST_CASE("vLLM test_get_kv_cache_config_one_worker: num_gpu_blocks_override", "
   p = plan_memory(m, g, d, {256});
   CHECK(p.num_blocks == 20'000);
   CHECK(warns_of_override(p));
+  // vLLM's start-up check runs on the memory, before the override: a pool the memory cannot hold does not make a
+  // request of max_model_len fit (1,024 blocks hold 16,384 tokens; 32K needs 2,048) ...
+  d.max_model_len = 32'768;
+  p = plan_memory(m, g, d, {});
+  CHECK(p.max_concurrency >= 1.0);              // what vLLM would log with the override
+  CHECK(p.startup_concurrency == Approx(0.5));  // what its start-up check sees
+  CHECK_FALSE(p.fits());
+  CHECK(p.max_model_len_that_fits == 16'384);
+  CHECK_FALSE(p.override_pool_too_small());
+  // ... and a pool smaller than the memory's starts, but never schedules a request of max_model_len.
+  d.kv_cache_memory_bytes = {8ull << 30};
+  d.num_gpu_blocks_override = 100;
+  p = plan_memory(m, g, d, {});
+  CHECK(p.startup_concurrency >= 1.0);
+  CHECK(p.max_concurrency == Approx(100.0 / 2048));
+  CHECK_FALSE(p.fits());
+  CHECK(p.override_pool_too_small());
+  CHECK(p.max_model_len_that_fits == 32'768);
+  // Pipeline stages: the figure and the warning are the stage whose memory holds the fewest blocks.
+  d.pipeline_parallel_size = 2;
+  d.num_gpus = 2;
+  d.max_model_len = 8192;
+  d.kv_cache_memory_bytes = {10ull << 30, 5ull << 30};
+  d.num_gpu_blocks_override = 20'000;
+  p = plan_memory(m, g, d, {});
+  CHECK(p.num_blocks_from_memory == 5120);  // 5 GiB of 16 layers x 16 tokens x 128 KiB / 32 layers
+  REQUIRE(warns_of_override(p));
+  const auto w = std::find_if(p.warnings.begin(), p.warnings.end(), [](const std::string& x) {
+    return x.find("--num-gpu-blocks-override") != std::string::npos;
+  });
+  CHECK_THAT(*w, Catch::StartsWith("stage 1: ") && Catch::Contains("5120 blocks"));
 }
 
 TEST_CASE("vLLM test_get_kv_cache_configs_multiple_workers: the minimum over workers, projected groups", "[kv_cache][vllm-port]") {

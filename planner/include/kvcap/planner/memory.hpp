@@ -63,10 +63,15 @@ struct MemoryPlan {
   std::vector<KvCacheGroup> kv_groups;  ///< vLLM's KV cache groups (hybrid models: more than one)
   bool hybrid_manager = true;      ///< whether the hybrid KV cache manager is on
   u64 num_blocks = 0;              ///< minimum over stages (vLLM takes the minimum over workers); includes the null block
+  /// The blocks the KV memory holds, minimum over stages: num_blocks unless --num-gpu-blocks-override replaced it.
+  u64 num_blocks_from_memory = 0;
   u64 blocks_per_max_len_request = 0;  ///< blocks one request of max_model_len holds, summed over the groups
   /// What vLLM logs as "GPU KV cache size: N tokens" per replica (Deployment::vllm_version decides the formula).
   u64 kv_capacity_tokens = 0;
   double max_concurrency = 0;      ///< at max_model_len, per replica
+  /// vLLM's start-up check (check_enough_kv_cache_memory) at max_model_len, on the blocks the memory holds: it runs
+  /// before --num-gpu-blocks-override replaces them, so it equals max_concurrency without an override.
+  double startup_concurrency = 0;
   i64 max_model_len_that_fits = 0; ///< longest context one request can hold (vLLM estimate_max_model_len)
   std::vector<CurvePoint> curve;
   u64 cluster_kv_capacity_tokens = 0;  ///< x replicas
@@ -75,7 +80,11 @@ struct MemoryPlan {
   /// vLLM 0.19 and later with linear-attention states: max_num_seqs may not exceed the pool's blocks
   /// (mamba_blocks_cap_max_num_seqs); 0 where there is no such limit.
   i64 max_num_seqs_limit = 0;
-  bool fits() const { return max_concurrency >= 1.0; }
+  /// vLLM starts (the memory holds one request of max_model_len) and its pool holds one (they differ only under
+  /// --num-gpu-blocks-override: a smaller pool starts but never schedules such a request).
+  bool fits() const { return max_concurrency >= 1.0 && startup_concurrency >= 1.0; }
+  /// vLLM starts but its --num-gpu-blocks-override pool cannot hold one request of max_model_len.
+  bool override_pool_too_small() const { return startup_concurrency >= 1.0 && max_concurrency < 1.0; }
   /// Whether vLLM refuses to start because max_num_seqs exceeds max_num_seqs_limit.
   bool seqs_exceed_state_blocks() const { return max_num_seqs_limit > 0 && dep.max_num_seqs > max_num_seqs_limit; }
 };
