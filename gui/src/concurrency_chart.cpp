@@ -27,7 +27,8 @@ QString fix_text(const FitFix& f) {
 // Every setting the planner used, resolved (the formats, block and limits vLLM runs), one CSV field each.
 constexpr const char* kSettingsCsvHeader =
     "num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,decode_context_parallel_size,"
-    "enable_expert_parallel,dtype,quantization,kv_cache_dtype,gpu_memory_utilization,kv_cache_memory_bytes,block_size,"
+    "enable_expert_parallel,dtype,quantization,kv_cache_dtype,gpu_memory_utilization,kv_cache_memory_bytes,"
+    "num_gpu_blocks_override,block_size,"
     "max_model_len,max_num_seqs,max_num_batched_tokens,shared_prefix_tokens,vllm_version";
 
 std::string settings_csv(const ResolvedDeployment& r) {
@@ -38,7 +39,8 @@ std::string settings_csv(const ResolvedDeployment& r) {
   o << d.num_gpus << "," << d.tensor_parallel_size << "," << d.pipeline_parallel_size << "," << r.replicas << ","
     << d.decode_context_parallel_size << "," << (d.enable_expert_parallel ? 1 : 0) << "," << name(r.dtype) << ","
     << name(r.weight_dtype) << "," << name(r.kv_dtype) << "," << d.gpu_memory_utilization << "," << kv_memory << ","
-    << r.block_size << "," << r.max_model_len << "," << r.max_num_seqs << "," << r.max_num_batched_tokens << ","
+    << (d.num_gpu_blocks_override ? std::to_string(*d.num_gpu_blocks_override) : std::string()) << "," << r.block_size
+    << "," << r.max_model_len << "," << r.max_num_seqs << "," << r.max_num_batched_tokens << ","
     << d.shared_prefix_tokens << "," << escape::csv_field(d.vllm_version);
   return o.str();
 }

@@ -546,20 +546,22 @@ TEST_CASE("exports: PNG and SVG of the main chart, CSV of its data, a screenshot
   w.export_main_csv(dir.filePath("c.csv"));
   const std::string csv = read_file(dir.filePath("c.csv").toStdString());
   // Every setting the planner used, resolved: formats, memory utilisation, block, limits.
-  CHECK(csv.rfind("model,gpu,num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,"
-                  "decode_context_parallel_size,enable_expert_parallel,dtype,quantization,kv_cache_dtype,"
-                  "gpu_memory_utilization,kv_cache_memory_bytes,block_size,max_model_len,max_num_seqs,"
-                  "max_num_batched_tokens,shared_prefix_tokens,vllm_version,context_tokens,"
-                  "max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n",
-                  0) == 0);
+  CHECK(
+      csv.rfind(
+          "model,gpu,num_gpus,tensor_parallel_size,pipeline_parallel_size,replicas,"
+          "decode_context_parallel_size,enable_expert_parallel,dtype,quantization,kv_cache_dtype,"
+          "gpu_memory_utilization,kv_cache_memory_bytes,num_gpu_blocks_override,block_size,max_model_len,max_num_seqs,"
+          "max_num_batched_tokens,shared_prefix_tokens,vllm_version,context_tokens,"
+          "max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n",
+          0) == 0);
   const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
   Deployment d;
   d.num_gpus = 1;
   const double want = concurrency_at(llama, plan_memory(llama, profiles::resolve_gpu("h100-sxm"), d), 32768);
   std::ostringstream row;
   const ResolvedDeployment r = resolve(llama, profiles::resolve_gpu("h100-sxm"), d);
-  row << "llama-3.1-8b,h100-sxm,1,1,1,1,1,0,bf16,bf16,bf16,0.9,,16,131072,1024,8192,0," << r.d.vllm_version << ",32768,"
-      << want << "," << want << ",0\n";
+  row << "llama-3.1-8b,h100-sxm,1,1,1,1,1,0,bf16,bf16,bf16,0.9,,,16,131072,1024,8192,0," << r.d.vllm_version
+      << ",32768," << want << "," << want << ",0\n";
   CHECK_THAT(csv, Catch::Contains(row.str()));
 }
 
