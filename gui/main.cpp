@@ -84,6 +84,8 @@ struct Options {
   const QCommandLineOption block{"block-size", "tokens per KV block", "n"};
   const QCommandLineOption seqs{"max-num-seqs", "requests running at once per replica", "n"};
   const QCommandLineOption kv_memory{"kv-cache-memory", "KV cache bytes per GPU given outright (e.g. 20GiB)", "bytes"};
+  const QCommandLineOption blocks_override{"num-gpu-blocks-override",
+                                           "a KV pool of this many blocks per GPU, whatever the memory gives", "n"};
   const QCommandLineOption batched{"max-num-batched-tokens", "token budget per step", "n"};
   const QCommandLineOption prefix{"shared-prefix-tokens", "a common prefix held once", "n"};
   const QCommandLineOption speed_ctx{"speed-context", "context of the decode-speed view (default 4K)", "n"};
@@ -107,11 +109,11 @@ struct Options {
                                 "name", "capacity"};
 
   void add_to(QCommandLineParser& p) const {
-    for (const auto* o :
-         {&screenshot, &size,    &models,  &gpu,       &num_gpus,   &dp,          &tp,       &pp,
-          &dcp,        &ep,      &max_len, &quant,     &kv,         &util,        &block,    &seqs,
-          &kv_memory,  &batched, &prefix,  &speed_ctx, &folders,    &calibration, &timeline, &compare_with,
-          &simulate,   &view,    &all2all, &eplb,      &eplb_config})
+    for (const auto* o : {&screenshot, &size,      &models,  &gpu,         &num_gpus,    &dp,
+                          &tp,         &pp,        &dcp,     &ep,          &max_len,     &quant,
+                          &kv,         &util,      &block,   &seqs,        &kv_memory,   &batched,
+                          &prefix,     &speed_ctx, &folders, &calibration, &timeline,    &compare_with,
+                          &simulate,   &view,      &all2all, &eplb,        &eplb_config, &blocks_override})
       p.addOption(*o);
   }
 };
@@ -144,7 +146,7 @@ DashboardSettings settings_from(const QCommandLineParser& p, const Options& o, D
   // it means to `kvcap plan`.
   kvcap::profiles::FlagTexts flags;
   for (const auto* f : {&o.num_gpus, &o.dp, &o.tp, &o.pp, &o.dcp, &o.max_len, &o.quant, &o.kv, &o.util, &o.block,
-                        &o.seqs, &o.kv_memory, &o.batched, &o.prefix, &o.all2all, &o.eplb_config})
+                        &o.seqs, &o.kv_memory, &o.blocks_override, &o.batched, &o.prefix, &o.all2all, &o.eplb_config})
     if (p.isSet(*f)) flags[f->names().first().toStdString()] = p.value(*f).toStdString();
   if (p.isSet(o.ep)) flags["enable-expert-parallel"] = "";
   if (p.isSet(o.eplb)) flags["enable-eplb"] = "";

@@ -128,10 +128,17 @@ void MemoryBreakdownChart::add_rows(const ModelResult& r, const std::optional<Gp
     row.baseline = baseline;
     const double device = gpu ? double(gpu->memory_bytes) : double(st.requested_bytes);
     row.device_bytes = gpu ? device : 0;
-    const double kv = std::max<double>(0, double(st.available_kv_bytes));
+    double kv = std::max<double>(0, double(st.available_kv_bytes));
     row.does_not_fit = st.available_kv_bytes <= 0;
-    row.bytes = {double(st.weights_bytes), double(st.activation_peak_bytes), double(st.non_torch_bytes), kv,
-                 std::max(0.0, device - double(st.requested_bytes))};
+    double unused = std::max(0.0, device - double(st.requested_bytes));
+    if (p.dep.d.num_gpu_blocks_override && kv > 0) {
+      // vLLM allocates the override's pool, not the memory it measured: what it leaves is unused, what it takes
+      // beyond draws past the device line.
+      const double pool = double(st.num_blocks) * double(st.layout.block_bytes);
+      unused += std::max(0.0, kv - pool);
+      kv = pool;
+    }
+    row.bytes = {double(st.weights_bytes), double(st.activation_peak_bytes), double(st.non_torch_bytes), kv, unused};
     rows_.push_back(std::move(row));
   }
 }

@@ -102,9 +102,12 @@ std::string why_no_kv_memory(const MemoryPlan& p, const GpuSpec& g) {
 }
 
 std::string why_request_does_not_fit(const MemoryPlan& p) {
-  return "one request of max_model_len " + grouped(static_cast<u64>(p.dep.max_model_len)) + " tokens needs " +
-         fixed(1.0 / std::max(p.max_concurrency, 1e-9), 2) + "x the KV cache (" + grouped(p.kv_capacity_tokens) +
-         " tokens per replica)";
+  const std::string head = "one request of max_model_len " + grouped(static_cast<u64>(p.dep.max_model_len)) +
+                           " tokens needs " + fixed(1.0 / std::max(p.startup_concurrency, 1e-9), 2) + "x ";
+  // vLLM's start-up check judges the memory, before --num-gpu-blocks-override replaces the pool.
+  if (p.dep.d.num_gpu_blocks_override)
+    return head + "the KV memory (" + grouped(p.num_blocks_from_memory) + " blocks, before --num-gpu-blocks-override)";
+  return head + "the KV cache (" + grouped(p.kv_capacity_tokens) + " tokens per replica)";
 }
 
 }  // namespace

@@ -259,6 +259,25 @@ TEST_CASE("companion views follow the planner", "[gui][dashboard]") {
         Approx(steps32.back().tokens_per_s / 1e3));
 }
 
+TEST_CASE("the memory bar draws the pool of --num-gpu-blocks-override, which vLLM allocates", "[gui][dashboard]") {
+  DashboardWindow w;
+  DashboardSettings s = w.controls()->settings();
+  s.models = {"llama-3.1-8b"};
+  s.deployment.kv_cache_memory_bytes = {8ull << 30};  // 4,096 blocks of 2 MiB
+  s.deployment.num_gpu_blocks_override = 1000;
+  w.controls()->set_settings(s);
+  const auto& sets = w.memory_chart()->sets();
+  REQUIRE(sets.size() == 5);
+  const int last = int(w.memory_chart()->categories().size()) - 1;
+  const double block_gib = 16.0 * 128 * 1024 / 1073741824.0;
+  CHECK(sets[3]->at(last) == Approx(1000 * block_gib));  // KV cache: the pool, not the 8 GiB measured
+  const double unused = sets[4]->at(last);
+  s.deployment.num_gpu_blocks_override.reset();
+  w.controls()->set_settings(s);
+  CHECK(sets[3]->at(last) == Approx(8.0));
+  CHECK(unused == Approx(sets[4]->at(last) + 8.0 - 1000 * block_gib));  // the rest of the 8 GiB is unused
+}
+
 TEST_CASE("a calibration file switches the speed view to calibrated, a bad one is shown", "[gui][dashboard]") {
   DashboardWindow w;
   CHECK_THAT(w.status_text().toStdString(), Catch::Contains("recomputed in"));
