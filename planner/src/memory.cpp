@@ -296,6 +296,13 @@ std::string seqs_limit_text(const MemoryPlan& p) {
          " or less, or more memory";
 }
 
+std::string override_pool_text(const MemoryPlan& p) {
+  // vLLM checks the memory before may_override_num_blocks: it starts, and the scheduler never admits the request.
+  return "vLLM starts, but one request of max_model_len " + std::to_string(p.dep.max_model_len) +
+         " tokens does not fit the --num-gpu-blocks-override pool of " + std::to_string(p.num_blocks) + " blocks (" +
+         fixed(p.max_concurrency, 2) + "x) and is never scheduled: raise the override or lower --max-model-len";
+}
+
 Deployment launchable_deployment(const MemoryPlan& p) {
   Deployment d = p.dep.d;
   if (p.seqs_exceed_state_blocks()) d.max_num_seqs = p.max_num_seqs_limit;
@@ -363,8 +370,8 @@ void stage_warnings(MemoryPlan& p, const ModelSpec& m) {
   }
   if (!m.vllm_note.empty()) p.warnings.push_back(m.vllm_note);
   // The stage whose memory holds the fewest blocks: the one an override beyond the memory overcommits most.
-  const auto least = std::min_element(p.stages.begin(), p.stages.end(), [](const StagePlan& a, const StagePlan& b) {
-    return a.num_blocks_from_memory < b.num_blocks_from_memory;
+  const auto least = std::find_if(p.stages.begin(), p.stages.end(), [&](const StagePlan& st) {
+    return st.num_blocks_from_memory == p.num_blocks_from_memory;
   });
   if (d.d.num_gpu_blocks_override && least != p.stages.end() && least->num_blocks > least->num_blocks_from_memory &&
       least->available_kv_bytes > 0) {
@@ -524,10 +531,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
                          ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond it give NaN)");
   limit_max_num_seqs(p);
   if (p.override_pool_too_small()) {
-    p.warnings.push_back("--num-gpu-blocks-override " + std::to_string(p.num_blocks) +
-                         ": vLLM starts, but one request " + "of max_model_len " + std::to_string(d.max_model_len) +
-                         " tokens needs more than the pool (" + fixed(p.max_concurrency, 2) +
-                         "x) and is never scheduled; raise the override or lower " + "--max-model-len");
+    p.warnings.push_back(override_pool_text(p));
   } else if (!p.fits() && p.num_blocks > 0) {
     p.warnings.push_back("one request of max_model_len " + std::to_string(d.max_model_len) +
                          " tokens does not fit: vLLM would refuse to start; the estimated maximum model length is " +

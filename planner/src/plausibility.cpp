@@ -156,11 +156,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
   check_stages(g, p, r);
   check_shared_prefix(p, r);
   if (!has_errors(r) && p.override_pool_too_small())
-    // vLLM checks the memory before may_override_num_blocks: it starts, and the scheduler never admits the request.
-    r.push_back(error("KVCAP-E102", "vLLM starts, but one request of max_model_len " + std::to_string(d.max_model_len) +
-                                        " tokens does not fit the --num-gpu-blocks-override pool of " +
-                                        std::to_string(p.num_blocks) + " blocks (" + fixed(p.max_concurrency, 2) +
-                                        "x) and is never scheduled: raise the override or lower --max-model-len"));
+    r.push_back(error("KVCAP-E102", override_pool_text(p)));
   else if (!has_errors(r) && !p.fits())
     // vLLM kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with the models's max
     // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".

@@ -96,6 +96,9 @@ Deployment launchable_deployment(const MemoryPlan& p);
 /// Where seqs_exceed_state_blocks(): "vLLM would not start: max_num_seqs N exceeds the B blocks ...", the one text
 /// of KVCAP-E110 in every front end.
 std::string seqs_limit_text(const MemoryPlan& p);
+/// Where override_pool_too_small(): "vLLM starts, but one request of max_model_len ... is never scheduled", the one
+/// text of that case in the plan's warnings and KVCAP-E102.
+std::string override_pool_text(const MemoryPlan& p);
 
 /// Contexts 1K, 2K, ... 1M (doubling), the default curve.
 std::vector<i64> default_contexts();
