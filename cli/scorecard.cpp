@@ -131,12 +131,50 @@ std::string inference_perf_multi_turn(const Point& p, sim::SimulationRequest& r)
   return std::to_string(w.conversation.users) + " users, " + std::to_string(w.arrival.phases.size()) + " ph";
 }
 
+/// The decimal number after `key` in `text` (nullopt when absent or not a number).
+std::optional<double> decimal_after(const std::string& text, const std::string& key) {
+  const auto at = text.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  const char* begin = text.c_str() + at + key.size();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (end == begin || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+/// The lengths as the source drew them. sglang.bench_serving's random dataset (`--random-input N --random-output M`
+/// with `--random-range-ratio R`, or the note's "max N/M, uniform") draws each prompt uniformly from
+/// [max(floor(N x R), 1), N] and each output from [floor(M x R), M] (sample_random_requests, python/sglang/
+/// bench_serving.py; an output of 0 tokens is taken as 1, the least a request generates); else the point's isl/osl,
+/// fixed (AIPerf and trtllm-bench runs; ShareGPT points, whose spread the fixtures do not give, at their means).
+void lengths_of(const Point& p, WorkloadSpec& w) {
+  i64 in = number_after(p.note, "--random-input "), out = number_after(p.note, "--random-output ");
+  double ratio = decimal_after(p.note, "range_ratio ").value_or(0);
+  if (in <= 0 || out <= 0) {
+    const auto at = p.note.find("max ");
+    const auto slash = at == std::string::npos ? at : p.note.find('/', at);
+    if (slash != std::string::npos && p.note.find(", uniform", slash) != std::string::npos) {
+      in = number_after(p.note, "max ");
+      out = number_after(p.note, "/", slash);
+      ratio = 0;
+    }
+  }
+  if (in > 0 && out > 0 && ratio >= 0 && ratio < 1) {
+    w.prompt = LengthDistribution::uniform_tokens(
+        std::max<i64>(static_cast<i64>(std::floor(static_cast<double>(in) * ratio)), 1), in);
+    w.output = LengthDistribution::uniform_tokens(
+        std::max<i64>(static_cast<i64>(std::floor(static_cast<double>(out) * ratio)), 1), out);
+    return;
+  }
+  w.prompt = LengthDistribution::fixed_tokens(p.isl);
+  w.output = LengthDistribution::fixed_tokens(p.osl);
+}
+
 /// The load of a point as `kvcap simulate` options: closed loop, Poisson at a rate, all at once, or inference-perf's
 /// multi-turn users.
 std::string load_of(const Point& p, sim::SimulationRequest& r) {
   auto& w = r.workload;
-  w.prompt = LengthDistribution::fixed_tokens(p.isl);
-  w.output = LengthDistribution::fixed_tokens(p.osl);
+  lengths_of(p, w);
   if (p.note.find("inference-perf shared_prefix multi-turn") != std::string::npos)
     return inference_perf_multi_turn(p, r);
   if (p.concurrency) {
@@ -151,7 +189,9 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
     return "poisson " + fixed(*p.rate_per_s, 1) + "/s";
   }
   w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
-  r.limits.num_requests = static_cast<std::uint64_t>(p.num_requests.value_or(2000));
+  // The source's count ("offline: 3000 random prompts"), else 2,000.
+  const i64 stated = number_after(p.note, "offline: ");
+  r.limits.num_requests = static_cast<std::uint64_t>(p.num_requests.value_or(stated > 0 ? stated : 2000));
   return "offline";
 }
 
@@ -223,6 +263,10 @@ std::vector<Point> read_points(const std::string& path) {
       if (auto v = opt_number(j, "ttft_ms")) p.ttft_s = *v / 1000;
       p.output_tokens_per_s = opt_number(j, "output_tok_s");
       p.medians = p.note.find("median") != std::string::npos;
+      std::string lower = p.note;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      p.median_itl = lower.find("tpot_ms = median itl") != std::string::npos ||
+                     lower.find("tpot = median itl") != std::string::npos;
       pts.push_back(p);
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(path + ": point " + std::to_string(pts.size() + 1) + ": " + e.what());
@@ -264,7 +308,7 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   request.speed = make_speed_context(model, gpu, plan, speed);
   request.num_scheduler_steps = scheduler_steps(p);
   const sim::SimResult r = sim::run_simulation(request).result;
-  o.tpot_s = p.medians ? r.tpot_s.p50 : r.tpot_s.mean;
+  o.tpot_s = p.median_itl ? r.itl_s.p50 : p.medians ? r.tpot_s.p50 : r.tpot_s.mean;
   o.ttft_s = p.medians ? r.ttft_s.p50 : r.ttft_s.mean;
   o.output_tokens_per_s = r.output_tokens_per_s;
   return o;

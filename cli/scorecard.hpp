@@ -27,6 +27,9 @@ struct Point {
   std::optional<double> rate_per_s;
   std::optional<double> tpot_s, ttft_s, output_tokens_per_s;  ///< measured
   bool medians = false;                                       ///< the source reports medians of TPOT/TTFT, not means
+  /// Its TPOT is the median inter-token latency (sglang.bench_serving's median_itl_ms: every gap between two tokens,
+  /// pooled), not a per-request time per output token.
+  bool median_itl = false;
 };
 
 struct Outcome {

@@ -98,6 +98,7 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
   };
   row("TTFT", r.ttft_s);
   row("TPOT", r.tpot_s);
+  row("ITL", r.itl_s);
   row("E2E", r.e2e_s);
   row("queueing", r.queue_s);
   if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
@@ -331,6 +332,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["requests_truncated"] = r.requests_truncated;
   j["ttft_s"] = summary_json(r.ttft_s);
   j["tpot_s"] = summary_json(r.tpot_s);
+  j["itl_s"] = summary_json(r.itl_s);
   j["e2e_s"] = summary_json(r.e2e_s);
   j["queue_s"] = summary_json(r.queue_s);
   j["throughput"] = {{"requests_per_s", r.requests_per_s},
@@ -374,7 +376,8 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
     o << "model,gpu,replicas,router,allocator,requests_completed,requests_arrived,requests_rejected,requests_"
          "truncated,ttft_mean_s,ttft_p50_s,ttft_p90_s,ttft_p99_s,tpot_"
          "mean_s,tpot_p50_s,"
-         "tpot_p90_s,tpot_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,requests_per_s,output_tokens_per_s,goodput_"
+         "tpot_p90_s,tpot_p99_s,itl_mean_s,itl_p50_s,itl_p90_s,itl_p99_s,e2e_mean_s,e2e_p50_s,e2e_p90_s,e2e_p99_s,"
+         "requests_per_s,output_tokens_per_s,goodput_"
          "requests_per_s,"
          "preemptions,kv_utilization_mean,kv_utilization_max,kv_waste_fraction,wall_time_s,prefill_replicas,kv_"
          "transfer_s_mean\n";
@@ -384,7 +387,7 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
     << (in.cfg.replica.allocator == sim::Allocator::paged ? "paged" : "contiguous") << ',';
   o << r.requests_completed << ',' << r.requests_arrived << ',' << r.requests_rejected << ',' << r.requests_truncated
     << ',';
-  for (const sim::LatencySummary* s : {&r.ttft_s, &r.tpot_s, &r.e2e_s})
+  for (const sim::LatencySummary* s : {&r.ttft_s, &r.tpot_s, &r.itl_s, &r.e2e_s})
     for (double x : {s->mean, s->p50, s->p90, s->p99}) o << csv_num(x, s->count > 0) << ',';
   for (double x : {r.requests_per_s, r.output_tokens_per_s, r.goodput_requests_per_s}) o << csv_num(x) << ',';
   o << r.preemptions << ',';

@@ -64,6 +64,9 @@ void Collector::summarize(SimResult& res) const {
   res.requests_completed = completed_;
   res.ttft_s = ttft_.summary();
   res.tpot_s = tpot_.summary();
+  LogHistogram itl = itl_;
+  itl.add(itl_run_s_, itl_run_n_);
+  res.itl_s = itl.summary();
   res.e2e_s = e2e_.summary();
   res.queue_s = queue_.summary();
   res.prompt_tokens = prompt_tokens_;

@@ -22,6 +22,20 @@ class Collector {
   /// whether it met every target, its tokens; then Observer::on_request_done.
   void record(const Request& r, std::uint32_t replica, double now);
 
+  /// `n` gaps of `gap_s` between two consecutive output tokens of a request (the inter-token latency as
+  /// `vllm bench serve`, sglang.bench_serving and inference-perf pool it: one sample per gap, over every request).
+  /// The requests of one step mostly share their gap: a run of equal gaps is counted once (one bucket lookup per
+  /// run, not per token).
+  void add_itl(double gap_s, std::uint64_t n = 1) {
+    if (gap_s == itl_run_s_) {
+      itl_run_n_ += n;
+      return;
+    }
+    itl_.add(itl_run_s_, itl_run_n_);
+    itl_run_s_ = gap_s;
+    itl_run_n_ = n;
+  }
+
   /// A disaggregated prefill worker finished `r` (its first token sampled at `now`): it goes on to a decode worker.
   void hand_off(const Request& r, double now);
   struct Handoff {
@@ -43,7 +57,9 @@ class Collector {
   void summarize(SimResult& res) const;
 
  private:
-  LogHistogram ttft_, tpot_, e2e_, queue_;
+  LogHistogram ttft_, tpot_, e2e_, queue_, itl_;
+  double itl_run_s_ = 0;  ///< the gap of the run add_itl is counting (not yet in itl_)
+  std::uint64_t itl_run_n_ = 0;
   std::uint64_t completed_ = 0, slo_met_ = 0, prompt_tokens_ = 0, output_tokens_ = 0;
   double last_completion_s_ = 0;
   LatencyTargets slo_;

@@ -7,18 +7,19 @@ namespace kvcap::sim {
 
 LogHistogram::LogHistogram() : buckets_(static_cast<std::size_t>(kPerOctave) * kOctaves + 1, 0) {}
 
-void LogHistogram::add(double v) {
+void LogHistogram::add(double v, std::uint64_t n) {
+  if (n == 0) return;
   if (!(v >= 0)) v = 0;  // NaN or negative never happens in a consistent run; count it at 0
   std::size_t i = 0;
   if (v >= kMin) {
     const double k = std::floor(std::log2(v / kMin) * kPerOctave);
     i = 1 + static_cast<std::size_t>(std::min(k, static_cast<double>(buckets_.size() - 2)));
   }
-  ++buckets_[i];
+  buckets_[i] += n;
   if (count_ == 0 || v < min_) min_ = v;
   if (count_ == 0 || v > max_) max_ = v;
-  ++count_;
-  sum_ += v;
+  count_ += n;
+  sum_ += v * static_cast<double>(n);
 }
 
 double LogHistogram::quantile(double q) const {

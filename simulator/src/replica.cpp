@@ -435,6 +435,7 @@ void Replica::finish_step(double now) {
       running_.resize(keep);
     }
     if (lazy_count_ > 0) {  // every lazy request computed its decode token and sampled the next
+      lazy_itl(now);
       ++tick_;
       lazy_held_ += lazy_count_;
       stats_.decode_tokens += static_cast<std::uint64_t>(lazy_count_);
@@ -455,6 +456,8 @@ bool Replica::finish_request(std::uint32_t s, double now) {
     if (r.prefix_group >= 0 || r.conversation >= 0)
       kv_.register_prefix(r.blocks, content_key(r), r.computed, r.registered_prefix_blocks);
     if (r.computed == r.num_tokens) {
+      if (r.last_token_s >= 0) out_.add_itl(now - r.last_token_s);
+      r.last_token_s = now;
       ++r.generated;
       ++r.num_tokens;
       if (r.first_token_s < 0) r.first_token_s = now;
@@ -575,12 +578,29 @@ void Replica::aggregate_decodes(double now) {
         ring_[static_cast<std::size_t>(next_event_tick(r)) % ring_.size()].push_back(s);
         ++lazy_count_;
         lazy_held_ += r.computed + 1;
+        fresh_lazy_.push_back(s);
         continue;
       }
     }
     active_[out++] = s;
   }
   active_.resize(out);
+}
+
+/// The inter-token latencies of the lazy requests' tokens sampled at `now`, the end of tick tick_'s step. Ticks are
+/// consecutive steps (a step that is not a tick materializes every lazy request first), so a request lazy before this
+/// tick sampled its previous token at the previous tick's end; one made lazy since (fresh_lazy_) at its last_token_s.
+void Replica::lazy_itl(double now) {
+  i64 steady = lazy_count_;
+  for (const std::uint32_t s : fresh_lazy_) {
+    const Request& r = slots_[s];
+    if (!r.lazy || r.lazy_tick != tick_) continue;  // woken since (it samples in its own step)
+    out_.add_itl(now - r.last_token_s);
+    --steady;
+  }
+  fresh_lazy_.clear();
+  if (steady > 0) out_.add_itl(now - last_tick_end_s_, static_cast<std::uint64_t>(steady));
+  last_tick_end_s_ = now;
 }
 
 /// Lazy request `s` gets the fields of the current tick and leaves the aggregate.
@@ -591,6 +611,7 @@ void Replica::materialize(std::uint32_t s) {
   r.generated += m;
   r.num_tokens += m;
   r.computed_high_water += m;
+  if (m > 0) r.last_token_s = last_tick_end_s_;
   r.lazy = false;
   --lazy_count_;
   lazy_held_ -= r.computed + 1;
@@ -603,6 +624,7 @@ void Replica::materialize_all() {
     if (slots_[s].lazy) materialize(s);
   for (auto& bucket : ring_) bucket.clear();
   due_.clear();
+  fresh_lazy_.clear();
   if (lazy_count_ != 0 || lazy_held_ != 0)
     throw std::logic_error("lazy decode accounting broken on replica " + std::to_string(index_));
 }

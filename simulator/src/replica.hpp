@@ -72,6 +72,7 @@ class Replica {
   void schedule_aggregated(double now, i64& budget, StepLoad& load);
   bool finish_request(std::uint32_t s, double now);  ///< true when it completed
   void aggregate_decodes(double now);
+  void lazy_itl(double now);
   void materialize(std::uint32_t s);
   void materialize_all();
   void admit_waiting(double now, i64& budget, StepLoad& load);
@@ -114,7 +115,9 @@ class Replica {
   std::vector<std::uint32_t> due_;
   i64 tick_ = 0;
   i64 lazy_count_ = 0;
-  i64 lazy_held_ = 0;  ///< sum over lazy requests of the tokens they hold in the coming step (computed + 1)
+  i64 lazy_held_ = 0;           ///< sum over lazy requests of the tokens they hold in the coming step (computed + 1)
+  double last_tick_end_s_ = 0;  ///< the end of the latest tick's step (lazy requests sampled then)
+  std::vector<std::uint32_t> fresh_lazy_;  ///< made lazy since the latest tick (their previous token: last_token_s)
   std::uint64_t admitted_ = 0;
   std::vector<std::vector<std::uint32_t>> ring_;  ///< [tick mod size]: lazy requests with an event at that tick
   bool busy_ = false;

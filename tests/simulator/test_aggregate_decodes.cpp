@@ -114,6 +114,16 @@ SimResult same_both_ways(SimConfig cfg, const StepTimer& timer, const WorkloadSp
                                           : std::string("none")));
   CHECK(first_diff == lines[0].size());
   CHECK(summary(res[0]) == summary(res[1]));
+  // The inter-token latencies: the same gaps both ways (a tick adds its gaps at once, so the mean's sum may differ in
+  // its last bits), one per output token after a request's first.
+  const LatencySummary &a = res[0].itl_s, &b = res[1].itl_s;
+  CHECK(a.count == res[0].output_tokens - res[0].requests_completed);
+  CHECK(b.count == a.count);
+  CHECK(b.p50 == a.p50);
+  CHECK(b.p90 == a.p90);
+  CHECK(b.p99 == a.p99);
+  CHECK(b.max == a.max);
+  CHECK(b.mean == Approx(a.mean).epsilon(1e-9));
   return res[1];
 }
 

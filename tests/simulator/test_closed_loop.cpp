@@ -306,6 +306,40 @@ TEST_CASE("prefill-first steps (SGLang, vLLM V0) hold no decode, and the decodes
   CHECK(multi.steps[b_step + 1].tokens == 500);
 }
 
+TEST_CASE("inter-token latency: one sample per gap between a request's tokens, a prefill step's stall in one gap",
+          "[sim][load]") {
+  // A (10-token prompt, 100 tokens out) decodes from 0; B's 1,000-token prompt (5 out) arrives at 0.015 s. Steps take
+  // 0.01 s + 10 us per token. Prefill-first: B's prompt runs alone (0.02 s) and A's next token waits for it and for
+  // the decode step after it (A and B: 0.01002 s). Mixed (vLLM V1): A's gap over B's prompt is their one step (1,001
+  // tokens, 0.02001 s).
+  auto run = [](bool prefill_first, Steps& obs) {
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    cfg.replica.prefill_first = prefill_first;
+    cfg.observer = &obs;
+    std::vector<RequestSpec> reqs(2);
+    reqs[0].arrival_s = 0, reqs[0].prompt_tokens = 10, reqs[0].output_tokens = 100;
+    reqs[1].arrival_s = 0.015, reqs[1].prompt_tokens = 1000, reqs[1].output_tokens = 5;
+    auto src = list_source(reqs, SourceLimits{});
+    return simulate(cfg, StepTimer::linear(0.01, 1e-5), *src);
+  };
+  for (const bool prefill_first : {true, false}) {
+    INFO("prefill_first " << prefill_first);
+    Steps obs;
+    const SimResult r = run(prefill_first, obs);
+    const LatencySummary& itl = r.itl_s;
+    CHECK(itl.count == 99 + 4);  // every token after each request's first
+    CHECK(itl.max == Approx(prefill_first ? 0.02 + 0.01002 : 0.02001));
+    CHECK(itl.p50 == Approx(0.01001).epsilon(0.003));  // A's decode steps alone (LogHistogram's bucket error)
+    // The gaps of a request add up to its time from first token to last.
+    double sum = 0;
+    for (const RequestRecord& d : obs.done) sum += d.finish_s - d.first_token_s;
+    CHECK(itl.mean * static_cast<double>(itl.count) == Approx(sum));
+    // A's TPOT spreads its stall over its 99 gaps; the median gap does not see it.
+    CHECK(r.tpot_s.max > itl.p50 * 1.005);
+  }
+}
+
 TEST_CASE("prefill-first steps stay pure when blocks run short and requests are preempted", "[sim][load]") {
   // A small pool (preemptions), prompts never chunked (the budget holds max_num_seqs whole prompts, so a prompt piece
   // has at least 2 tokens): a step that computes a decode token and a prompt piece is a mixed step.

@@ -26,7 +26,9 @@ class LogHistogram {
   static constexpr double kRelativeError = 0.0027;
 
   LogHistogram();
-  void add(double v);
+  void add(double v) { add(v, 1); }
+  /// `n` samples of value `v` (the sum grows by v x n: the mean may differ in the last bits from n single adds).
+  void add(double v, std::uint64_t n);
   std::uint64_t count() const { return count_; }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
   double min() const { return count_ ? min_ : 0; }

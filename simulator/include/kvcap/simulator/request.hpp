@@ -37,6 +37,9 @@ struct Request {
   double arrival_s = 0;
   double first_scheduled_s = -1;
   double first_token_s = -1;
+  /// When its latest output token was sampled (-1: none on this replica yet); the next token's inter-token latency
+  /// starts there. A lazy request's is that of its lazy_tick's step (Replica::materialize brings it up to date).
+  double last_token_s = -1;
   i64 prompt_tokens = 0;
   i64 output_tokens = 0;       ///< target (after truncation at max_model_len)
   i64 num_tokens = 0;

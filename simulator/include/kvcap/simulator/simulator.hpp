@@ -190,6 +190,11 @@ struct SimResult {
   std::uint64_t requests_truncated = 0;  ///< output cut so that prompt + output <= max_model_len
   LatencySummary ttft_s, tpot_s, e2e_s;
   LatencySummary queue_s;                ///< arrival to first scheduled step
+  /// Inter-token latency: every gap between two consecutive output tokens of a request, pooled over all requests
+  /// (`vllm bench serve`'s and sglang.bench_serving's ITL; TPOT is its per-request mean). Tokens count when sampled:
+  /// streaming in bursts (multi-step scheduling) is not modelled. On a disaggregated decode worker the gaps start
+  /// after its first sampled token.
+  LatencySummary itl_s;
   double first_arrival_s = 0, end_s = 0; ///< end: the last completion
   double last_arrival_s = 0;             ///< the last request sent
   double requests_per_s = 0;             ///< completed / (end - first arrival)
