@@ -48,6 +48,7 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("data-parallel-size", po::value<std::string>(), "data-parallel replicas (vLLM's flag): --num-gpus = DP x TP x PP; with --enable-expert-parallel the attention is data-parallel")
     ("decode-context-parallel-size", po::value<std::string>()->default_value("1"), "split each request's KV over this many ranks of a TP group that hold the same KV heads (vLLM DCP)")
     ("gpu-memory-utilization", po::value<std::string>()->default_value("0.9"), "fraction of device memory vLLM may use")
+    ("free-gpu-memory-fraction", po::value<std::string>(), kFreeFractionHelp)
     ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
     ("quantization,q", po::value<std::string>()->default_value("auto"), "weight format: auto (checkpoint's), bf16, fp8, int4 (AWQ/GPTQ), mxfp4, nvfp4 (fp4 GEMMs on GPUs with fp4 tensor cores)")
     ("kv-cache-dtype", po::value<std::string>()->default_value("auto"), "KV format: auto (= model dtype), bf16, fp16, fp8, fp8_e5m2, nvfp4, fp8_per_token_head, int8_per_token_head, int4_per_token_head; int8, int4, int2 (KIVI-style groups)")
@@ -236,7 +237,19 @@ profiles::FlagTexts flag_texts(const po::variables_map& vm, const po::options_de
 }
 
 Deployment deployment_from(const po::variables_map& vm) {
-  return profiles::deployment_from_flags(flag_texts(vm, deployment_options(false)));
+  Deployment d = profiles::deployment_from_flags(flag_texts(vm, deployment_options(false)));
+  apply_engine_memory_rule(vm, d);
+  return d;
+}
+
+void apply_engine_memory_rule(const po::variables_map& vm, Deployment& d) {
+  if (!vm.count("engine") || d.free_gpu_memory_fraction || !d.kv_cache_memory_bytes.empty()) return;
+  if (vm.count("gpu-memory-utilization") && !vm["gpu-memory-utilization"].defaulted()) return;
+  try {
+    d.free_gpu_memory_fraction = engine_profile(vm["engine"].as<std::string>()).free_gpu_memory_fraction;
+  } catch (const SpecError& e) {
+    throw UsageError("--engine: " + e.reason());
+  }
 }
 
 namespace {

@@ -60,6 +60,14 @@ struct HostTierFlags {
 HostTierFlags host_tier_flags(const po::variables_map& vm);
 /// The deployment those flags describe (profiles/flags.hpp: the one reader of them, shared with the dashboard).
 Deployment deployment_from(const po::variables_map& vm);
+/// The engine's own KV budget (EngineProfile::free_gpu_memory_fraction: TensorRT-LLM's share of the memory left
+/// free) for --engine, unless the budget was given (--free-gpu-memory-fraction, --gpu-memory-utilization,
+/// --kv-cache-memory).
+void apply_engine_memory_rule(const po::variables_map& vm, Deployment& d);
+/// --free-gpu-memory-fraction's help (plan, simulate, size and the other deployment commands).
+inline constexpr const char* kFreeFractionHelp =
+    "TensorRT-LLM's KV budget: this fraction of the memory left free after the weights and the profiling run "
+    "(its free_gpu_memory_fraction; --engine trtllm sets 0.9 unless --gpu-memory-utilization is given)";
 /// The values `vm` holds for the options of `options`, as typed (defaults included; a switch present when on).
 profiles::FlagTexts flag_texts(const po::variables_map& vm, const po::options_description& options);
 

@@ -73,13 +73,16 @@ std::string builtin_model(const std::string& hf) {
   return it == by_key.end() ? "" : it->second;
 }
 
-/// The first whole number after `key` in `text` (0 when absent).
+/// The first whole number after `key` in `text`: 0 when absent, -1 above 10^15 (no count or length in a note reaches
+/// it; the callers refuse what they cannot take).
 i64 number_after(const std::string& text, const std::string& key, std::size_t from = 0) {
   const auto at = text.find(key, from);
   if (at == std::string::npos) return 0;
   i64 n = 0;
-  for (std::size_t i = at + key.size(); i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i)
+  for (std::size_t i = at + key.size(); i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
     n = n * 10 + (text[i] - '0');
+    if (n > 1'000'000'000'000'000) return -1;
+  }
   return n;
 }
 
@@ -95,6 +98,8 @@ Deployment deployment_for(const Point& p) {
   // TensorRT-LLM (and NIM on it) serves ModelOpt FP8 checkpoints with an FP8 KV cache (the fixtures' note on S2-076).
   const bool trtllm = p.engine.find("TensorRT") != std::string::npos;
   if (p.kv_dtype == "fp8" || (p.kv_dtype.empty() && trtllm && fp8)) d.kv_cache_dtype = DType::fp8;
+  // The engine's own KV budget (TensorRT-LLM: a fraction of the memory left free), whichever profile times the steps.
+  d.free_gpu_memory_fraction = engine_profile_for(p.engine).free_gpu_memory_fraction;
   // The server's scheduler limits, where the source gives them (vLLM flag names in the note).
   if (const i64 n = number_after(p.note, "max-num-seqs ")) d.max_num_seqs = n;
   if (const i64 n = number_after(p.note, "max-num-batched-tokens ")) d.max_num_batched_tokens = n;
@@ -149,7 +154,16 @@ std::optional<double> decimal_after(const std::string& text, const std::string& 
 /// fixed (AIPerf and trtllm-bench runs; ShareGPT points, whose spread the fixtures do not give, at their means).
 void lengths_of(const Point& p, WorkloadSpec& w) {
   i64 in = number_after(p.note, "--random-input "), out = number_after(p.note, "--random-output ");
-  double ratio = decimal_after(p.note, "range_ratio ").value_or(0);
+  double ratio = 0;
+  for (const char* key : {"--random-range-ratio ", "range_ratio "})
+    if (p.note.find(key) != std::string::npos) {
+      const auto r = decimal_after(p.note, key);
+      if (!r || *r < 0 || *r >= 1)
+        throw UsageError("point " + p.id + ": its note's " + std::string(key) +
+                         "is not a ratio in [0, 1) (sglang.bench_serving's random-dataset range ratio)");
+      ratio = *r;
+      break;
+    }
   if (in <= 0 || out <= 0) {
     const auto at = p.note.find("max ");
     const auto slash = at == std::string::npos ? at : p.note.find('/', at);
@@ -159,7 +173,10 @@ void lengths_of(const Point& p, WorkloadSpec& w) {
       ratio = 0;
     }
   }
-  if (in > 0 && out > 0 && ratio >= 0 && ratio < 1) {
+  constexpr i64 kMaxNoteTokens = 10'000'000;
+  if (in < 0 || out < 0 || in > kMaxNoteTokens || out > kMaxNoteTokens)
+    throw UsageError("point " + p.id + ": its note's random lengths exceed 10,000,000 tokens");
+  if (in > 0 && out > 0) {
     w.prompt = LengthDistribution::uniform_tokens(
         std::max<i64>(static_cast<i64>(std::floor(static_cast<double>(in) * ratio)), 1), in);
     w.output = LengthDistribution::uniform_tokens(
@@ -189,8 +206,15 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
     return "poisson " + fixed(*p.rate_per_s, 1) + "/s";
   }
   w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
-  // The source's count ("offline: 3000 random prompts"), else 2,000.
-  const i64 stated = number_after(p.note, "offline: ");
+  // The source's count ("offline: 3000 random prompts", trtllm-bench's "3000 requests all queued at once"), else 2,000.
+  i64 stated = number_after(p.note, "offline: ");
+  if (const auto at = p.note.find(" requests all queued at once"); stated == 0 && at != std::string::npos) {
+    std::size_t b = at;
+    while (b > 0 && std::isdigit(static_cast<unsigned char>(p.note[b - 1]))) --b;
+    stated = number_after(p.note, "", b);
+  }
+  if (stated < 0 || stated > 10'000'000)
+    throw UsageError("point " + p.id + ": its note states more requests than the 10,000,000 kvcap simulates");
   r.limits.num_requests = static_cast<std::uint64_t>(p.num_requests.value_or(stated > 0 ? stated : 2000));
   return "offline";
 }
@@ -308,7 +332,15 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   request.speed = make_speed_context(model, gpu, plan, speed);
   request.num_scheduler_steps = scheduler_steps(p);
   const sim::SimResult r = sim::run_simulation(request).result;
-  o.tpot_s = p.median_itl ? r.itl_s.p50 : p.medians ? r.tpot_s.p50 : r.tpot_s.mean;
+  if (r.requests_completed == 0) {
+    o.skipped = "no request completed (" + std::to_string(r.requests_rejected) + " rejected: prompt >= max_model_len)";
+    return o;
+  }
+  // A metric without samples (no request generated two tokens) is not predicted: NaN, left out of the MAPE.
+  const auto pick = [](const sim::LatencySummary& s, double v) {
+    return s.count ? v : std::numeric_limits<double>::quiet_NaN();
+  };
+  o.tpot_s = p.median_itl ? pick(r.itl_s, r.itl_s.p50) : pick(r.tpot_s, p.medians ? r.tpot_s.p50 : r.tpot_s.mean);
   o.ttft_s = p.medians ? r.ttft_s.p50 : r.ttft_s.mean;
   o.output_tokens_per_s = r.output_tokens_per_s;
   return o;
@@ -316,7 +348,7 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
 
 /// Signed relative error of a prediction, when the point has a measurement.
 std::optional<double> rel_err(double predicted, const std::optional<double>& measured) {
-  if (!measured || !(*measured > 0)) return std::nullopt;
+  if (!measured || !(*measured > 0) || !std::isfinite(predicted)) return std::nullopt;
   return (predicted - *measured) / *measured;
 }
 

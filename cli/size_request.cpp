@@ -38,6 +38,7 @@ po::options_description size_deployment_options() {
   // clang-format off
   dep.add_options()
     ("gpu-memory-utilization", po::value<std::string>()->default_value("0.9"), "fraction of device memory vLLM may use")
+    ("free-gpu-memory-fraction", po::value<std::string>(), kFreeFractionHelp)
     ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
     ("block-size", po::value<std::string>()->default_value("16"), "tokens per KV block")
     ("max-model-len", po::value<std::string>(), "context limit per request (default: prompt + output of the workload)")
@@ -168,6 +169,7 @@ SizingSpace space_of(const po::variables_map& vm) {
     throw UsageError("--kv-transfer-link applies to --disagg");
   s.kv_link = link == "network" ? KvLinkKind::network : KvLinkKind::nvlink;
   s.base = profiles::deployment_from_flags(flag_texts(vm, size_deployment_options()));
+  apply_engine_memory_rule(vm, s.base);
   // A calibration measures one device: it applies only when exactly one GPU type is searched.
   if (vm.count("calibration")) {
     if (s.gpus.size() != 1)

@@ -16,8 +16,8 @@ namespace {
 using escape::terminal_text;
 
 std::string cell(double pred_s, const std::optional<double>& meas_s, double scale, int decimals) {
-  if (!meas_s) return "-";
   const auto e = rel_err(pred_s, meas_s);
+  if (!e) return meas_s ? "-/" + fixed(*meas_s * scale, decimals) : "-";
   std::ostringstream o;
   o << fixed(pred_s * scale, decimals) << "/" << fixed(*meas_s * scale, decimals) << " " << (*e >= 0 ? "+" : "")
     << fixed(100 * *e, 0) << "%";

@@ -54,8 +54,9 @@ void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::siz
     o << row("available for KV cache (--kv-cache-memory)", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
   } else {
     o << row("device memory as CUDA reports it", padl(gib(static_cast<double>(g.memory_bytes)), 8));
-    o << row("x gpu_memory_utilization " + fixed(d.d.gpu_memory_utilization, 2) + " = requested",
-             padl(gib(static_cast<double>(st.requested_bytes)), 8));
+    if (!d.d.free_gpu_memory_fraction)
+      o << row("x gpu_memory_utilization " + fixed(d.d.gpu_memory_utilization, 2) + " = requested",
+               padl(gib(static_cast<double>(st.requested_bytes)), 8));
     o << row("- weights (" + std::string(name(d.weight_dtype)) + ", 1/" + std::to_string(d.d.tensor_parallel_size) +
                  " of the sharded tensors)",
              padl(gib(static_cast<double>(st.weights_bytes)), 8));
@@ -67,7 +68,15 @@ void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::siz
     o << row(uses_deepep(d) && !d.d.non_torch_bytes ? "- non-torch (CUDA context, NCCL, DeepEP buffers)"
                                                     : "- non-torch (CUDA context, NCCL buffers)",
              padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
-    o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
+    if (const auto f = d.d.free_gpu_memory_fraction) {
+      const i64 free_bytes = static_cast<i64>(g.memory_bytes) - static_cast<i64>(st.weights_bytes) -
+                             static_cast<i64>(st.activation_peak_bytes) - static_cast<i64>(st.non_torch_bytes);
+      o << row("= free after TensorRT-LLM's profiling run", padl(gib(static_cast<double>(free_bytes)), 8));
+      o << row("x free_gpu_memory_fraction " + fixed(*f, 2) + " = for KV cache",
+               padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
+    } else {
+      o << row("= available for KV cache", padl(gib(static_cast<double>(st.available_kv_bytes)), 8));
+    }
   }
   i64 attention_layers = 0;
   for (const auto& grp : st.groups)
@@ -240,6 +249,7 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
     if (d.mamba_mode == MC::all) j["deployment"]["mamba_block_size"] = d.mamba_block_size;
   }
   if (d.d.num_gpu_blocks_override) j["deployment"]["num_gpu_blocks_override"] = *d.d.num_gpu_blocks_override;
+  if (d.d.free_gpu_memory_fraction) j["deployment"]["free_gpu_memory_fraction"] = *d.d.free_gpu_memory_fraction;
   j["what_if"] = what_if_json(p);
   j["kv_bytes_per_token_per_rank"] = p.kv_bytes_per_token_per_rank;
   j["memory"] = {{"total_bytes", g.memory_bytes},           {"requested_bytes", bind.requested_bytes},

@@ -435,6 +435,9 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (!(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1))
     throw SpecError("gpu_memory_utilization",
                     "must be in (0, 1] (got " + std::to_string(d.gpu_memory_utilization) + ")");
+  if (d.free_gpu_memory_fraction && !(*d.free_gpu_memory_fraction > 0 && *d.free_gpu_memory_fraction <= 1))
+    throw SpecError("free_gpu_memory_fraction",
+                    "must be in (0, 1] (got " + std::to_string(*d.free_gpu_memory_fraction) + ")");
   // vLLM's --block-size choices (vllm/config/cache.py, BlockSize = Literal[1, 8, 16, 32, 64, 128]).
   constexpr i64 kVllmBlockSizes[] = {1, 8, 16, 32, 64, 128};
   if (std::find(std::begin(kVllmBlockSizes), std::end(kVllmBlockSizes), d.block_size) == std::end(kVllmBlockSizes))

@@ -38,6 +38,11 @@ EngineProfile prefill_first(EngineProfile e) {
   e.speed.prefill_first = true;
   return e;
 }
+/// `e` sizing its KV cache as TensorRT-LLM does: `fraction` of the memory free after its profiling run.
+EngineProfile free_fraction(EngineProfile e, double fraction) {
+  e.free_gpu_memory_fraction = fraction;
+  return e;
+}
 std::string lower(std::string_view s) {
   std::string r;
   for (char c : s) r += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -73,9 +78,10 @@ const std::vector<EngineProfile>& engine_profiles() {
       prefill_first(held_out(make("sglang", "SGLang, fitted on its 10 published serving points", 0.75, 0.45, 0.45,
                                   0.5e-3, 50.0e-6, 15.0e-3, 0.189, 0.324, 0.109),
                              0.200, 0.578)),
-      held_out(make("trtllm", "TensorRT-LLM (and NIM on it), fitted on its 17 published serving points", 0.90, 0.45,
-                    0.60, 0.5e-3, 50.0e-6, 60.0e-3, 0.077, 0.505, 0.076),
-               0.218, 0.619),
+      free_fraction(held_out(make("trtllm", "TensorRT-LLM (and NIM on it), fitted on its 17 published serving points",
+                                  0.90, 0.45, 0.60, 0.5e-3, 50.0e-6, 60.0e-3, 0.077, 0.505, 0.076),
+                             0.218, 0.619),
+                    0.9),
   };
   return k;
 }

@@ -394,6 +394,21 @@ void limit_max_num_seqs(MemoryPlan& p) {
     p.max_num_seqs_limit = static_cast<i64>(std::min<u64>(p.num_blocks, static_cast<u64>(INT64_MAX)));
   if (p.seqs_exceed_state_blocks()) p.warnings.push_back(seqs_limit_text(p));
 }
+
+/// The KV memory of a stage's rank from its budget: vLLM's requested - weights - activation peak - non-torch
+/// (vllm/v1/worker/gpu_worker.py determine_available_memory), or with TensorRT-LLM's free_gpu_memory_fraction F,
+/// F x (total - the profiling run's peak: weights, activations of a max_num_tokens forward, non-torch)
+/// (tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_tokens: available_kv_mem = (total_gpu_memory -
+/// peak_memory + the profiling run's own KV) * fraction; `st.requested_bytes` is then the total). Negative when the
+/// rest does not fit: by how much it misses.
+i64 budgeted_kv_bytes(const StagePlan& st, std::optional<double> free_fraction) {
+  i64 a = to_signed(st.requested_bytes, "requested memory");
+  a = sub(a, to_signed(st.weights_bytes, "weights"));
+  a = sub(a, to_signed(st.activation_peak_bytes, "activation peak"));
+  a = sub(a, to_signed(st.non_torch_bytes, "non-torch memory"));
+  if (!free_fraction || a <= 0) return a;
+  return static_cast<i64>(std::floor(static_cast<long double>(a) * static_cast<long double>(*free_fraction)));
+}
 }  // namespace
 
 MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& dep, const std::vector<i64>& contexts) {
@@ -432,10 +447,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       st.available_kv_bytes = to_signed(km.size() == 1 ? km[0] : km[static_cast<std::size_t>(s)], "kv_cache_memory");
       st.kv_memory_given = true;
     } else {
-      i64 a = to_signed(requested, "requested memory");
-      a = sub(a, to_signed(st.weights_bytes, "weights"));
-      a = sub(a, to_signed(act, "activation peak"));
-      st.available_kv_bytes = sub(a, to_signed(non_torch, "non-torch memory"));
+      if (d.d.free_gpu_memory_fraction) st.requested_bytes = g.memory_bytes;
+      st.available_kv_bytes = budgeted_kv_bytes(st, d.d.free_gpu_memory_fraction);
     }
     std::vector<bool> on_stage(p.kv_layers.size(), false);
     for (std::size_t k = 0; k < p.kv_layers.size(); ++k) {

@@ -29,6 +29,7 @@ const std::map<std::string, std::vector<std::string>>& deployment_keys() {
         "decode_context_parallel_size",
         "num_gpus",
         "gpu_memory_utilization",
+        "free_gpu_memory_fraction",
         "dtype",
         "quantization",
         "kv_cache_dtype",
@@ -122,6 +123,13 @@ DeploymentProfile deployment_from_yaml(Ctx& c, const YAML::Node& map, const std:
   if (auto v = get_number(c, map, path, "gpu_memory_utilization", false, 0, 1)) {
     if (*v > 0) d.gpu_memory_utilization = *v;
     else c.error(map["gpu_memory_utilization"], join(path, "gpu_memory_utilization"), "expected a fraction in (0, 1], got 0");
+  }
+  if (auto v = get_number(c, map, path, "free_gpu_memory_fraction", false, 0, 1)) {
+    if (*v > 0)
+      d.free_gpu_memory_fraction = *v;
+    else
+      c.error(map["free_gpu_memory_fraction"], join(path, "free_gpu_memory_fraction"),
+              "expected a fraction in (0, 1], got 0");
   }
   d.dtype = read_dtype(c, map, path, "dtype", [](const DTypeInfo& i) { return i.activation_ok; }, "dtype");
   d.quantization = read_dtype(c, map, path, "quantization", [](const DTypeInfo& i) { return i.weights_ok; }, "weight format");

@@ -152,6 +152,7 @@ constexpr const char* kValueFlags[] = {"activation-peak-memory",
                                        "decode-context-parallel-size",
                                        "dtype",
                                        "eplb-config",
+                                       "free-gpu-memory-fraction",
                                        "gpu-memory-utilization",
                                        "kv-cache-dtype",
                                        "kv-cache-dtype-skip-layers",
@@ -248,6 +249,9 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   if (given("gpu-memory-utilization"))
     d.gpu_memory_utilization =
         parse_real(text("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
+  if (given("free-gpu-memory-fraction"))
+    d.free_gpu_memory_fraction = parse_real(text("free-gpu-memory-fraction"), "--free-gpu-memory-fraction",
+                                            "a fraction in (0, 1]", kPositive, 1);
   if (given("dtype")) d.dtype = parse_dtype_text(text("dtype"), "--dtype", activation);
   if (given("quantization")) d.quantization = parse_dtype_text(text("quantization"), "--quantization", weights);
   if (given("kv-cache-dtype")) d.kv_cache_dtype = parse_dtype_text(text("kv-cache-dtype"), "--kv-cache-dtype", kv);

@@ -18,6 +18,9 @@ kvcap_golden(err_bad_fields 1 plan --model %DATA%/bad_fields.yaml --gpu h100-sxm
 kvcap_golden(err_bad_flag 2 plan --model llama-3.1-8b --gpu h100-sxm --max-model-len 12X)
 kvcap_golden(err_mamba_max_num_seqs 1 simulate --model nemotron-3-nano-30b-a3b --gpu h100-sxm --max-model-len 131072 --rate 1 --num-requests 10 --prompt-tokens 100 --output-tokens 10)
 kvcap_golden(err_override_pool_too_small 3 plan --model llama-3.1-8b --gpu h100-sxm --max-model-len 32K --num-gpu-blocks-override 100 --contexts 4K,32K)
+kvcap_golden(plan_trtllm_kv_budget 0 plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 2 --quantization fp8 --engine trtllm --max-model-len 8K --contexts 4K,8K)
+kvcap_golden(plan_trtllm_vllm_budget_json 0 plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 2 --quantization fp8 --engine trtllm --gpu-memory-utilization 0.9 --max-model-len 8K --contexts 8K --format json)
+kvcap_golden(err_free_fraction_range 2 plan --model llama-3.1-8b --gpu h100-sxm --free-gpu-memory-fraction 1.5)
 kvcap_golden(err_mixed_chunk_engine 2 simulate --model llama-3.1-8b --gpu h100-sxm --engine vllm --enable-mixed-chunk --rate 4 --num-requests 10 --prompt-tokens 100 --output-tokens 10)
 kvcap_golden(err_bad_tp 3 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 3)
 kvcap_golden(err_missing_file 1 plan --model /nonexistent/model.yaml --gpu h100-sxm)
@@ -224,6 +227,8 @@ kvcap_golden(accuracy_points_bad_ep 2 accuracy --points %DATA%/points_bad_ep.jso
 # How the accuracy points' Hugging Face names map to built-in profiles: checkpoint-format and tuning suffixes dropped
 # (nvidia/...-FP8, -Instruct, -it), Meta- prefixes, Llama 3.3 70B as 3.1 70B; a model without a profile is skipped.
 kvcap_golden(accuracy_model_names 0 accuracy --points %DATA%/points_model_names.json)
+kvcap_golden(accuracy_random_lengths 0 accuracy --points %DATA%/points_random_lengths.json)
+kvcap_golden(accuracy_points_bad_ratio 2 accuracy --points %DATA%/points_bad_ratio.json)
 # SGLang's prefill-first steps: closed-loop clients start together and stay in lockstep, in plan's steady state and in
 # the simulator (docs/sizing.md, docs/simulator.md).
 kvcap_golden(plan_sglang_lockstep 0 plan --model llama-3.1-8b --gpu h100-sxm --engine sglang --batch 64 --prompt-tokens 4K --output-tokens 512)

@@ -81,6 +81,31 @@ TEST_CASE("the whole budget for Llama-3.1-8B on one H100 lands near vLLM's 51.38
   CHECK(p.max_concurrency == Approx(static_cast<double>(p.num_blocks) / 1000.0));  // ceil(16000 / 16) = 1000 blocks
 }
 
+TEST_CASE("TensorRT-LLM's KV budget: a fraction of the memory left free after the profiling run", "[memory]") {
+  // tensorrt_llm/_torch/pyexecutor/_util.py: available_kv_mem = (total_gpu_memory - peak_memory) * fraction.
+  Deployment d;
+  d.max_model_len = 16000;
+  const auto vllm = plan_memory(builtin("llama-3.1-8b"), h100(), d, {});
+  d.free_gpu_memory_fraction = 0.9;
+  const auto trt = plan_memory(builtin("llama-3.1-8b"), h100(), d, {});
+  const auto& st = trt.stages[0];
+  const i64 free_bytes =
+      static_cast<i64>(h100().memory_bytes - st.weights_bytes - st.activation_peak_bytes - st.non_torch_bytes);
+  CHECK(st.available_kv_bytes == static_cast<i64>(std::floor(static_cast<long double>(free_bytes) * 0.9L)));
+  // vLLM leaves 10% of the whole device, TensorRT-LLM 10% of what is free: more KV for TensorRT-LLM.
+  CHECK(st.available_kv_bytes - vllm.stages[0].available_kv_bytes ==
+        Approx(0.1 * static_cast<double>(st.weights_bytes + st.activation_peak_bytes + st.non_torch_bytes))
+            .epsilon(1e-6));
+  CHECK(trt.num_blocks > vllm.num_blocks);
+  // A model that leaves nothing free gets no KV cache, and an out-of-range fraction is refused naming the field.
+  Deployment big;
+  big.free_gpu_memory_fraction = 0.9;
+  CHECK(!plan_memory(builtin("llama-3.1-70b"), h100(), big, {}).fits());
+  big.free_gpu_memory_fraction = 1.5;
+  CHECK_THROWS_WITH(plan_memory(builtin("llama-3.1-8b"), h100(), big, {}),
+                    Catch::Contains("free_gpu_memory_fraction") && Catch::Contains("(0, 1]"));
+}
+
 TEST_CASE("sliding window: Mistral 7B v0.1's concurrency stops falling past its window", "[memory][sliding]") {
   const auto m = builtin("mistral-7b-v0.1");
   Deployment d;

@@ -119,7 +119,7 @@ TEST_CASE("the listed deployment flags are exactly those the reader takes", "[fl
   // Each listed value flag with a malformed value is refused naming it: the reader reads it. The other way round, the
   // reader refuses (std::logic_error) to read a flag missing from the list, so every test that reads one fails.
   const auto values = deployment_value_flags();
-  CHECK(values.size() == 27);
+  CHECK(values.size() == 28);
   for (const std::string& f : values) {
     INFO(f);
     CHECK(is_deployment_flag(f));

@@ -19,6 +19,11 @@ struct Deployment {
   /// split each request's tokens among them instead, interleaved; must divide TP and, for GQA, TP / H_kv.
   i64 decode_context_parallel_size = 1;
   double gpu_memory_utilization = 0.9;    ///< --gpu-memory-utilization
+  /// --free-gpu-memory-fraction (TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction, trtllm-serve
+  /// --kv_cache_free_gpu_memory_fraction): the KV cache takes this fraction of the memory left free after the
+  /// weights and the profiling run's peak (activations, CUDA context, NCCL), instead of vLLM's budget
+  /// (gpu_memory_utilization x total - the rest). Unset: vLLM's rule.
+  std::optional<double> free_gpu_memory_fraction;
   DType dtype = DType::auto_;             ///< --dtype: activation / unquantised weights (auto: model's)
   DType quantization = DType::auto_;      ///< --quantization: linear-layer weight format (auto: checkpoint's)
   DType kv_cache_dtype = DType::auto_;    ///< --kv-cache-dtype (auto: the model dtype, even for quantised weights)

@@ -6,6 +6,7 @@
 // fit's residuals and leave-one-out errors recorded in docs/accuracy.md. Calibration (calibration.yaml) still
 // replaces the efficiencies where it is given.
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,11 @@ struct EngineProfile {
   std::string name;             ///< "datasheet", "vllm", "sglang", "trtllm"
   std::string description;      ///< what it stands for and how it was obtained
   SpeedOptions speed;           ///< efficiencies, per-step / per-layer overheads and the front end's per-request cost
+  /// How the engine sizes its KV cache when no budget is given: unset, vLLM's (gpu_memory_utilization x total);
+  /// TensorRT-LLM takes free_gpu_memory_fraction (default 0.9, tensorrt_llm/llmapi/llm_args.py KvCacheConfig) of
+  /// the memory left free after its profiling run (Deployment::free_gpu_memory_fraction). A fact of the engine,
+  /// not fitted.
+  std::optional<double> free_gpu_memory_fraction;
   /// The error to expect, as a fraction: the leave-one-out MAPE of the fit on the engine's published points (for
   /// datasheet, the scorecard's MAPE over every engine, nothing being fitted); 0 when the fixtures hold no such
   /// measurement. Printed next to the latencies ("TPOT 19.6 ms, +-15% on published vLLM measurements").
