@@ -243,8 +243,12 @@ Deployment deployment_from(const po::variables_map& vm) {
 }
 
 void apply_engine_memory_rule(const po::variables_map& vm, Deployment& d) {
-  if (!vm.count("engine") || d.free_gpu_memory_fraction || !d.kv_cache_memory_bytes.empty()) return;
-  if (vm.count("gpu-memory-utilization") && !vm["gpu-memory-utilization"].defaulted()) return;
+  const bool utilization = vm.count("gpu-memory-utilization") && !vm["gpu-memory-utilization"].defaulted();
+  if (utilization && vm.count("free-gpu-memory-fraction"))
+    throw UsageError(
+        "--gpu-memory-utilization and --free-gpu-memory-fraction are two KV budgets (vLLM's and TensorRT-LLM's): "
+        "give one");
+  if (!vm.count("engine") || d.free_gpu_memory_fraction || !d.kv_cache_memory_bytes.empty() || utilization) return;
   try {
     d.free_gpu_memory_fraction = engine_profile(vm["engine"].as<std::string>()).free_gpu_memory_fraction;
   } catch (const SpecError& e) {

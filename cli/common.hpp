@@ -67,7 +67,7 @@ void apply_engine_memory_rule(const po::variables_map& vm, Deployment& d);
 /// --free-gpu-memory-fraction's help (plan, simulate, size and the other deployment commands).
 inline constexpr const char* kFreeFractionHelp =
     "TensorRT-LLM's KV budget: this fraction of the memory left free after the weights and the profiling run "
-    "(its free_gpu_memory_fraction; --engine trtllm sets 0.9 unless --gpu-memory-utilization is given)";
+    "(its free_gpu_memory_fraction; 0.9 with --engine trtllm, where a command has it)";
 /// The values `vm` holds for the options of `options`, as typed (defaults included; a switch present when on).
 profiles::FlagTexts flag_texts(const po::variables_map& vm, const po::options_description& options);
 

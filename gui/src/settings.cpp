@@ -43,6 +43,7 @@ std::vector<std::string> deployment_flags(const Deployment& d) {
   if (d.language_model_only) f.emplace_back("--language-model-only");
   if (d.gpu_memory_utilization != def.gpu_memory_utilization)
     add("--gpu-memory-utilization", exact(d.gpu_memory_utilization));
+  if (d.free_gpu_memory_fraction) add("--free-gpu-memory-fraction", exact(*d.free_gpu_memory_fraction));
   if (d.dtype != DType::auto_) add("--dtype", std::string(name(d.dtype)));
   if (d.quantization != DType::auto_) add("--quantization", std::string(name(d.quantization)));
   if (d.kv_cache_dtype != DType::auto_) add("--kv-cache-dtype", std::string(name(d.kv_cache_dtype)));

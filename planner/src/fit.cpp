@@ -88,7 +88,7 @@ void format_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, std
   }
 }
 
-std::string why_no_kv_memory(const MemoryPlan& p, const GpuSpec& g) {
+std::string why_no_kv_memory(const MemoryPlan& p, const GpuSpec& /*g*/) {
   const StagePlan& s = *std::min_element(p.stages.begin(), p.stages.end(), [](const StagePlan& a, const StagePlan& b) {
     return a.available_kv_bytes < b.available_kv_bytes;
   });
@@ -96,9 +96,7 @@ std::string why_no_kv_memory(const MemoryPlan& p, const GpuSpec& g) {
                       static_cast<double>(s.non_torch_bytes);
   std::string where = p.stages.size() > 1 ? " on stage " + std::to_string(s.stage) : "";
   return "needs " + gib_text(static_cast<double>(s.weights_bytes)) + " of weights per GPU" + where + " (" +
-         gib_text(held) + " with the activation peak and non-torch memory), has " +
-         gib_text(static_cast<double>(s.requested_bytes)) + " (" + fixed(p.dep.d.gpu_memory_utilization, 2) + " x " +
-         gib_text(static_cast<double>(g.memory_bytes)) + ")";
+         gib_text(held) + " with the activation peak and non-torch memory), has " + budget_text(p, s);
 }
 
 std::string why_request_does_not_fit(const MemoryPlan& p) {

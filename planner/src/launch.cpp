@@ -159,9 +159,8 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
   if (d.free_gpu_memory_fraction)
     c.notes.push_back("kvcap's KV capacity is TensorRT-LLM's budget (free_gpu_memory_fraction " +
                       number(*d.free_gpu_memory_fraction) +
-                      " of the memory left free); this engine's is smaller: plan " +
-                      "it with --gpu-memory-utilization");
-  else if (!vllm)
+                      " of the memory left free); this engine's differs: plan it with --gpu-memory-utilization");
+  if (!vllm)
     c.notes.push_back(
         "kvcap's KV capacity is vLLM's budget (gpu_memory_utilization); SGLang sizes its pool from "
         "--mem-fraction-static: compare max_total_num_tokens in its log");

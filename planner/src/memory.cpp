@@ -296,6 +296,18 @@ std::string seqs_limit_text(const MemoryPlan& p) {
          " or less, or more memory";
 }
 
+std::string budget_text(const MemoryPlan& p, const StagePlan& st) {
+  if (const auto f = p.dep.d.free_gpu_memory_fraction)
+    return "the " + gib_text(static_cast<double>(st.device_bytes)) +
+           " of the device (TensorRT-LLM's budget: free_gpu_memory_fraction " + fixed(*f, 2) + " of what is left free)";
+  return "the " + gib_text(static_cast<double>(st.requested_bytes)) + " requested (gpu_memory_utilization " +
+         fixed(p.dep.d.gpu_memory_utilization, 2) + " x " + gib_text(static_cast<double>(st.device_bytes)) + ")";
+}
+
+const char* budget_setting(const MemoryPlan& p) {
+  return p.dep.d.free_gpu_memory_fraction ? "free_gpu_memory_fraction" : "gpu_memory_utilization";
+}
+
 std::string override_pool_text(const MemoryPlan& p) {
   // vLLM checks the memory before may_override_num_blocks: it starts, and the scheduler never admits the request.
   return "vLLM starts, but one request of max_model_len " + std::to_string(p.dep.max_model_len) +
@@ -360,12 +372,12 @@ void stage_warnings(MemoryPlan& p, const ModelSpec& m) {
     if (st.available_kv_bytes <= 0) {
       const long double need =
           static_cast<long double>(st.weights_bytes) + st.activation_peak_bytes + st.non_torch_bytes;
-      p.warnings.push_back("stage " + std::to_string(st.stage) +
-                           ": no memory left for the KV cache: weights, activation peak " +
-                           "and non-torch memory need " + gib_text(static_cast<double>(need)) + " of the " +
-                           gib_text(static_cast<double>(st.requested_bytes)) +
-                           " requested (vLLM: \"No available memory for the cache blocks\"); add GPUs (tensor or "
-                           "pipeline parallel), quantise the weights, or raise gpu_memory_utilization");
+      p.warnings.push_back(
+          "stage " + std::to_string(st.stage) + ": no memory left for the KV cache: weights, activation peak " +
+          "and non-torch memory need " + gib_text(static_cast<double>(need)) + " of " + budget_text(p, st) +
+          " (vLLM: \"No available memory for the cache blocks\"); add GPUs (tensor or "
+          "pipeline parallel), quantise the weights, or raise " +
+          std::string(budget_setting(p)));
     }
   }
   if (!m.vllm_note.empty()) p.warnings.push_back(m.vllm_note);
@@ -438,6 +450,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
     st.first_layer = first;
     st.num_layers = layers[static_cast<std::size_t>(s)];
     st.requested_bytes = requested;
+    st.device_bytes = g.memory_bytes;
     st.weights_bytes = weights_bytes_per_rank(m, d, s);
     st.vision_weights_bytes = vision_weights_bytes_per_rank(m, d, s);
     st.activation_peak_bytes = act;
@@ -548,8 +561,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   } else if (!p.fits() && p.num_blocks > 0) {
     p.warnings.push_back("one request of max_model_len " + std::to_string(d.max_model_len) +
                          " tokens does not fit: vLLM would refuse to start; the estimated maximum model length is " +
-                         std::to_string(p.max_model_len_that_fits) +
-                         " (lower max_model_len, raise gpu_memory_utilization, or add GPUs)");
+                         std::to_string(p.max_model_len_that_fits) + " (lower max_model_len, raise " +
+                         std::string(budget_setting(p)) + ", or add GPUs)");
   }
   return p;
 }

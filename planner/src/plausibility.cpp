@@ -70,8 +70,7 @@ void check_stages(const GpuSpec& g, const MemoryPlan& p, std::vector<Finding>& r
     if (st.available_kv_bytes <= 0) {
       r.push_back(plan_error("KVCAP-E101",
                              stage_name(p, st) + "vLLM would not start: no memory left for the KV cache (" +
-                                 "weights, activation peak and non-torch memory exceed the " +
-                                 gib_text(static_cast<double>(st.requested_bytes)) + " requested)",
+                                 "weights, activation peak and non-torch memory exceed " + budget_text(p, st) + ")",
                              Finding::Leaves::only_fits, false));
       continue;
     }

@@ -470,8 +470,7 @@ std::string does_not_fit_reason(const MemoryPlan& p, i64 max_context, i64 mean_c
   if (s.available_kv_bytes <= 0)
     return "weights " + gib_text(dbl(s.weights_bytes), 1) + " + activation peak " +
            gib_text(dbl(s.activation_peak_bytes), 1) + " + non-torch " + gib_text(dbl(s.non_torch_bytes), 1) +
-           " per GPU exceed the " + gib_text(dbl(s.requested_bytes), 1) +
-           " requested (gpu_memory_utilization x device memory)";
+           " per GPU exceed " + budget_text(p, s);
   if (!p.fits())
     return "KV cache of " + std::to_string(p.kv_capacity_tokens) + " tokens per replica cannot hold one request of " +
            std::to_string(max_context) + " tokens (max_model_len)";

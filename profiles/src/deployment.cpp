@@ -125,7 +125,10 @@ DeploymentProfile deployment_from_yaml(Ctx& c, const YAML::Node& map, const std:
     else c.error(map["gpu_memory_utilization"], join(path, "gpu_memory_utilization"), "expected a fraction in (0, 1], got 0");
   }
   if (auto v = get_number(c, map, path, "free_gpu_memory_fraction", false, 0, 1)) {
-    if (*v > 0)
+    if (present(map, "gpu_memory_utilization"))
+      c.error(map["free_gpu_memory_fraction"], join(path, "free_gpu_memory_fraction"),
+              "give one KV budget: gpu_memory_utilization (vLLM's) or free_gpu_memory_fraction (TensorRT-LLM's)");
+    else if (*v > 0)
       d.free_gpu_memory_fraction = *v;
     else
       c.error(map["free_gpu_memory_fraction"], join(path, "free_gpu_memory_fraction"),

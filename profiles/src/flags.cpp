@@ -246,9 +246,11 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   if (given("decode-context-parallel-size"))
     d.decode_context_parallel_size =
         parse_int(text("decode-context-parallel-size"), "--decode-context-parallel-size", 1, kMaxGpuCount);
-  if (given("gpu-memory-utilization"))
+  if (given("gpu-memory-utilization")) {
     d.gpu_memory_utilization =
         parse_real(text("gpu-memory-utilization"), "--gpu-memory-utilization", "a fraction in (0, 1]", kPositive, 1);
+    d.free_gpu_memory_fraction.reset();  // vLLM's budget (a compare row's own flag replaces an inherited fraction)
+  }
   if (given("free-gpu-memory-fraction"))
     d.free_gpu_memory_fraction = parse_real(text("free-gpu-memory-fraction"), "--free-gpu-memory-fraction",
                                             "a fraction in (0, 1]", kPositive, 1);

@@ -21,6 +21,7 @@ kvcap_golden(err_override_pool_too_small 3 plan --model llama-3.1-8b --gpu h100-
 kvcap_golden(plan_trtllm_kv_budget 0 plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 2 --quantization fp8 --engine trtllm --max-model-len 8K --contexts 4K,8K)
 kvcap_golden(plan_trtllm_vllm_budget_json 0 plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 2 --quantization fp8 --engine trtllm --gpu-memory-utilization 0.9 --max-model-len 8K --contexts 8K --format json)
 kvcap_golden(err_free_fraction_range 2 plan --model llama-3.1-8b --gpu h100-sxm --free-gpu-memory-fraction 1.5)
+kvcap_golden(err_two_kv_budgets 2 plan --model llama-3.1-8b --gpu h100-sxm --gpu-memory-utilization 0.8 --free-gpu-memory-fraction 0.9)
 kvcap_golden(err_mixed_chunk_engine 2 simulate --model llama-3.1-8b --gpu h100-sxm --engine vllm --enable-mixed-chunk --rate 4 --num-requests 10 --prompt-tokens 100 --output-tokens 10)
 kvcap_golden(err_bad_tp 3 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 3)
 kvcap_golden(err_missing_file 1 plan --model /nonexistent/model.yaml --gpu h100-sxm)

@@ -48,7 +48,7 @@ TEST_CASE("weights beyond one GPU: the smallest TP and PP that start, and fp8 we
     REQUIRE(a.has_value());
     CHECK(a->reason == FitAdvice::Reason::no_kv_memory);
     CHECK(a->why.find("of weights per GPU") != std::string::npos);
-    CHECK(a->why.find("71.27 GiB (0.90 x 79.19 GiB)") != std::string::npos);
+    CHECK(a->why.find("71.27 GiB requested (gpu_memory_utilization 0.90 x 79.19 GiB)") != std::string::npos);
     const FitFix* tp = fix_of(*a, "--tensor-parallel-size");
     REQUIRE(tp != nullptr);
     CHECK(tp == &a->fixes.front());  // the smallest fix first

@@ -158,3 +158,22 @@ TEST_CASE("deployment flags from a line as typed: names, inline values, switches
   CHECK_THROWS_WITH(flag_texts_from_line("--block-size 16 --block-size 32"), Catch::Contains("given twice"));
   CHECK_THROWS_WITH(flag_texts_from_line("--"), Catch::Contains("expected a flag"));
 }
+
+TEST_CASE("TensorRT-LLM's KV budget: --free-gpu-memory-fraction, replaced by a later --gpu-memory-utilization",
+          "[flags]") {
+  const Deployment trt = deployment_from_flags({{"free-gpu-memory-fraction", "0.85"}});
+  REQUIRE(trt.free_gpu_memory_fraction);
+  CHECK(*trt.free_gpu_memory_fraction == 0.85);
+  // Both flags in one set (the command line's defaulted --gpu-memory-utilization): the fraction stands.
+  CHECK(deployment_from_flags({{"gpu-memory-utilization", "0.9"}, {"free-gpu-memory-fraction", "0.5"}})
+            .free_gpu_memory_fraction == std::optional<double>(0.5));
+  // A compare row's own --gpu-memory-utilization over a base with a fraction: vLLM's budget again.
+  const Deployment row = deployment_from_flags({{"gpu-memory-utilization", "0.5"}}, trt);
+  CHECK(!row.free_gpu_memory_fraction);
+  CHECK(row.gpu_memory_utilization == 0.5);
+  for (const char* bad : {"0", "1.5", "-0.2", "abc", "nan"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(deployment_from_flags({{"free-gpu-memory-fraction", bad}}),
+                      Catch::StartsWith("--free-gpu-memory-fraction"));
+  }
+}

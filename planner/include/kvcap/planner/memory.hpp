@@ -31,7 +31,10 @@ struct StagePlan {
   i64 stage = 0;
   i64 first_layer = 0;
   i64 num_layers = 0;
-  u64 requested_bytes = 0;        ///< total_device_memory x gpu_memory_utilization
+  /// total_device_memory x gpu_memory_utilization; with TensorRT-LLM's budget (free_gpu_memory_fraction) the whole
+  /// device, which the KV cache gets that fraction of once the rest is taken
+  u64 requested_bytes = 0;
+  u64 device_bytes = 0;           ///< device memory as CUDA reports it
   u64 weights_bytes = 0;          ///< weights held by one rank of this stage
   u64 vision_weights_bytes =
       0;  ///< of which the vision encoder's (stage 0 of a multimodal model; 0 with --language-model-only)
@@ -99,6 +102,12 @@ std::string seqs_limit_text(const MemoryPlan& p);
 /// Where override_pool_too_small(): "vLLM starts, but one request of max_model_len ... is never scheduled", the one
 /// text of that case in the plan's warnings and KVCAP-E102.
 std::string override_pool_text(const MemoryPlan& p);
+/// The memory a stage's rank budgets from, in words: "the 71.27 GiB requested (gpu_memory_utilization 0.90 x 79.19
+/// GiB)", or with TensorRT-LLM's budget "the 79.19 GiB of the device (TensorRT-LLM's budget: free_gpu_memory_fraction
+/// 0.90 of what is left free)".
+std::string budget_text(const MemoryPlan& p, const StagePlan& st);
+/// The setting that raises the KV budget: "gpu_memory_utilization" or "free_gpu_memory_fraction".
+const char* budget_setting(const MemoryPlan& p);
 
 /// Contexts 1K, 2K, ... 1M (doubling), the default curve.
 std::vector<i64> default_contexts();
