@@ -86,6 +86,13 @@ i64 number_after(const std::string& text, const std::string& key, std::size_t fr
   return n;
 }
 
+/// The whole number that ends at `at` in `text` ("3000" in "3000 requests"), as number_after reads it.
+i64 number_before(const std::string& text, std::size_t at) {
+  std::size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(text[b - 1]))) --b;
+  return number_after(text, "", b);
+}
+
 Deployment deployment_for(const Point& p) {
   Deployment d;
   d.tensor_parallel_size = p.attention_dp ? 1 : p.tp;
@@ -123,10 +130,8 @@ std::string inference_perf_multi_turn(const Point& p, sim::SimulationRequest& r)
   w.arrival.kind = ArrivalProcess::Kind::poisson;
   double requests = 0;
   for (std::size_t at = p.note.find(" rps x"); at != std::string::npos; at = p.note.find(" rps x", at + 1)) {
-    std::size_t b = at;
-    while (b > 0 && std::isdigit(static_cast<unsigned char>(p.note[b - 1]))) --b;
     RatePhase ph;
-    ph.rate_per_s = static_cast<double>(number_after(p.note, "", b));
+    ph.rate_per_s = static_cast<double>(number_before(p.note, at));
     ph.duration_s = static_cast<double>(number_after(p.note, " rps x", at));
     requests += ph.rate_per_s * ph.duration_s;
     w.arrival.phases.push_back(ph);
@@ -208,11 +213,8 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
   w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
   // The source's count ("offline: 3000 random prompts", trtllm-bench's "3000 requests all queued at once"), else 2,000.
   i64 stated = number_after(p.note, "offline: ");
-  if (const auto at = p.note.find(" requests all queued at once"); stated == 0 && at != std::string::npos) {
-    std::size_t b = at;
-    while (b > 0 && std::isdigit(static_cast<unsigned char>(p.note[b - 1]))) --b;
-    stated = number_after(p.note, "", b);
-  }
+  if (const auto at = p.note.find(" requests all queued at once"); stated == 0 && at != std::string::npos)
+    stated = number_before(p.note, at);
   if (stated < 0 || stated > 10'000'000)
     throw UsageError("point " + p.id + ": its note states more requests than the 10,000,000 kvcap simulates");
   r.limits.num_requests = static_cast<std::uint64_t>(p.num_requests.value_or(stated > 0 ? stated : 2000));

@@ -69,8 +69,7 @@ void stage_rows(std::ostream& o, const GpuSpec& g, const MemoryPlan& p, std::siz
                                                     : "- non-torch (CUDA context, NCCL buffers)",
              padl(gib(static_cast<double>(st.non_torch_bytes)), 8));
     if (const auto f = d.d.free_gpu_memory_fraction) {
-      const i64 free_bytes = static_cast<i64>(g.memory_bytes) - static_cast<i64>(st.weights_bytes) -
-                             static_cast<i64>(st.activation_peak_bytes) - static_cast<i64>(st.non_torch_bytes);
+      const i64 free_bytes = unreserved_bytes(st);
       o << row("= free after TensorRT-LLM's profiling run", padl(gib(static_cast<double>(free_bytes)), 8));
       if (free_bytes > 0)
         o << row("x free_gpu_memory_fraction " + fixed(*f, 2) + " = for KV cache",

@@ -88,7 +88,7 @@ void format_fixes(const ModelSpec& m, const GpuSpec& g, const MemoryPlan& p, std
   }
 }
 
-std::string why_no_kv_memory(const MemoryPlan& p, const GpuSpec& /*g*/) {
+std::string why_no_kv_memory(const MemoryPlan& p) {
   const StagePlan& s = *std::min_element(p.stages.begin(), p.stages.end(), [](const StagePlan& a, const StagePlan& b) {
     return a.available_kv_bytes < b.available_kv_bytes;
   });
@@ -129,7 +129,7 @@ std::optional<FitAdvice> fit_advice(const ModelSpec& m, const GpuSpec& g, const 
   if (!no_kv && p->override_pool_too_small()) return std::nullopt;
   FitAdvice a;
   a.reason = no_kv ? FitAdvice::Reason::no_kv_memory : FitAdvice::Reason::request_does_not_fit;
-  a.why = no_kv ? why_no_kv_memory(*p, g) : why_request_does_not_fit(*p);
+  a.why = no_kv ? why_no_kv_memory(*p) : why_request_does_not_fit(*p);
   parallel_fixes(m, g, *p, a.fixes);
   format_fixes(m, g, *p, a.fixes);
   // vLLM's own advice for a request that does not fit (kv_cache_utils.py: "Based on the available memory, the

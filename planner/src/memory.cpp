@@ -304,6 +304,13 @@ std::string budget_text(const MemoryPlan& p, const StagePlan& st) {
          fixed(p.dep.d.gpu_memory_utilization, 2) + " x " + gib_text(static_cast<double>(st.device_bytes)) + ")";
 }
 
+i64 unreserved_bytes(const StagePlan& st) {
+  i64 a = to_signed(st.requested_bytes, "requested memory");
+  a = sub(a, to_signed(st.weights_bytes, "weights"));
+  a = sub(a, to_signed(st.activation_peak_bytes, "activation peak"));
+  return sub(a, to_signed(st.non_torch_bytes, "non-torch memory"));
+}
+
 const char* budget_setting(const MemoryPlan& p) {
   return p.dep.d.free_gpu_memory_fraction ? "free_gpu_memory_fraction" : "gpu_memory_utilization";
 }
@@ -414,10 +421,7 @@ void limit_max_num_seqs(MemoryPlan& p) {
 /// peak_memory + the profiling run's own KV) * fraction; `st.requested_bytes` is then the total). Negative when the
 /// rest does not fit: by how much it misses.
 i64 budgeted_kv_bytes(const StagePlan& st, std::optional<double> free_fraction) {
-  i64 a = to_signed(st.requested_bytes, "requested memory");
-  a = sub(a, to_signed(st.weights_bytes, "weights"));
-  a = sub(a, to_signed(st.activation_peak_bytes, "activation peak"));
-  a = sub(a, to_signed(st.non_torch_bytes, "non-torch memory"));
+  const i64 a = unreserved_bytes(st);
   if (!free_fraction || a <= 0) return a;
   return static_cast<i64>(std::floor(static_cast<long double>(a) * static_cast<long double>(*free_fraction)));
 }
@@ -437,9 +441,12 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   p.kv_layers = kv_layer_specs(m, d, &kv_decoder_layer);
   p.hybrid_manager = hybrid_manager_enabled(m, d.d);
   p.kv_groups = kv_cache_groups(p.kv_layers, p.hybrid_manager);
-  // requested = total x gpu_memory_utilization (vllm/v1/worker/gpu_worker.py init_device).
-  const u64 requested = static_cast<u64>(
-      std::floor(static_cast<long double>(g.memory_bytes) * static_cast<long double>(d.d.gpu_memory_utilization)));
+  // requested = total x gpu_memory_utilization (vllm/v1/worker/gpu_worker.py init_device); TensorRT-LLM's budget
+  // starts from the whole device (budgeted_kv_bytes).
+  const u64 requested = d.d.free_gpu_memory_fraction
+                            ? g.memory_bytes
+                            : static_cast<u64>(std::floor(static_cast<long double>(g.memory_bytes) *
+                                                          static_cast<long double>(d.d.gpu_memory_utilization)));
   const u64 act = d.d.activation_peak_bytes.value_or(estimate_activation_peak_bytes(m, d));
   const u64 non_torch = d.d.non_torch_bytes.value_or(default_non_torch_bytes(m, d));
 
@@ -460,7 +467,6 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
       st.available_kv_bytes = to_signed(km.size() == 1 ? km[0] : km[static_cast<std::size_t>(s)], "kv_cache_memory");
       st.kv_memory_given = true;
     } else {
-      if (d.d.free_gpu_memory_fraction) st.requested_bytes = g.memory_bytes;
       st.available_kv_bytes = budgeted_kv_bytes(st, d.d.free_gpu_memory_fraction);
     }
     std::vector<bool> on_stage(p.kv_layers.size(), false);

@@ -29,6 +29,14 @@ ReplicaConfig roomy_replica() {
   return c;
 }
 
+/// A decodes from 0 (10-token prompt, 100 tokens out); B's prompt of `prompt_tokens` arrives at 0.015 s (5 out).
+std::vector<RequestSpec> decoding_then_prompt(i64 prompt_tokens) {
+  std::vector<RequestSpec> reqs(2);
+  reqs[0].arrival_s = 0, reqs[0].prompt_tokens = 10, reqs[0].output_tokens = 100;
+  reqs[1].arrival_s = 0.015, reqs[1].prompt_tokens = prompt_tokens, reqs[1].output_tokens = 5;
+  return reqs;
+}
+
 WorkloadSpec offline_workload() {
   WorkloadSpec w;
   w.name = "offline";
@@ -229,10 +237,7 @@ TEST_CASE("multi-step scheduling admits waiting requests only every k steps", "[
     cfg.replica = roomy_replica();
     cfg.replica.num_scheduler_steps = k;
     cfg.observer = &obs;
-    std::vector<RequestSpec> reqs(2);
-    reqs[0].arrival_s = 0, reqs[0].prompt_tokens = 10, reqs[0].output_tokens = 100;
-    reqs[1].arrival_s = 0.015, reqs[1].prompt_tokens = 10, reqs[1].output_tokens = 5;
-    auto src = list_source(reqs, SourceLimits{});
+    auto src = list_source(decoding_then_prompt(10), SourceLimits{});
     (void)simulate(cfg, StepTimer::linear(0.01), *src);
     for (const auto& r : obs.done)
       if (r.arrival_s > 0) return r.first_token_s;
@@ -263,9 +268,7 @@ TEST_CASE("prefill-first steps (SGLang, vLLM V0) hold no decode, and the decodes
     auto src = list_source(reqs, SourceLimits{});
     (void)simulate(cfg, StepTimer::linear(0.01, 1e-5), *src);
   };
-  std::vector<RequestSpec> reqs(2);
-  reqs[0].arrival_s = 0, reqs[0].prompt_tokens = 10, reqs[0].output_tokens = 100;
-  reqs[1].arrival_s = 0.015, reqs[1].prompt_tokens = 1000, reqs[1].output_tokens = 5;
+  std::vector<RequestSpec> reqs = decoding_then_prompt(1000);
   Steps mixed, first;
   run(false, mixed, reqs);
   run(true, first, reqs);
@@ -317,10 +320,7 @@ TEST_CASE("inter-token latency: one sample per gap between a request's tokens, a
     cfg.replica = roomy_replica();
     cfg.replica.prefill_first = prefill_first;
     cfg.observer = &obs;
-    std::vector<RequestSpec> reqs(2);
-    reqs[0].arrival_s = 0, reqs[0].prompt_tokens = 10, reqs[0].output_tokens = 100;
-    reqs[1].arrival_s = 0.015, reqs[1].prompt_tokens = 1000, reqs[1].output_tokens = 5;
-    auto src = list_source(reqs, SourceLimits{});
+    auto src = list_source(decoding_then_prompt(1000), SourceLimits{});
     return simulate(cfg, StepTimer::linear(0.01, 1e-5), *src);
   };
   for (const bool prefill_first : {true, false}) {

@@ -106,6 +106,9 @@ std::string override_pool_text(const MemoryPlan& p);
 /// GiB)", or with TensorRT-LLM's budget "the 79.19 GiB of the device (TensorRT-LLM's budget: free_gpu_memory_fraction
 /// 0.90 of what is left free)".
 std::string budget_text(const MemoryPlan& p, const StagePlan& st);
+/// requested - weights - activation peak - non-torch of a stage's rank: vLLM's KV memory; under TensorRT-LLM's
+/// budget the memory its profiling run leaves free, of which the KV cache gets free_gpu_memory_fraction.
+i64 unreserved_bytes(const StagePlan& st);
 /// The setting that raises the KV budget: "gpu_memory_utilization" or "free_gpu_memory_fraction".
 const char* budget_setting(const MemoryPlan& p);
 
