@@ -22,6 +22,8 @@
 namespace kvcap::gui {
 
 namespace {
+constexpr const char* kUtilizationTip = "--gpu-memory-utilization: fraction of device memory vLLM may use, (0, 1]";
+
 QString qs(std::string_view s) {
   return QString::fromUtf8(s.data(), qsizetype(s.size()));
 }
@@ -140,7 +142,7 @@ void ControlsPanel::build_form(QFormLayout* form) {
   utilization_->setRange(0.0, 9.99);
   utilization_->setSingleStep(0.01);
   utilization_->setDecimals(2);
-  utilization_->setToolTip(QStringLiteral("--gpu-memory-utilization: fraction of device memory vLLM may use, (0, 1]"));
+  utilization_->setToolTip(QString::fromUtf8(kUtilizationTip));
   kv_memory_ = new QDoubleSpinBox;
   kv_memory_->setObjectName(QStringLiteral("kvCacheMemory"));
   kv_memory_->setRange(0.0, 1e6);
@@ -413,6 +415,9 @@ DashboardSettings ControlsPanel::settings() const {
   d.quantization = dtype_of(quantization_);
   d.kv_cache_dtype = dtype_of(kv_dtype_);
   d.gpu_memory_utilization = utilization_->value();
+  // TensorRT-LLM's budget (a fraction given on the command line or in a deployment file) holds until this control is
+  // changed: then vLLM's budget replaces it, as a later --gpu-memory-utilization flag does (profiles/src/flags.cpp).
+  if (utilization_->value() != utilization_shown_) d.free_gpu_memory_fraction.reset();
   // Untouched, the --kv-cache-memory control keeps the bytes it was given (one value per stage, exact); changed, it
   // gives one value for every stage. 0 shows "profiled".
   if (kv_memory_->value() != kv_memory_shown_gib_)
@@ -467,6 +472,17 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   select_data(quantization_, qs(name(d.quantization)));
   select_data(kv_dtype_, qs(name(d.kv_cache_dtype)));
   utilization_->setValue(d.gpu_memory_utilization);
+  utilization_shown_ = utilization_->value();
+  // The control's own tooltip (mark_problems puts it back under a problem's reason) says which budget is in use.
+  tooltips_[utilization_] =
+      d.free_gpu_memory_fraction
+          ? QStringLiteral(
+                "TensorRT-LLM's budget is in use: the KV cache takes free_gpu_memory_fraction %1 of the "
+                "memory left free after the profiling run. Changing this returns to vLLM's budget (%2).")
+                .arg(*d.free_gpu_memory_fraction)
+                .arg(QString::fromUtf8(kUtilizationTip))
+          : QString::fromUtf8(kUtilizationTip);
+  if (!utilization_->property("problem").toBool()) utilization_->setToolTip(tooltips_[utilization_]);
   kv_memory_->setValue(d.kv_cache_memory_bytes.empty() ? 0.0 : double(d.kv_cache_memory_bytes.front()) / 1073741824.0);
   kv_memory_shown_gib_ = kv_memory_->value();
   if (block_size_->findData(int(d.block_size)) < 0)

@@ -131,6 +131,9 @@ void MemoryBreakdownChart::add_rows(const ModelResult& r, const std::optional<Gp
     double kv = std::max<double>(0, double(st.available_kv_bytes));
     row.does_not_fit = st.available_kv_bytes <= 0;
     double unused = std::max(0.0, device - double(st.requested_bytes));
+    // TensorRT-LLM's budget requests the whole device and gives the KV cache its fraction of what the profiling run
+    // left free: the rest of that is unused (planner/src/memory.cpp, budgeted_kv_bytes).
+    if (p.dep.d.free_gpu_memory_fraction && kv > 0) unused += std::max(0.0, double(unreserved_bytes(st)) - kv);
     if (p.dep.d.num_gpu_blocks_override && kv > 0) {
       // vLLM allocates the override's pool, not the memory it measured: what it leaves is unused, what it takes
       // beyond draws past the device line.
@@ -192,14 +195,16 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   x_->setLabelFormat(interval < 1 ? QStringLiteral("%.1f") : QStringLiteral("%.0f"));
   // The lines span every bar (category i is centred on i).
   const double lo = -0.5, hi = std::max<double>(0.5, double(rows_.size()) - 0.5);
-  const double requested_gib = device_gib * model.settings().deployment.gpu_memory_utilization;
+  // vLLM's budget is one line, gpu_memory_utilization x the device; TensorRT-LLM's (free_gpu_memory_fraction of what
+  // each bar leaves free) has none: its held-back share is the bar's "unused".
+  const auto& dep = model.settings().deployment;
+  const double requested_gib = device_gib * dep.gpu_memory_utilization;
   device_line_->replace(QList<QPointF>{{device_gib, lo}, {device_gib, hi}});
   requested_line_->replace(QList<QPointF>{{requested_gib, lo}, {requested_gib, hi}});
   device_line_->setName(QStringLiteral("device %1").arg(gib_text(device_gib * kGiB, 1)));
-  requested_line_->setName(
-      QStringLiteral("\u00d7 %1").arg(model.settings().deployment.gpu_memory_utilization, 0, 'f', 2));
+  requested_line_->setName(QStringLiteral("\u00d7 %1").arg(dep.gpu_memory_utilization, 0, 'f', 2));
   device_line_->setVisible(device_gib > 0 && !rows_.empty());
-  requested_line_->setVisible(device_gib > 0 && !rows_.empty());
+  requested_line_->setVisible(device_gib > 0 && !rows_.empty() && !dep.free_gpu_memory_fraction);
   QString title = QStringLiteral("Memory per GPU");
   if (model.gpu()) title += QStringLiteral(" \u2014 %1").arg(display_text(model.gpu()->name));
   chart_->setTitle(title);

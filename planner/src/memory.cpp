@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "kvcap/planner/text.hpp"
@@ -315,6 +316,10 @@ const char* budget_setting(const MemoryPlan& p) {
   return p.dep.d.free_gpu_memory_fraction ? "free_gpu_memory_fraction" : "gpu_memory_utilization";
 }
 
+const char* budget_engine(const MemoryPlan& p) {
+  return p.dep.d.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM";
+}
+
 std::string override_pool_text(const MemoryPlan& p) {
   // vLLM checks the memory before may_override_num_blocks: it starts, and the scheduler never admits the request.
   return "vLLM starts, but one request of max_model_len " + std::to_string(p.dep.max_model_len) +
@@ -424,6 +429,26 @@ i64 budgeted_kv_bytes(const StagePlan& st, std::optional<double> free_fraction) 
   const i64 a = unreserved_bytes(st);
   if (!free_fraction || a <= 0) return a;
   return static_cast<i64>(std::floor(static_cast<long double>(a) * static_cast<long double>(*free_fraction)));
+}
+/// Under TensorRT-LLM's budget, a cache that cannot hold one request of max_model_len does not stop the engine: its
+/// KVCacheManager lowers max_seq_len to what the cache holds, with a warning (tensorrt_llm/_torch/pyexecutor/
+/// resource_manager.py, _validate_and_adjust_attention_windows: "Adjusted max_seq_len to N"). The plan at that length,
+/// or nullopt where this does not apply (vLLM's budget, which refuses to start; no cache at all; a plan that fits).
+std::optional<MemoryPlan> lowered_max_seq_len(const ModelSpec& m, const GpuSpec& g, const Deployment& dep,
+                                              const std::vector<i64>& contexts, const MemoryPlan& p) {
+  const auto& d = p.dep;
+  if (p.fits() || p.num_blocks == 0 || !d.d.free_gpu_memory_fraction || p.max_model_len_that_fits < 1 ||
+      p.max_model_len_that_fits >= d.max_model_len)
+    return std::nullopt;
+  Deployment lowered = dep;
+  lowered.max_model_len = p.max_model_len_that_fits;
+  MemoryPlan q = plan_memory(m, g, lowered, contexts);
+  q.warnings.insert(q.warnings.begin(),
+                    "TensorRT-LLM lowers max_seq_len from " + std::to_string(d.max_model_len) + " to " +
+                        std::to_string(q.dep.max_model_len) +
+                        " tokens, what its KV cache holds for one request (\"Adjusted max_seq_len\"): longer "
+                        "requests are refused; raise free_gpu_memory_fraction or add GPUs to serve them");
+  return q;
 }
 }  // namespace
 
@@ -564,9 +589,11 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   limit_max_num_seqs(p);
   if (p.override_pool_too_small()) {
     p.warnings.push_back(override_pool_text(p));
+  } else if (auto lowered = lowered_max_seq_len(m, g, dep, contexts, p)) {
+    return std::move(*lowered);
   } else if (!p.fits() && p.num_blocks > 0) {
-    p.warnings.push_back("one request of max_model_len " + std::to_string(d.max_model_len) +
-                         " tokens does not fit: vLLM would refuse to start; the estimated maximum model length is " +
+    p.warnings.push_back("one request of max_model_len " + std::to_string(d.max_model_len) + " tokens does not fit: " +
+                         budget_engine(p) + " would refuse to start; the estimated maximum model length is " +
                          std::to_string(p.max_model_len_that_fits) + " (lower max_model_len, raise " +
                          std::string(budget_setting(p)) + ", or add GPUs)");
   }

@@ -69,7 +69,8 @@ void check_stages(const GpuSpec& g, const MemoryPlan& p, std::vector<Finding>& r
     // vLLM v1/core/kv_cache_utils.py check_enough_kv_cache_memory: "No available memory for the cache blocks".
     if (st.available_kv_bytes <= 0) {
       r.push_back(plan_error("KVCAP-E101",
-                             stage_name(p, st) + "vLLM would not start: no memory left for the KV cache (" +
+                             stage_name(p, st) + budget_engine(p) +
+                                 " would not start: no memory left for the KV cache (" +
                                  "weights, activation peak and non-torch memory exceed " + budget_text(p, st) + ")",
                              Finding::Leaves::only_fits, false));
       continue;
@@ -159,7 +160,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
   else if (!has_errors(r) && !p.fits())
     // vLLM kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with the models's max
     // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".
-    r.push_back(error("KVCAP-E102", "vLLM would not start: one request of max_model_len " +
+    r.push_back(error("KVCAP-E102", std::string(budget_engine(p)) + " would not start: one request of max_model_len " +
                                         std::to_string(d.max_model_len) + " tokens does not fit in the KV cache (" +
                                         fixed(p.startup_concurrency, 2) + "x); the longest that fits is " +
                                         std::to_string(p.max_model_len_that_fits) +

@@ -678,6 +678,50 @@ TEST_CASE("the sizing view sizes the first model and loads a chosen deployment i
   CHECK(static_cast<i64>(first.plan->kv_capacity_tokens) == c.kv_capacity_tokens);
 }
 
+TEST_CASE("TensorRT-LLM's budget: the memory bars hold back its share, the utilization control gives it up",
+          "[gui][dashboard][memory]") {
+  DashboardWindow w;
+  w.resize(1600, 1000);
+  w.show();
+  QCoreApplication::processEvents();
+  DashboardSettings s = w.controls()->settings();
+  s.models = {"llama-3.1-8b"};
+  s.gpu = "h100-sxm";
+  s.deployment.free_gpu_memory_fraction = 0.9;  // as --free-gpu-memory-fraction 0.9 (or --engine trtllm) sets it
+  w.controls()->set_settings(s);
+  const GpuSpec g = profiles::resolve_gpu("h100-sxm");
+  const ModelSpec llama = profiles::resolve_model("llama-3.1-8b");
+  Deployment d;
+  d.num_gpus = 1;
+  d.free_gpu_memory_fraction = 0.9;
+  const StagePlan st = plan_memory(llama, g, d).stages.at(0);
+  constexpr double kGiB = 1073741824.0;
+  const auto& sets = w.memory_chart()->sets();
+  REQUIRE(w.memory_chart()->categories().size() == 1);
+  // KV = 0.9 x what the profiling run leaves free; the other tenth is drawn unused, the bar ends at the device.
+  CHECK(sets[3]->at(0) == Approx(double(st.available_kv_bytes) / kGiB));
+  CHECK(sets[3]->at(0) == Approx(0.9 * double(unreserved_bytes(st)) / kGiB));
+  CHECK(sets[4]->at(0) == Approx(0.1 * double(unreserved_bytes(st)) / kGiB).epsilon(1e-6));
+  double total = 0;
+  for (auto* set : sets) total += set->at(0);
+  CHECK(total == Approx(double(g.memory_bytes) / kGiB));
+  // No gpu_memory_utilization line: that budget is not in use, and the control says so.
+  CHECK_FALSE(w.memory_chart()->requested_line()->isVisible());
+  auto* util = child<QDoubleSpinBox>(w, "gpuMemoryUtilization");
+  CHECK(util->toolTip().contains("free_gpu_memory_fraction 0.9"));
+  // Changing gpu_memory_utilization returns to vLLM's budget, as a later --gpu-memory-utilization flag does.
+  util->setValue(0.85);
+  CHECK_FALSE(w.controls()->settings().deployment.free_gpu_memory_fraction);
+  Deployment v = d;
+  v.free_gpu_memory_fraction.reset();
+  v.gpu_memory_utilization = 0.85;
+  const StagePlan vs = plan_memory(llama, g, v).stages.at(0);
+  CHECK(sets[3]->at(0) == Approx(double(vs.available_kv_bytes) / kGiB));
+  CHECK(sets[4]->at(0) == Approx(double(g.memory_bytes - vs.requested_bytes) / kGiB));
+  CHECK(w.memory_chart()->requested_line()->isVisible());
+  CHECK(w.memory_chart()->requested_line()->at(0).x() == Approx(0.85 * double(g.memory_bytes) / kGiB));
+}
+
 TEST_CASE("a model that does not fit is explained with the planner's numbers and its smallest fix",
           "[gui][dashboard][fit]") {
   DashboardWindow w;

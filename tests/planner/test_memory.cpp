@@ -106,6 +106,37 @@ TEST_CASE("TensorRT-LLM's KV budget: a fraction of the memory left free after th
                     Catch::Contains("free_gpu_memory_fraction") && Catch::Contains("(0, 1]"));
 }
 
+TEST_CASE("TensorRT-LLM lowers a max_seq_len its KV cache cannot hold, where vLLM refuses to start", "[memory]") {
+  // tensorrt_llm/_torch/pyexecutor/resource_manager.py, _validate_and_adjust_attention_windows: "Adjusted
+  // max_seq_len to N"; vLLM's check_enough_kv_cache_memory raises instead.
+  Deployment d;
+  d.tensor_parallel_size = 2;
+  d.num_gpus = 2;
+  const auto vllm = plan_memory(builtin("llama-3.1-70b"), h100(), d, {});
+  REQUIRE_FALSE(vllm.fits());  // 131,072 tokens of 70B on 2 x H100: vLLM refuses
+  CHECK_THAT(vllm.warnings.back(), Catch::Contains("vLLM would refuse to start"));
+  d.free_gpu_memory_fraction = 0.9;
+  const auto unlowered = [&] {  // the KV cache TensorRT-LLM sizes before it adjusts the length
+    Deployment at = d;
+    at.max_model_len = 131072;
+    return plan_memory(builtin("llama-3.1-70b"), h100(), at, {});
+  }();
+  const auto trt = plan_memory(builtin("llama-3.1-70b"), h100(), d, {});
+  REQUIRE(trt.fits());
+  CHECK(trt.dep.max_model_len == unlowered.max_model_len_that_fits);
+  CHECK(trt.dep.max_model_len < 131072);
+  CHECK(trt.max_concurrency >= 1.0);
+  CHECK(trt.num_blocks == unlowered.num_blocks);  // the same memory: only the length changed
+  CHECK_THAT(trt.warnings.front(), Catch::Contains("TensorRT-LLM lowers max_seq_len from 131072 to " +
+                                                   std::to_string(trt.dep.max_model_len)));
+  // No memory at all for the KV cache: TensorRT-LLM does not start either ("Impossible to fit in any sequence").
+  Deployment one;
+  one.free_gpu_memory_fraction = 0.9;
+  const auto none = plan_memory(builtin("llama-3.1-70b"), h100(), one, {});
+  CHECK_FALSE(none.fits());
+  CHECK(none.dep.max_model_len == 131072);
+}
+
 TEST_CASE("sliding window: Mistral 7B v0.1's concurrency stops falling past its window", "[memory][sliding]") {
   const auto m = builtin("mistral-7b-v0.1");
   Deployment d;

@@ -35,6 +35,14 @@ TEST_CASE("plausibility: vLLM would not start", "[planner][plausibility]") {
   // Not fitting is an answer (sweep prints fits = false), and `fits` stays meaningful.
   CHECK(get(f, "KVCAP-E101").leaves == Finding::Leaves::only_fits);
   CHECK_FALSE(get(f, "KVCAP-E101").impossible_input);
+  CHECK_THAT(get(f, "KVCAP-E101").message, Catch::Contains("vLLM would not start"));
+  // Under TensorRT-LLM's budget the finding names that engine and its setting.
+  Deployment trt;
+  trt.free_gpu_memory_fraction = 0.9;
+  const auto f_trt = check_memory_plan(g, plan_memory(profiles::resolve_model("llama-3.1-70b"), g, trt, {4096}));
+  REQUIRE(has(f_trt, "KVCAP-E101"));
+  CHECK_THAT(get(f_trt, "KVCAP-E101").message,
+             Catch::Contains("TensorRT-LLM would not start") && Catch::Contains("free_gpu_memory_fraction 0.90"));
 
   Deployment d;
   d.max_model_len = 1'000'000;  // beyond what one H100 holds for 8B in bf16

@@ -111,6 +111,8 @@ std::string budget_text(const MemoryPlan& p, const StagePlan& st);
 i64 unreserved_bytes(const StagePlan& st);
 /// The setting that raises the KV budget: "gpu_memory_utilization" or "free_gpu_memory_fraction".
 const char* budget_setting(const MemoryPlan& p);
+/// The engine whose KV budget the plan follows, to name in what it does: "vLLM" or "TensorRT-LLM".
+const char* budget_engine(const MemoryPlan& p);
 
 /// Contexts 1K, 2K, ... 1M (doubling), the default curve.
 std::vector<i64> default_contexts();
