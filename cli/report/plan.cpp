@@ -343,6 +343,9 @@ void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineP
   o << "  TPOT (mean over the output)         " << ms(r.mean_tpot_s) << "  [" << to_string(r.first_step.bound)
     << "-bound at the first step]\n";
   breakdown_rows(o, r.first_step.stage);
+  if (engine.speed.sequence_overhead_s > 0)
+    o << "    (overhead includes the host's cost per sequence of the step, "
+      << fixed(engine.speed.sequence_overhead_s * 1e6, 0) << " us x " << r.batch << ", engine profile)\n";
   o << "  tokens/s per user " << fixed(r.tokens_per_s_per_user, 1) << ", per replica " << fixed(r.tokens_per_s, 1)
     << "; end-to-end " << fixed(r.e2e_s, 2) << " s\n";
   if (steady) {

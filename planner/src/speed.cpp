@@ -291,7 +291,8 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
       b.comm_bytes += dbl(tp - 1) / dbl(tp) * logits;
     }
   }
-  b.overhead_s = c.options.step_overhead_s / dbl(pp) + c.options.layer_overhead_s * dbl(st.num_layers);
+  b.overhead_s = c.options.step_overhead_s / dbl(pp) + c.options.layer_overhead_s * dbl(st.num_layers) +
+                 c.options.sequence_overhead_s * dbl(samples) / dbl(pp);
   finish(b);
   b.total_s = std::max(b.memory_s, b.compute_s) + b.communication_s + b.overhead_s;
   return b;
@@ -471,6 +472,7 @@ SpeedContext make_speed_context(const ModelSpec& m, const GpuSpec& g, MemoryPlan
   efficiency(o.compute_efficiency_8bit, "speed.compute_efficiency_8bit");
   finite_non_negative(o.step_overhead_s, "speed.step_overhead_s");
   finite_non_negative(o.layer_overhead_s, "speed.layer_overhead_s");
+  finite_non_negative(o.sequence_overhead_s, "speed.sequence_overhead_s");
   finite_non_negative(o.request_overhead_s, "speed.request_overhead_s");
   if (c) validate(*c);
   if (plan.stages.empty()) throw SpecError("plan", "the memory plan has no pipeline stages");
@@ -912,7 +914,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
       c.communication_s += dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);
       if (g.last && samples > 0) c.communication_s += ring_allgather_s(ctx_.gpu, tp_, samples * vocab_ * act_bytes_);
     }
-    c.overhead_s = g.overhead_s;
+    c.overhead_s = g.overhead_s + ctx_.options.sequence_overhead_s * samples / dbl(pp_);  // as stage_step
     const double memory = c.weights_read_s + c.kv_read_s, compute = c.gemm_s + c.attention_s;
     c.bound = memory >= compute ? Bound::memory : Bound::compute;
     const double total = std::max(memory, compute) + c.communication_s + c.overhead_s;

@@ -204,3 +204,26 @@ TEST_CASE("CUDA-graph padding: vLLM's capture sizes and what a padded step costs
   CHECK(fast(v0, mixed) == Approx(mixed_step(v0, mixed).step_s).epsilon(1e-9));
   CHECK(mixed_step(v0, mixed).step_s < mixed_step(padded, mixed).step_s);
 }
+
+TEST_CASE("the host's cost per sampled sequence: every clock adds it once per sequence that samples",
+          "[speed][step_cost]") {
+  Deployment d;
+  d.max_model_len = 16384;
+  const auto model = profiles::resolve_model("llama-3.1-8b");
+  const auto gpu = profiles::resolve_gpu("h100-sxm");
+  SpeedOptions o;
+  const auto plain = make_speed_context(model, gpu, d, o);
+  o.sequence_overhead_s = 20e-6;
+  const auto with = make_speed_context(model, gpu, d, o);
+  // mixed_load: 37 decodes and one whole prompt sample, the middle chunk of a long prompt does not.
+  const double added = 38 * 20e-6;
+  CHECK(mixed_step(with, mixed_load()).step_s - mixed_step(plain, mixed_load()).step_s == Approx(added));
+  CHECK(fast(with, mixed_load()) - fast(plain, mixed_load()) == Approx(added));
+  CHECK(fast(with, mixed_load()) == Approx(mixed_step(with, mixed_load()).step_s).epsilon(1e-9));
+  // plan's decode step: TPOT grows by the cost of each sequence of the batch.
+  const std::vector<i64> contexts(64, 2048);
+  CHECK(decode_step(with, contexts).tpot_s - decode_step(plain, contexts).tpot_s == Approx(64 * 20e-6));
+  // A negative or non-finite cost is refused naming the option.
+  o.sequence_overhead_s = -1e-6;
+  CHECK_THROWS_WITH(make_speed_context(model, gpu, d, o), Catch::Contains("speed.sequence_overhead_s"));
+}

@@ -25,6 +25,10 @@ struct SpeedOptions {
   double compute_efficiency_8bit = 0.45;    ///< achieved / datasheet dense FLOP/s, fp8 GEMMs
   double step_overhead_s = 0.0;             ///< per engine step (scheduler, sampler); the fit puts it at 0
   double layer_overhead_s = 50.0e-6;        ///< per layer per step (small kernels: norms, rope, activations)
+  /// Per sequence that samples a token in a step: the host's work for it (sampling parameters, detokenising,
+  /// streaming the token out, the scheduler's bookkeeping), which grows with the batch; 0 for the plain roofline, set
+  /// by an engine profile. Under pipeline parallelism it is spread over the stages like step_overhead_s.
+  double sequence_overhead_s = 0.0;
   /// The serving front end's fixed cost per request (HTTP, tokenisation, the hop to the engine, streaming the
   /// first token), added to TTFT; 0 for the plain roofline, set by an engine profile (planner/engine.hpp).
   double request_overhead_s = 0.0;
