@@ -81,6 +81,10 @@ struct Options {
   const QCommandLineOption quant{"quantization", "weight format: auto, bf16, fp8, int4, mxfp4, ...", "dtype"};
   const QCommandLineOption kv{"kv-cache-dtype", "KV format: auto, bf16, fp8, int8, int4, ...", "dtype"};
   const QCommandLineOption util{"gpu-memory-utilization", "fraction of device memory vLLM may use", "f"};
+  const QCommandLineOption free_fraction{"free-gpu-memory-fraction",
+                                         "TensorRT-LLM's KV budget instead: this fraction of the memory its profiling "
+                                         "run leaves free",
+                                         "f"};
   const QCommandLineOption block{"block-size", "tokens per KV block", "n"};
   const QCommandLineOption seqs{"max-num-seqs", "requests running at once per replica", "n"};
   const QCommandLineOption kv_memory{"kv-cache-memory", "KV cache bytes per GPU given outright (e.g. 20GiB)", "bytes"};
@@ -109,11 +113,12 @@ struct Options {
                                 "name", "capacity"};
 
   void add_to(QCommandLineParser& p) const {
-    for (const auto* o : {&screenshot, &size,      &models,  &gpu,         &num_gpus,    &dp,
-                          &tp,         &pp,        &dcp,     &ep,          &max_len,     &quant,
-                          &kv,         &util,      &block,   &seqs,        &kv_memory,   &batched,
-                          &prefix,     &speed_ctx, &folders, &calibration, &timeline,    &compare_with,
-                          &simulate,   &view,      &all2all, &eplb,        &eplb_config, &blocks_override})
+    for (const auto* o : {&screenshot,   &size,      &models,  &gpu,         &num_gpus,    &dp,
+                          &tp,           &pp,        &dcp,     &ep,          &max_len,     &quant,
+                          &kv,           &util,      &block,   &seqs,        &kv_memory,   &batched,
+                          &prefix,       &speed_ctx, &folders, &calibration, &timeline,    &compare_with,
+                          &simulate,     &view,      &all2all, &eplb,        &eplb_config, &blocks_override,
+                          &free_fraction})
       p.addOption(*o);
   }
 };
@@ -145,8 +150,13 @@ DashboardSettings settings_from(const QCommandLineParser& p, const Options& o, D
   // The deployment flags through the one reader every front end uses (profiles/flags.hpp): "1.5K" means here what
   // it means to `kvcap plan`.
   kvcap::profiles::FlagTexts flags;
-  for (const auto* f : {&o.num_gpus, &o.dp, &o.tp, &o.pp, &o.dcp, &o.max_len, &o.quant, &o.kv, &o.util, &o.block,
-                        &o.seqs, &o.kv_memory, &o.blocks_override, &o.batched, &o.prefix, &o.all2all, &o.eplb_config})
+  if (p.isSet(o.util) && p.isSet(o.free_fraction))
+    usage_error(
+        QStringLiteral("--gpu-memory-utilization and --free-gpu-memory-fraction are two KV budgets (vLLM's "
+                       "and TensorRT-LLM's): give one"));
+  for (const auto* f :
+       {&o.num_gpus, &o.dp, &o.tp, &o.pp, &o.dcp, &o.max_len, &o.quant, &o.kv, &o.util, &o.block, &o.seqs, &o.kv_memory,
+        &o.blocks_override, &o.batched, &o.prefix, &o.all2all, &o.eplb_config, &o.free_fraction})
     if (p.isSet(*f)) flags[f->names().first().toStdString()] = p.value(*f).toStdString();
   if (p.isSet(o.ep)) flags["enable-expert-parallel"] = "";
   if (p.isSet(o.eplb)) flags["enable-eplb"] = "";

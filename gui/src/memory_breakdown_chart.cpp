@@ -207,6 +207,9 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   requested_line_->setVisible(device_gib > 0 && !rows_.empty() && !dep.free_gpu_memory_fraction);
   QString title = QStringLiteral("Memory per GPU");
   if (model.gpu()) title += QStringLiteral(" \u2014 %1").arg(display_text(model.gpu()->name));
+  if (dep.free_gpu_memory_fraction)
+    title +=
+        QStringLiteral(" \u00b7 TensorRT-LLM's KV budget (%1 of free)").arg(*dep.free_gpu_memory_fraction, 0, 'f', 2);
   chart_->setTitle(title);
 }
 

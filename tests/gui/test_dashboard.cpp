@@ -707,6 +707,7 @@ TEST_CASE("TensorRT-LLM's budget: the memory bars hold back its share, the utili
   CHECK(total == Approx(double(g.memory_bytes) / kGiB));
   // No gpu_memory_utilization line: that budget is not in use, and the control says so.
   CHECK_FALSE(w.memory_chart()->requested_line()->isVisible());
+  CHECK(w.memory_chart()->chart()->title().contains(QStringLiteral("TensorRT-LLM's KV budget (0.90 of free)")));
   auto* util = child<QDoubleSpinBox>(w, "gpuMemoryUtilization");
   CHECK(util->toolTip().contains("free_gpu_memory_fraction 0.9"));
   // Changing gpu_memory_utilization returns to vLLM's budget, as a later --gpu-memory-utilization flag does.
@@ -720,6 +721,7 @@ TEST_CASE("TensorRT-LLM's budget: the memory bars hold back its share, the utili
   CHECK(sets[4]->at(0) == Approx(double(g.memory_bytes - vs.requested_bytes) / kGiB));
   CHECK(w.memory_chart()->requested_line()->isVisible());
   CHECK(w.memory_chart()->requested_line()->at(0).x() == Approx(0.85 * double(g.memory_bytes) / kGiB));
+  CHECK_FALSE(w.memory_chart()->chart()->title().contains(QStringLiteral("TensorRT-LLM")));
 }
 
 TEST_CASE("a model that does not fit is explained with the planner's numbers and its smallest fix",
