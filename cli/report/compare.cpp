@@ -81,7 +81,8 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
   out << "\nBelow 1.0 a single request of that length does not fit. Details: kvcap plan --model M --gpu G ...\n";
   for (const auto& r : rows)
     for (const auto& w : r.p.warnings)
-      if (w.find("no memory left") != std::string::npos)
+      // No KV memory, or TensorRT-LLM's lowered max_seq_len (the curve's longer contexts are refused there).
+      if (w.find("no memory left") != std::string::npos || (r.p.max_model_len_asked > 0 && w == r.p.warnings.front()))
         out << "warning: " << escape::terminal_text(r.spec) << ": " << escape::terminal_text(w) << "\n";
 }
 

@@ -80,8 +80,18 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   for (auto* spin : {dcp_, max_model_len_, max_seqs_, max_batched_, shared_prefix_, redundant_})
     connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::changed);
   for (auto* spin : {dp_, tp_, pp_}) connect(spin, &QSpinBox::valueChanged, this, &ControlsPanel::parallelism_changed);
-  for (auto* spin : {utilization_, kv_memory_})
-    connect(spin, &QDoubleSpinBox::valueChanged, this, &ControlsPanel::changed);
+  connect(kv_memory_, &QDoubleSpinBox::valueChanged, this, &ControlsPanel::changed);
+  // TensorRT-LLM's budget (a fraction given on the command line or in a deployment file) holds until this control is
+  // changed: then vLLM's budget replaces it for good, as a later --gpu-memory-utilization flag does
+  // (profiles/src/flags.cpp), and the tooltip says vLLM's again.
+  connect(utilization_, &QDoubleSpinBox::valueChanged, this, [this] {
+    if (!quiet_ && base_.free_gpu_memory_fraction) {
+      base_.free_gpu_memory_fraction.reset();
+      tooltips_[utilization_] = QString::fromUtf8(kUtilizationTip);
+      if (!utilization_->property("problem").toBool()) utilization_->setToolTip(tooltips_[utilization_]);
+    }
+    changed();
+  });
   connect(load_calibration_, &QToolButton::clicked, this, &ControlsPanel::calibration_load_requested);
   connect(clear_calibration_, &QToolButton::clicked, this, &ControlsPanel::calibration_clear_requested);
 }
@@ -415,9 +425,6 @@ DashboardSettings ControlsPanel::settings() const {
   d.quantization = dtype_of(quantization_);
   d.kv_cache_dtype = dtype_of(kv_dtype_);
   d.gpu_memory_utilization = utilization_->value();
-  // TensorRT-LLM's budget (a fraction given on the command line or in a deployment file) holds until this control is
-  // changed: then vLLM's budget replaces it, as a later --gpu-memory-utilization flag does (profiles/src/flags.cpp).
-  if (utilization_->value() != utilization_shown_) d.free_gpu_memory_fraction.reset();
   // Untouched, the --kv-cache-memory control keeps the bytes it was given (one value per stage, exact); changed, it
   // gives one value for every stage. 0 shows "profiled".
   if (kv_memory_->value() != kv_memory_shown_gib_)
@@ -472,7 +479,6 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   select_data(quantization_, qs(name(d.quantization)));
   select_data(kv_dtype_, qs(name(d.kv_cache_dtype)));
   utilization_->setValue(d.gpu_memory_utilization);
-  utilization_shown_ = utilization_->value();
   // The control's own tooltip (mark_problems puts it back under a problem's reason) says which budget is in use.
   tooltips_[utilization_] =
       d.free_gpu_memory_fraction

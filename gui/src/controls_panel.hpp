@@ -92,7 +92,6 @@ class ControlsPanel : public QWidget {
   /// user changes DP, TP or PP.
   std::optional<i64> gpus_given_;
   double kv_memory_shown_gib_ = 0;  ///< what kv_memory_ was set to from base_ (untouched: base_'s bytes are kept)
-  double utilization_shown_ = 0;    ///< what utilization_ was set to (changed: vLLM's budget replaces base_'s fraction)
   std::vector<std::string> extra_model_keys_;  ///< selected keys the library does not list (yet)
   /// The last deployment set: fields no control shows (--max-model-len, --kv-cache-memory, ...) are kept from it.
   Deployment base_;

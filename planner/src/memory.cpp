@@ -320,6 +320,14 @@ const char* budget_engine(const MemoryPlan& p) {
   return p.dep.d.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM";
 }
 
+std::string longer_requests_text(const MemoryPlan& p) {
+  if (p.max_model_len_asked > 0)
+    return "TensorRT-LLM rejects such requests: it lowered max_seq_len from " + std::to_string(p.max_model_len_asked) +
+           " to " + std::to_string(p.dep.max_model_len) +
+           " to fit its KV cache (raise free_gpu_memory_fraction or add GPUs)";
+  return std::string(budget_engine(p)) + " rejects such requests (raise --max-model-len)";
+}
+
 std::string override_pool_text(const MemoryPlan& p) {
   // vLLM checks the memory before may_override_num_blocks: it starts, and the scheduler never admits the request.
   return "vLLM starts, but one request of max_model_len " + std::to_string(p.dep.max_model_len) +
@@ -434,6 +442,8 @@ i64 budgeted_kv_bytes(const StagePlan& st, std::optional<double> free_fraction) 
 /// KVCacheManager lowers max_seq_len to what the cache holds, with a warning (tensorrt_llm/_torch/pyexecutor/
 /// resource_manager.py, _validate_and_adjust_attention_windows: "Adjusted max_seq_len to N"). The plan at that length,
 /// or nullopt where this does not apply (vLLM's budget, which refuses to start; no cache at all; a plan that fits).
+/// kvcap lowers it one block further than TensorRT-LLM: its block pool (and the simulator's) keeps vLLM's null block
+/// aside, so that a request of the lowered length is one the simulator can hold.
 std::optional<MemoryPlan> lowered_max_seq_len(const ModelSpec& m, const GpuSpec& g, const Deployment& dep,
                                               const std::vector<i64>& contexts, const MemoryPlan& p) {
   const auto& d = p.dep;
@@ -441,13 +451,18 @@ std::optional<MemoryPlan> lowered_max_seq_len(const ModelSpec& m, const GpuSpec&
       p.max_model_len_that_fits >= d.max_model_len)
     return std::nullopt;
   Deployment lowered = dep;
-  lowered.max_model_len = p.max_model_len_that_fits;
+  lowered.max_model_len = std::max<i64>(1, p.max_model_len_that_fits - d.block_size);
   MemoryPlan q = plan_memory(m, g, lowered, contexts);
+  // Lowered once more (a shorter length needs less, so this ends): one warning, from the length asked for.
+  const std::string kLowers = "TensorRT-LLM lowers max_seq_len";
+  std::erase_if(q.warnings, [&](const std::string& w) { return w.rfind(kLowers, 0) == 0; });
+  q.max_model_len_asked = d.max_model_len;
   q.warnings.insert(q.warnings.begin(),
-                    "TensorRT-LLM lowers max_seq_len from " + std::to_string(d.max_model_len) + " to " +
+                    kLowers + " from " + std::to_string(d.max_model_len) + " to " +
                         std::to_string(q.dep.max_model_len) +
-                        " tokens, what its KV cache holds for one request (\"Adjusted max_seq_len\"): longer "
-                        "requests are refused; raise free_gpu_memory_fraction or add GPUs to serve them");
+                        " tokens, what its KV cache holds for one request (\"Adjusted max_seq_len\"; kvcap keeps one "
+                        "block aside): longer requests are refused; raise free_gpu_memory_fraction or add GPUs to "
+                        "serve them");
   return q;
 }
 }  // namespace

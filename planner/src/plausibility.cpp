@@ -180,7 +180,7 @@ std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 ba
   // (entrypoints/openai serving); the engine checks the prompt (v1/engine/processor.py _validate_model_input).
   if (context > d.max_model_len)
     r.push_back(error("KVCAP-E104", "prompt + output = " + std::to_string(context) + " tokens exceeds max_model_len " +
-                                        std::to_string(d.max_model_len) + ": vLLM rejects the request"));
+                                        std::to_string(d.max_model_len) + ": " + longer_requests_text(p)));
   // Every request's prompt begins with the shared prefix (--shared-prefix-tokens): a shorter prompt cannot carry it.
   if (d.d.shared_prefix_tokens > prompt_tokens)
     r.push_back(
@@ -295,19 +295,27 @@ std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double out
   return r;
 }
 
-std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, i64 max_model_len) {
+std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, const MemoryPlan& plan) {
   if (rejected == 0) return std::nullopt;
   // vLLM v1/engine/processor.py _validate_model_input: a prompt longer than max_model_len is refused at once.
-  const std::string why = "their prompt reaches max_model_len " + std::to_string(max_model_len);
+  const std::string why = "their prompt reaches max_model_len " + std::to_string(plan.dep.max_model_len);
   if (rejected >= arrived)
-    return error("KVCAP-E109", "every one of the " + grouped(arrived) + " requests was rejected: " + why +
-                                   "; nothing was served (raise --max-model-len or shorten the prompts)");
+    return error(
+        "KVCAP-E109",
+        "every one of the " + grouped(arrived) + " requests was rejected: " + why + "; nothing was served (" +
+            (plan.max_model_len_asked > 0 ? longer_requests_text(plan) : std::string("raise --max-model-len")) +
+            ", or shorten the prompts)");
   return warning("KVCAP-W204", grouped(rejected) + " of " + grouped(arrived) + " requests (" +
                                    fixed(100.0 * static_cast<double>(rejected) / static_cast<double>(arrived), 1) +
                                    "%) were rejected: " + why + "; goodput counts them as failed");
 }
 
-std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, i64 max_model_len) {
+std::optional<Finding> check_lowered_length(const MemoryPlan& plan) {
+  if (plan.max_model_len_asked <= 0) return std::nullopt;
+  return warning("KVCAP-W208", plan.warnings.front());  // plan_memory's text: "TensorRT-LLM lowers max_seq_len ..."
+}
+
+std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan) {
   if (truncated == 0) return std::nullopt;
   // vllm/entrypoints/openai/serving_engine.py _validate_input: prompt + max_tokens > max_model_len is a 400 error
   // ("This model's maximum context length is ... However, you requested ..."); without max_tokens vLLM generates
@@ -315,9 +323,10 @@ std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t 
   return warning("KVCAP-W206",
                  grouped(truncated) + " of " + grouped(arrived) + " requests (" +
                      fixed(100.0 * static_cast<double>(truncated) / static_cast<double>(arrived), 1) +
-                     "%) ask for prompt + output beyond max_model_len " + std::to_string(max_model_len) +
-                     ": their outputs were cut there, as vLLM does without max_tokens; a client that sets "
-                     "max_tokens gets them rejected instead (400, maximum context length)");
+                     "%) ask for prompt + output beyond max_model_len " + std::to_string(plan.dep.max_model_len) +
+                     ": their outputs were cut there, as " + budget_engine(plan) +
+                     " does without max_tokens; a client that sets max_tokens gets them rejected instead (400, "
+                     "maximum context length)");
 }
 
 }  // namespace kvcap

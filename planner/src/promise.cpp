@@ -94,10 +94,11 @@ T need(const std::optional<T>& v, const char* key, Metric m) {
   return *v;
 }
 
-void check_context_len(const ResolvedDeployment& d, i64 s, const char* what, bool is_prompt = false) {
+void check_context_len(const MemoryPlan& plan, i64 s, const char* what, bool is_prompt = false) {
+  const ResolvedDeployment& d = plan.dep;
   if (s > d.max_model_len)
     throw SpecError(what, std::to_string(s) + " tokens exceeds the deployment's max_model_len " +
-                              std::to_string(d.max_model_len) + "; vLLM rejects such requests (raise max_model_len)");
+                              std::to_string(d.max_model_len) + "; " + longer_requests_text(plan));
   // Every request begins with the deployment's shared prefix (plan's KVCAP-E108, the curve's KVCAP-W203).
   // A prompt may be the whole prefix; a context (prompt + at least one output token) must be longer than it.
   if (d.d.shared_prefix_tokens > 0 && (is_prompt ? s < d.d.shared_prefix_tokens : s <= d.d.shared_prefix_tokens))
@@ -128,7 +129,7 @@ Measurement measure_memory(const PromiseQuery& q, const ModelSpec& m, const Memo
   switch (q.metric) {
     case Metric::concurrency_at: {
       const i64 s = need(q.context_tokens, "context_tokens", q.metric);
-      check_context_len(plan.dep, s, "context_tokens");
+      check_context_len(plan, s, "context_tokens");
       return {concurrency_at(m, plan, s) * scale,
               "KV cache " + grouped(plan.kv_capacity_tokens) + " tokens per replica" + cluster_scope(q, plan)};
     }
@@ -141,6 +142,8 @@ Measurement measure_memory(const PromiseQuery& q, const ModelSpec& m, const Memo
     case Metric::fits:
       // vLLM 0.19+ does not start a model with states whose max_num_seqs exceeds the blocks (KVCAP-E110): 0.
       if (plan.fits() && plan.seqs_exceed_state_blocks()) return {0.0, "KVCAP-E110: " + seqs_limit_text(plan)};
+      // TensorRT-LLM starts, but at a lower max_seq_len: a request of the length asked for does not fit.
+      if (plan.max_model_len_asked > 0) return {0.0, plan.warnings.front()};
       return {plan.max_concurrency, plan.fits()             ? "one request of max_model_len " + max_len + " fits"
                                     : plan.warnings.empty() ? "does not fit"
                                                             : plan.warnings.back()};
@@ -155,13 +158,13 @@ Measurement measure_speed(const PromiseQuery& q, const ModelSpec& m, const GpuSp
                           const SpeedOptions& o) {
   if (q.metric == Metric::ttft_s) {
     const i64 prompt = need(q.prompt_tokens, "prompt_tokens", q.metric);
-    check_context_len(plan.dep, prompt, "prompt_tokens", true);
+    check_context_len(plan, prompt, "prompt_tokens", true);
     const PrefillResult pr = prefill(make_speed_context(m, g, plan, o), prompt);
     return {pr.ttft_s, std::to_string(pr.chunks.size()) + " chunk(s) of <= " + std::to_string(pr.chunk_tokens) +
                            " tokens, " + std::string(to_string(pr.bound)) + "-bound"};
   }
   const i64 s = need(q.context_tokens, "context_tokens", q.metric);
-  check_context_len(plan.dep, s, "context_tokens");
+  check_context_len(plan, s, "context_tokens");
   if (q.metric == Metric::max_batch_at_tpot) {
     const double target_s = need(q.tpot_target_s, "tpot_target_s", q.metric);
     const BatchLimit b = max_batch_for_tpot(make_speed_context(m, g, plan, o), target_s, s);

@@ -187,8 +187,10 @@ void finish(StepBreakdown& b) {
   b.bound = b.memory_s >= b.compute_s ? Bound::memory : Bound::compute;
 }
 
-/// One step of pipeline stage `s` on one of its ranks.
-StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector<Seq>& seqs) {
+/// One step of pipeline stage `s` on one of its ranks. `step_samples`: the sequences that sample a token in the whole
+/// step, over every micro-batch (-1: those of `seqs`); the host's cost per sequence is theirs, a PP-th on each stage,
+/// so that PP stage times hold it once.
+StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector<Seq>& seqs, i64 step_samples = -1) {
   const auto& m = c.model;
   const auto& d = c.plan.dep;
   const auto& st = c.plan.stages[s];
@@ -292,7 +294,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
     }
   }
   b.overhead_s = c.options.step_overhead_s / dbl(pp) + c.options.layer_overhead_s * dbl(st.num_layers) +
-                 c.options.sequence_overhead_s * dbl(samples) / dbl(pp);
+                 c.options.sequence_overhead_s * dbl(step_samples < 0 ? samples : step_samples) / dbl(pp);
   finish(b);
   b.total_s = std::max(b.memory_s, b.compute_s) + b.communication_s + b.overhead_s;
   return b;
@@ -334,7 +336,7 @@ DecodeStep decode_from(const SpeedContext& c, i64 batch, i64 micro_batches, cons
   bool first = true;
   for (std::size_t s = 0; s < c.plan.stages.size(); ++s) {
     for (const auto& mb : micro) {
-      StepBreakdown b = stage_step(c, s, mb);
+      StepBreakdown b = stage_step(c, s, mb, batch);  // a decode step: every sequence samples
       if (first || b.total_s > r.stage.total_s) {
         r.stage = b;
         r.binding_stage = s;
@@ -781,12 +783,13 @@ MixedStep mixed_step(const SpeedContext& c, const std::vector<StepSequence>& seq
     micro[i % micro.size()].push_back(Seq{q.past_tokens, q.new_tokens, 1, q.samples});
     micro_tokens[i % micro.size()] += q.new_tokens;
     r.tokens += q.new_tokens;
+    r.samples += q.samples ? 1 : 0;
   }
   bool first = true;
   std::size_t binding_micro = 0;
   for (std::size_t s = 0; s < c.plan.stages.size(); ++s)
     for (std::size_t k = 0; k < micro.size(); ++k) {
-      StepBreakdown b = stage_step(c, s, micro[k]);
+      StepBreakdown b = stage_step(c, s, micro[k], r.samples);
       if (first || b.total_s > r.stage.total_s) {
         r.stage = b;
         r.binding_stage = s;
@@ -914,7 +917,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
       c.communication_s += dbl(g.allreduces) * allreduce_time_s(ctx_.gpu, tp_, msg);
       if (g.last && samples > 0) c.communication_s += ring_allgather_s(ctx_.gpu, tp_, samples * vocab_ * act_bytes_);
     }
-    c.overhead_s = g.overhead_s + ctx_.options.sequence_overhead_s * samples / dbl(pp_);  // as stage_step
+    c.overhead_s = g.overhead_s + ctx_.options.sequence_overhead_s * dbl(load.samples) / dbl(pp_);  // as stage_step
     const double memory = c.weights_read_s + c.kv_read_s, compute = c.gemm_s + c.attention_s;
     c.bound = memory >= compute ? Bound::memory : Bound::compute;
     const double total = std::max(memory, compute) + c.communication_s + c.overhead_s;

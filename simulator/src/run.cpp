@@ -200,13 +200,12 @@ SimulationRun run_simulation(const SimulationRequest& r) {
     const auto [offered, served] = offered_and_served_per_s(run.result, closed);
     if (auto f = check_offered_load(offered, served)) run.findings.push_back(*f);
   }
-  if (auto f =
-          check_rejections(run.result.requests_rejected, run.result.requests_arrived, r.speed.plan.dep.max_model_len))
+  if (auto f = check_lowered_length(r.speed.plan)) run.findings.push_back(*f);
+  if (auto f = check_rejections(run.result.requests_rejected, run.result.requests_arrived, r.speed.plan))
     run.findings.push_back(*f);
   const auto what_ifs = check_what_ifs(r.speed.plan);
   run.findings.insert(run.findings.end(), what_ifs.begin(), what_ifs.end());
-  if (auto f =
-          check_truncations(run.result.requests_truncated, run.result.requests_arrived, r.speed.plan.dep.max_model_len))
+  if (auto f = check_truncations(run.result.requests_truncated, run.result.requests_arrived, r.speed.plan))
     run.findings.push_back(*f);
   return run;
 }

@@ -722,6 +722,15 @@ TEST_CASE("TensorRT-LLM's budget: the memory bars hold back its share, the utili
   CHECK(w.memory_chart()->requested_line()->isVisible());
   CHECK(w.memory_chart()->requested_line()->at(0).x() == Approx(0.85 * double(g.memory_bytes) / kGiB));
   CHECK_FALSE(w.memory_chart()->chart()->title().contains(QStringLiteral("TensorRT-LLM")));
+  CHECK_FALSE(util->toolTip().contains("TensorRT-LLM"));
+  // For good: setting the control back to 0.90 is vLLM's budget at 0.90, not TensorRT-LLM's again.
+  util->setValue(0.9);
+  CHECK_FALSE(w.controls()->settings().deployment.free_gpu_memory_fraction);
+  CHECK(w.memory_chart()->requested_line()->isVisible());
+  // A new deployment given whole (a profile, the command line) brings its own budget back.
+  w.controls()->set_settings(s);
+  CHECK(w.controls()->settings().deployment.free_gpu_memory_fraction == 0.9);
+  CHECK(util->toolTip().contains("free_gpu_memory_fraction 0.9"));
 }
 
 TEST_CASE("a model that does not fit is explained with the planner's numbers and its smallest fix",

@@ -1,5 +1,6 @@
 // The memory budget, blocks and concurrency: the estimate against real vLLM profiles, sliding windows,
 // replication, pipeline staging, prefix sharing, and arithmetic at cluster scale.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -116,17 +117,19 @@ TEST_CASE("TensorRT-LLM lowers a max_seq_len its KV cache cannot hold, where vLL
   REQUIRE_FALSE(vllm.fits());  // 131,072 tokens of 70B on 2 x H100: vLLM refuses
   CHECK_THAT(vllm.warnings.back(), Catch::Contains("vLLM would refuse to start"));
   d.free_gpu_memory_fraction = 0.9;
-  const auto unlowered = [&] {  // the KV cache TensorRT-LLM sizes before it adjusts the length
-    Deployment at = d;
-    at.max_model_len = 131072;
-    return plan_memory(builtin("llama-3.1-70b"), h100(), at, {});
-  }();
   const auto trt = plan_memory(builtin("llama-3.1-70b"), h100(), d, {});
   REQUIRE(trt.fits());
-  CHECK(trt.dep.max_model_len == unlowered.max_model_len_that_fits);
   CHECK(trt.dep.max_model_len < 131072);
   CHECK(trt.max_concurrency >= 1.0);
-  CHECK(trt.num_blocks == unlowered.num_blocks);  // the same memory: only the length changed
+  // What the 3,030 blocks hold for one request, less one block: kvcap's pool keeps vLLM's null block aside.
+  CHECK(trt.dep.max_model_len == static_cast<i64>(trt.num_blocks) * 16 - 16);
+  d.max_model_len = trt.dep.max_model_len;  // asked for outright: the same plan, nothing lowered
+  const auto same = plan_memory(builtin("llama-3.1-70b"), h100(), d, {});
+  CHECK(same.num_blocks == trt.num_blocks);
+  CHECK(same.max_model_len_asked == 0);
+  CHECK(trt.max_model_len_asked == 131072);
+  CHECK(std::count_if(trt.warnings.begin(), trt.warnings.end(),
+                      [](const std::string& w) { return w.find("lowers max_seq_len") != std::string::npos; }) == 1);
   CHECK_THAT(trt.warnings.front(), Catch::Contains("TensorRT-LLM lowers max_seq_len from 131072 to " +
                                                    std::to_string(trt.dep.max_model_len)));
   // No memory at all for the KV cache: TensorRT-LLM does not start either ("Impossible to fit in any sequence").
@@ -135,6 +138,8 @@ TEST_CASE("TensorRT-LLM lowers a max_seq_len its KV cache cannot hold, where vLL
   const auto none = plan_memory(builtin("llama-3.1-70b"), h100(), one, {});
   CHECK_FALSE(none.fits());
   CHECK(none.dep.max_model_len == 131072);
+  CHECK(none.max_model_len_asked == 0);
+  CHECK(vllm.max_model_len_asked == 0);
 }
 
 TEST_CASE("sliding window: Mistral 7B v0.1's concurrency stops falling past its window", "[memory][sliding]") {

@@ -227,20 +227,47 @@ TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, sim
   CHECK(check_request_lengths(1024, 256, 4096, 4096).empty());
   CHECK(check_request_lengths(1024, 256, -1, 4096).empty());  // unbounded lengths: no longest to compare
   // simulate: some rejected is a warning, all an error (nothing was served).
-  CHECK_FALSE(check_rejections(0, 100, 1024));
-  const auto some = check_rejections(13, 20, 1024);
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d1024;
+  d1024.max_model_len = 1024;
+  const auto p1024 = plan_memory(profiles::resolve_model("llama-3.1-8b"), g, d1024, {});
+  CHECK_FALSE(check_rejections(0, 100, p1024));
+  const auto some = check_rejections(13, 20, p1024);
   REQUIRE(some);
   CHECK(some->code == "KVCAP-W204");
   CHECK(some->message.find("13 of 20 requests (65.0%)") != std::string::npos);
-  const auto all = check_rejections(20, 20, 1024);
+  const auto all = check_rejections(20, 20, p1024);
   REQUIRE(all);
   CHECK(all->code == "KVCAP-E109");
   CHECK(all->exit_code == kExitWouldNotStart);
+  CHECK_THAT(all->message, Catch::Contains("max_model_len 1024") && Catch::Contains("raise --max-model-len"));
   // simulate: outputs cut at max_model_len are a warning whatever their share (the prompts were served).
-  CHECK_FALSE(check_truncations(0, 100, 2048));
-  const auto cut = check_truncations(20, 20, 2048);
+  CHECK_FALSE(check_truncations(0, 100, p1024));
+  const auto cut = check_truncations(20, 20, p1024);
   REQUIRE(cut);
   CHECK(cut->code == "KVCAP-W206");
   CHECK(cut->exit_code == kExitOk);
   CHECK(cut->message.find("20 of 20 requests (100.0%)") != std::string::npos);
+  CHECK_THAT(cut->message, Catch::Contains("as vLLM does"));
+  // Where TensorRT-LLM lowered its max_seq_len, raising --max-model-len does nothing: the texts say what does.
+  Deployment trt;
+  trt.tensor_parallel_size = 2;
+  trt.num_gpus = 2;
+  trt.free_gpu_memory_fraction = 0.9;
+  const auto lowered = plan_memory(profiles::resolve_model("llama-3.1-70b"), g, trt, {});
+  REQUIRE(lowered.max_model_len_asked == 131072);
+  const auto none = check_rejections(5, 5, lowered);
+  REQUIRE(none);
+  CHECK_THAT(none->message,
+             Catch::Contains("it lowered max_seq_len from 131072 to " + std::to_string(lowered.dep.max_model_len)) &&
+                 Catch::Contains("raise free_gpu_memory_fraction or add GPUs") &&
+                 !Catch::Contains("raise --max-model-len"));
+  CHECK_THAT(check_truncations(1, 5, lowered)->message, Catch::Contains("as TensorRT-LLM does"));
+  // simulate says so (W208), where nothing was lowered nothing.
+  REQUIRE(check_lowered_length(lowered));
+  CHECK(check_lowered_length(lowered)->code == "KVCAP-W208");
+  CHECK_FALSE(check_lowered_length(p1024));
+  const auto e104 = check_batch(profiles::resolve_model("llama-3.1-70b"), lowered, 1, 60000, 100);
+  REQUIRE(has(e104, "KVCAP-E104"));
+  CHECK_THAT(get(e104, "KVCAP-E104").message, Catch::Contains("TensorRT-LLM rejects such requests"));
 }

@@ -91,6 +91,16 @@ TEST_CASE("evaluate measures the planner's figures, with the margin's sign", "[p
   CHECK(r.comparison == ">=");
   CHECK(r.margin_relative == 0);
   CHECK(r.passed);
+
+  // Under TensorRT-LLM's budget a max_model_len the cache cannot hold is lowered, not refused: the engine starts, but
+  // a request of the length asked for does not fit, so `fits` fails and says why.
+  Deployment trt;
+  trt.tensor_parallel_size = 2;
+  trt.num_gpus = 2;
+  trt.free_gpu_memory_fraction = 0.9;
+  r = evaluate(query(Metric::fits, std::nullopt, 1), profiles::resolve_model("llama-3.1-70b"), g, trt);
+  CHECK_FALSE(r.passed);
+  CHECK_THAT(r.detail, Catch::Contains("TensorRT-LLM lowers max_seq_len from 131072"));
 }
 
 TEST_CASE("evaluate never throws: a promise that cannot be evaluated is an error with the reason",
@@ -110,7 +120,7 @@ TEST_CASE("evaluate never throws: a promise that cannot be evaluated is an error
   CHECK(r.target == 1);
   CHECK(r.detail ==
         "context_tokens: 16384 tokens exceeds the deployment's max_model_len 8192; vLLM rejects such "
-        "requests (raise max_model_len)");
+        "requests (raise --max-model-len)");
 
   q.context_tokens.reset();  // a query built by hand without the metric's parameter
   r = evaluate(q, m, g, Deployment{});

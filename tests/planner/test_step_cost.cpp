@@ -223,6 +223,19 @@ TEST_CASE("the host's cost per sampled sequence: every clock adds it once per se
   // plan's decode step: TPOT grows by the cost of each sequence of the batch.
   const std::vector<i64> contexts(64, 2048);
   CHECK(decode_step(with, contexts).tpot_s - decode_step(plain, contexts).tpot_s == Approx(64 * 20e-6));
+  // Under pipeline parallelism the step still pays for every sequence once (a PP-th on each of its PP stage times).
+  d.pipeline_parallel_size = 2;
+  d.num_gpus = 2;
+  SpeedOptions o2;
+  const auto plain_pp = make_speed_context(model, gpu, d, o2);
+  o2.sequence_overhead_s = 20e-6;
+  const auto with_pp = make_speed_context(model, gpu, d, o2);
+  CHECK(decode_step(with_pp, contexts).tpot_s - decode_step(plain_pp, contexts).tpot_s == Approx(64 * 20e-6));
+  CHECK(decode_step(with_pp, 64, 2048).tpot_s - decode_step(plain_pp, 64, 2048).tpot_s == Approx(64 * 20e-6));
+  const std::vector<StepSequence> even(64, StepSequence{2047, 1, true});
+  CHECK(mixed_step(with_pp, even).step_s - mixed_step(plain_pp, even).step_s == Approx(64 * 20e-6));
+  CHECK(fast(with_pp, even) - fast(plain_pp, even) == Approx(64 * 20e-6));
+  CHECK(prefill(with_pp, 3000).ttft_s - prefill(plain_pp, 3000).ttft_s == Approx(20e-6));  // one sample, at its end
   // A negative or non-finite cost is refused naming the option.
   o.sequence_overhead_s = -1e-6;
   CHECK_THROWS_WITH(make_speed_context(model, gpu, d, o), Catch::Contains("speed.sequence_overhead_s"));

@@ -76,6 +76,9 @@ struct MemoryPlan {
   /// before --num-gpu-blocks-override replaces them, so it equals max_concurrency without an override.
   double startup_concurrency = 0;
   i64 max_model_len_that_fits = 0; ///< longest context one request can hold (vLLM estimate_max_model_len)
+  /// The max_model_len asked for where TensorRT-LLM's budget lowered it to what the cache holds (dep.max_model_len is
+  /// the lowered one); 0 where nothing was lowered.
+  i64 max_model_len_asked = 0;
   std::vector<CurvePoint> curve;
   u64 cluster_kv_capacity_tokens = 0;  ///< x replicas
   double cluster_max_concurrency = 0;  ///< x replicas, at max_model_len
@@ -113,6 +116,9 @@ i64 unreserved_bytes(const StagePlan& st);
 const char* budget_setting(const MemoryPlan& p);
 /// The engine whose KV budget the plan follows, to name in what it does: "vLLM" or "TensorRT-LLM".
 const char* budget_engine(const MemoryPlan& p);
+/// What happens to requests longer than the plan's max_model_len and what lets them in: "vLLM rejects such requests
+/// (raise --max-model-len)", or where TensorRT-LLM lowered its max_seq_len, that it did and that more KV memory does.
+std::string longer_requests_text(const MemoryPlan& p);
 
 /// Contexts 1K, 2K, ... 1M (doubling), the default curve.
 std::vector<i64> default_contexts();

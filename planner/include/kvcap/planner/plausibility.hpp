@@ -85,10 +85,14 @@ std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double out
 
 /// Requests vLLM rejects because their prompt reaches max_model_len: some (W204, goodput counts them as failed),
 /// or every one (E109, exit 3: nothing was served, so no latency or throughput means anything). For simulate.
-std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, i64 max_model_len);
+/// The plan gives max_model_len, the engine and, where TensorRT-LLM lowered its length, what serves longer prompts.
+std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, const MemoryPlan& plan);
+/// Where TensorRT-LLM's budget lowered max_model_len to what its KV cache holds (MemoryPlan::max_model_len_asked):
+/// W208, for the front ends that do not print the plan's warnings (simulate).
+std::optional<Finding> check_lowered_length(const MemoryPlan& plan);
 /// Requests whose prompt fits but prompt + output exceeds max_model_len: the simulator cuts their outputs (W206),
 /// while vLLM's OpenAI server refuses such a request when the client sets max_tokens (plan and size say E104).
-std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, i64 max_model_len);
+std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan);
 
 /// The product identifier in a device name, upper-case: "NVIDIA H100 80GB HBM3" -> "H100",
 /// "AMD Instinct MI300X" -> "MI300X", "NVIDIA GeForce RTX 4090" -> "4090"; "" when there is none.

@@ -224,6 +224,7 @@ struct StepSequence {
 struct MixedStep {
   i64 sequences = 0;
   i64 tokens = 0;
+  i64 samples = 0;  ///< sequences that sample a token in the step
   i64 micro_batches = 1;
   std::size_t binding_stage = 0;
   StepBreakdown stage;          ///< the binding stage's step for its micro-batch, per rank
