@@ -45,7 +45,10 @@ std::string row_label(const std::string& spec) {
 }
 
 void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows, const std::vector<i64>& contexts) {
-  out << "Maximum concurrent requests per replica, by context length (vLLM V1 semantics; weights "
+  const bool trtllm = std::any_of(rows.begin(), rows.end(),
+                                  [](const CompareRow& r) { return r.p.dep.d.free_gpu_memory_fraction.has_value(); });
+  out << "Maximum concurrent requests per replica, by context length (vLLM V1 semantics"
+      << (trtllm ? ", TensorRT-LLM's KV budget where --free-gpu-memory-fraction is given" : "") << "; weights "
       << "and KV in each model's dtype unless set)\n\n";
   // Rows are named MODEL@NxGPU with a model file shown by its stem (never cut: rows must stay distinguishable).
   std::vector<std::string> names;
@@ -81,8 +84,7 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
   out << "\nBelow 1.0 a single request of that length does not fit. Details: kvcap plan --model M --gpu G ...\n";
   for (const auto& r : rows)
     for (const auto& w : r.p.warnings)
-      // No KV memory, or TensorRT-LLM's lowered max_seq_len (the curve's longer contexts are refused there).
-      if (w.find("no memory left") != std::string::npos || (r.p.max_model_len_asked > 0 && w == r.p.warnings.front()))
+      if (w.find("no memory left") != std::string::npos)
         out << "warning: " << escape::terminal_text(r.spec) << ": " << escape::terminal_text(w) << "\n";
 }
 

@@ -275,6 +275,8 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
   j["kv_capacity_tokens"] = p.kv_capacity_tokens;
   j["max_concurrency"] = p.max_concurrency;
   j["max_model_len_that_fits"] = p.max_model_len_that_fits;
+  // Where TensorRT-LLM's budget lowered max_model_len (KVCAP-W208): the length asked for; else null.
+  j["max_model_len_asked"] = p.max_model_len_asked > 0 ? J(p.max_model_len_asked) : J(nullptr);
   j["cluster"] = {{"replicas", d.replicas},
                   {"kv_capacity_tokens", p.cluster_kv_capacity_tokens},
                   {"max_concurrency", p.cluster_max_concurrency}};
@@ -345,7 +347,11 @@ void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineP
   breakdown_rows(o, r.first_step.stage);
   if (engine.speed.sequence_overhead_s > 0)
     o << "    (overhead includes the host's cost per sequence of the step, "
-      << fixed(engine.speed.sequence_overhead_s * 1e6, 0) << " us x " << r.batch << ", engine profile)\n";
+      << fixed(engine.speed.sequence_overhead_s * 1e6, 0) << " us x " << r.batch
+      << (r.first_step.pipeline_stages > 1
+              ? " / " + std::to_string(r.first_step.pipeline_stages) + " on each pipeline stage"
+              : std::string())
+      << ", engine profile)\n";
   o << "  tokens/s per user " << fixed(r.tokens_per_s_per_user, 1) << ", per replica " << fixed(r.tokens_per_s, 1)
     << "; end-to-end " << fixed(r.e2e_s, 2) << " s\n";
   if (steady) {

@@ -438,6 +438,10 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (d.free_gpu_memory_fraction && !(*d.free_gpu_memory_fraction > 0 && *d.free_gpu_memory_fraction <= 1))
     throw SpecError("free_gpu_memory_fraction",
                     "must be in (0, 1] (got " + std::to_string(*d.free_gpu_memory_fraction) + ")");
+  if (d.free_gpu_memory_fraction && d.num_gpu_blocks_override)
+    throw SpecError("num_gpu_blocks_override",
+                    "is vLLM's (its pool replaces the blocks vLLM measured): not with TensorRT-LLM's budget "
+                    "(free_gpu_memory_fraction, implied by --engine trtllm)");
   // vLLM's --block-size choices (vllm/config/cache.py, BlockSize = Literal[1, 8, 16, 32, 64, 128]).
   constexpr i64 kVllmBlockSizes[] = {1, 8, 16, 32, 64, 128};
   if (std::find(std::begin(kVllmBlockSizes), std::end(kVllmBlockSizes), d.block_size) == std::end(kVllmBlockSizes))

@@ -30,6 +30,7 @@ std::optional<MemoryPlan> try_plan(const ModelSpec& m, const GpuSpec& g, const D
 // max_model_len, a shared prefix that no request can carry or the cache cannot hold). KVCAP-E110 (max_num_seqs above
 // the blocks of a model with states) is left aside: its own message names the --max-num-seqs that starts.
 bool starts(const GpuSpec& g, const MemoryPlan& p) {
+  if (p.max_model_len_asked > 0) return false;  // TensorRT-LLM starts, but below the max_model_len asked for
   const auto f = check_memory_plan(g, p);
   return std::none_of(f.begin(), f.end(),
                       [](const Finding& x) { return x.level == Finding::Level::error && x.code != "KVCAP-E110"; });

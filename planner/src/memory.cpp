@@ -320,6 +320,14 @@ const char* budget_engine(const MemoryPlan& p) {
   return p.dep.d.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM";
 }
 
+std::string lowered_length_text(const MemoryPlan& p) {
+  if (p.max_model_len_asked <= 0) return "";
+  return "TensorRT-LLM lowers max_seq_len from " + std::to_string(p.max_model_len_asked) + " to " +
+         std::to_string(p.dep.max_model_len) +
+         " tokens, what its KV cache holds for one request (\"Adjusted max_seq_len\"; kvcap keeps one block aside): "
+         "longer requests are refused; raise free_gpu_memory_fraction or add GPUs to serve them";
+}
+
 std::string longer_requests_text(const MemoryPlan& p) {
   if (p.max_model_len_asked > 0)
     return "TensorRT-LLM rejects such requests: it lowered max_seq_len from " + std::to_string(p.max_model_len_asked) +
@@ -453,16 +461,7 @@ std::optional<MemoryPlan> lowered_max_seq_len(const ModelSpec& m, const GpuSpec&
   Deployment lowered = dep;
   lowered.max_model_len = std::max<i64>(1, p.max_model_len_that_fits - d.block_size);
   MemoryPlan q = plan_memory(m, g, lowered, contexts);
-  // Lowered once more (a shorter length needs less, so this ends): one warning, from the length asked for.
-  const std::string kLowers = "TensorRT-LLM lowers max_seq_len";
-  std::erase_if(q.warnings, [&](const std::string& w) { return w.rfind(kLowers, 0) == 0; });
-  q.max_model_len_asked = d.max_model_len;
-  q.warnings.insert(q.warnings.begin(),
-                    kLowers + " from " + std::to_string(d.max_model_len) + " to " +
-                        std::to_string(q.dep.max_model_len) +
-                        " tokens, what its KV cache holds for one request (\"Adjusted max_seq_len\"; kvcap keeps one "
-                        "block aside): longer requests are refused; raise free_gpu_memory_fraction or add GPUs to "
-                        "serve them");
+  q.max_model_len_asked = d.max_model_len;  // from the length asked for, however often it was lowered (KVCAP-W208)
   return q;
 }
 }  // namespace

@@ -166,6 +166,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                         std::to_string(p.max_model_len_that_fits) +
                                         " tokens: lower --max-model-len or add memory"));
   if (!has_errors(r) && p.seqs_exceed_state_blocks()) r.push_back(error("KVCAP-E110", seqs_limit_text(p)));
+  if (auto lowered = check_lowered_length(p)) r.push_back(*lowered);
   const auto what_ifs = check_what_ifs(p);
   r.insert(r.end(), what_ifs.begin(), what_ifs.end());
   return r;
@@ -312,7 +313,7 @@ std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t ar
 
 std::optional<Finding> check_lowered_length(const MemoryPlan& plan) {
   if (plan.max_model_len_asked <= 0) return std::nullopt;
-  return warning("KVCAP-W208", plan.warnings.front());  // plan_memory's text: "TensorRT-LLM lowers max_seq_len ..."
+  return warning("KVCAP-W208", lowered_length_text(plan));
 }
 
 std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan) {

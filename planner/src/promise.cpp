@@ -143,7 +143,7 @@ Measurement measure_memory(const PromiseQuery& q, const ModelSpec& m, const Memo
       // vLLM 0.19+ does not start a model with states whose max_num_seqs exceeds the blocks (KVCAP-E110): 0.
       if (plan.fits() && plan.seqs_exceed_state_blocks()) return {0.0, "KVCAP-E110: " + seqs_limit_text(plan)};
       // TensorRT-LLM starts, but at a lower max_seq_len: a request of the length asked for does not fit.
-      if (plan.max_model_len_asked > 0) return {0.0, plan.warnings.front()};
+      if (plan.max_model_len_asked > 0) return {0.0, lowered_length_text(plan)};
       return {plan.max_concurrency, plan.fits()             ? "one request of max_model_len " + max_len + " fits"
                                     : plan.warnings.empty() ? "does not fit"
                                                             : plan.warnings.back()};

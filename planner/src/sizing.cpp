@@ -498,6 +498,11 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   try {
     MemoryPlan plan = plan_memory(m, *k.gpu, d, {});
     r.kv_capacity_tokens = to_signed(plan.kv_capacity_tokens, "KV capacity tokens");
+    if (plan.max_model_len_asked > 0) {  // TensorRT-LLM would serve only shorter requests than the workload's
+      r.status = CandidateStatus::does_not_fit;
+      r.reason = lowered_length_text(plan);
+      return r;
+    }
     const i64 max_len = plan.dep.max_model_len;
     rm.emplace(make_speed_context(m, *k.gpu, std::move(plan), s.speed, s.calibration), w, t.ttft_percentile);
     r.max_batch_memory = rm->max_batch_memory();

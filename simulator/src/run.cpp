@@ -200,12 +200,21 @@ SimulationRun run_simulation(const SimulationRequest& r) {
     const auto [offered, served] = offered_and_served_per_s(run.result, closed);
     if (auto f = check_offered_load(offered, served)) run.findings.push_back(*f);
   }
+  // The pool with the shorter max_model_len decides which requests are refused (disaggregated: either may).
+  const MemoryPlan& binding = r.prefill && r.prefill->speed.plan.dep.max_model_len < r.speed.plan.dep.max_model_len
+                                  ? r.prefill->speed.plan
+                                  : r.speed.plan;
   if (auto f = check_lowered_length(r.speed.plan)) run.findings.push_back(*f);
-  if (auto f = check_rejections(run.result.requests_rejected, run.result.requests_arrived, r.speed.plan))
+  if (r.prefill)
+    if (auto f = check_lowered_length(r.prefill->speed.plan)) {
+      f->message = "prefill workers: " + f->message;
+      run.findings.push_back(*f);
+    }
+  if (auto f = check_rejections(run.result.requests_rejected, run.result.requests_arrived, binding))
     run.findings.push_back(*f);
   const auto what_ifs = check_what_ifs(r.speed.plan);
   run.findings.insert(run.findings.end(), what_ifs.begin(), what_ifs.end());
-  if (auto f = check_truncations(run.result.requests_truncated, run.result.requests_arrived, r.speed.plan))
+  if (auto f = check_truncations(run.result.requests_truncated, run.result.requests_arrived, binding))
     run.findings.push_back(*f);
   return run;
 }

@@ -22,6 +22,13 @@ kvcap_golden(plan_trtllm_kv_budget 0 plan --model llama-3.1-70b --gpu h100-sxm -
 kvcap_golden(plan_trtllm_vllm_budget_json 0 plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 2 --quantization fp8 --engine trtllm --gpu-memory-utilization 0.9 --max-model-len 8K --contexts 8K --format json)
 kvcap_golden(err_free_fraction_range 2 plan --model llama-3.1-8b --gpu h100-sxm --free-gpu-memory-fraction 1.5)
 kvcap_golden(err_two_kv_budgets 2 plan --model llama-3.1-8b --gpu h100-sxm --gpu-memory-utilization 0.8 --free-gpu-memory-fraction 0.9)
+# TensorRT-LLM lowers a max_seq_len its cache cannot hold (vLLM would refuse to start): plan and compare say so.
+kvcap_golden(plan_trtllm_lowered_len 0 plan --model llama-3.1-70b --gpu h100-sxm --tensor-parallel-size 2 --engine trtllm --contexts 32K,64K)
+# Its fit advice and size count only deployments that hold the length asked for; vLLM's block override is refused.
+kvcap_golden(plan_trtllm_fit_advice 3 plan --model llama-3.1-70b --gpu h100-sxm --engine trtllm --contexts 8K)
+kvcap_golden(size_trtllm_lowered_len 0 size --model llama-3.1-70b --prompt-tokens 2K --output-tokens 256 --rate 1 --ttft-p 60s --tpot 500ms --gpus h100-sxm --engine trtllm --max-model-len 131072 --top 2 --explain)
+kvcap_golden(err_trtllm_blocks_override 1 plan --model llama-3.1-8b --gpu h100-sxm --engine trtllm --num-gpu-blocks-override 100)
+kvcap_golden(compare_trtllm_lowered_len 0 compare --deploy llama-3.1-70b@4xh100-sxm "--deploy=llama-3.1-70b@2xh100-sxm --free-gpu-memory-fraction 0.9" --contexts 32K,64K)
 kvcap_golden(err_mixed_chunk_engine 2 simulate --model llama-3.1-8b --gpu h100-sxm --engine vllm --enable-mixed-chunk --rate 4 --num-requests 10 --prompt-tokens 100 --output-tokens 10)
 kvcap_golden(err_bad_tp 3 plan --model llama-3.1-8b --gpu h100-sxm --tensor-parallel-size 3)
 kvcap_golden(err_missing_file 1 plan --model /nonexistent/model.yaml --gpu h100-sxm)

@@ -88,7 +88,7 @@ std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double out
 /// The plan gives max_model_len, the engine and, where TensorRT-LLM lowered its length, what serves longer prompts.
 std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, const MemoryPlan& plan);
 /// Where TensorRT-LLM's budget lowered max_model_len to what its KV cache holds (MemoryPlan::max_model_len_asked):
-/// W208, for the front ends that do not print the plan's warnings (simulate).
+/// W208 (check_memory_plan says it too, for every front end that checks a plan).
 std::optional<Finding> check_lowered_length(const MemoryPlan& plan);
 /// Requests whose prompt fits but prompt + output exceeds max_model_len: the simulator cuts their outputs (W206),
 /// while vLLM's OpenAI server refuses such a request when the client sets max_tokens (plan and size say E104).
