@@ -261,7 +261,9 @@ std::vector<Problem> DashboardModel::problems() const {
       }
       // The finding with its numbers and the smallest fix, marked on the control the fix changes.
       if (&f == &*std::find_if(m.findings.begin(), m.findings.end(), is_fit_finding))
-        list.add("error " + f.code + ": does not fit on " + where + " (vLLM would not start): " + m.fit->text(),
+        list.add("error " + f.code + ": does not fit on " + where + " (" +
+                     (settings_.deployment.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM") +
+                     " would not start): " + m.fit->text(),
                  fix_field(*m.fit), m.label);
     }
   }

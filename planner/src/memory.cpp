@@ -403,7 +403,10 @@ void stage_warnings(MemoryPlan& p, const ModelSpec& m) {
       p.warnings.push_back(
           "stage " + std::to_string(st.stage) + ": no memory left for the KV cache: weights, activation peak " +
           "and non-torch memory need " + gib_text(static_cast<double>(need)) + " of " + budget_text(p, st) +
-          " (vLLM: \"No available memory for the cache blocks\"); add GPUs (tensor or "
+          (p.dep.d.free_gpu_memory_fraction
+               ? std::string(" (TensorRT-LLM: \"Impossible to fit in any sequence in kvCache\")")
+               : std::string(" (vLLM: \"No available memory for the cache blocks\")")) +
+          "; add GPUs (tensor or "
           "pipeline parallel), quantise the weights, or raise " +
           std::string(budget_setting(p)));
     }

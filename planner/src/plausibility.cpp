@@ -194,12 +194,13 @@ std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 ba
   if (static_cast<double>(batch) > fit)
     r.push_back(error("KVCAP-E105", "a batch of " + std::to_string(batch) + " requests of " + std::to_string(context) +
                                         " tokens does not fit in the KV cache (at most " + fixed(std::floor(fit), 0) +
-                                        " per replica); vLLM would queue or preempt the rest, so the speed shown is "
-                                        "not reachable"));
+                                        " per replica); " + budget_engine(p) +
+                                        " would queue or preempt the rest, so the speed shown is not reachable"));
   if (batch > d.max_num_seqs)
     r.push_back(warning("KVCAP-W201", "a batch of " + std::to_string(batch) + " exceeds max_num_seqs " +
-                                          std::to_string(d.max_num_seqs) + ": vLLM schedules at most " +
-                                          std::to_string(d.max_num_seqs) + " sequences per step"));
+                                          std::to_string(d.max_num_seqs) + ": " + budget_engine(p) +
+                                          " schedules at most " + std::to_string(d.max_num_seqs) +
+                                          " sequences per step"));
   return r;
 }
 

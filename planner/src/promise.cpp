@@ -115,7 +115,7 @@ void check_batch_fits(const ModelSpec& m, const MemoryPlan& plan, i64 batch, i64
                                  " tokens do not fit: the KV cache holds " + fmt_num(conc) + " of them per replica");
   if (batch > plan.dep.max_num_seqs)
     throw SpecError("batch", std::to_string(batch) + " exceeds max_num_seqs " + std::to_string(plan.dep.max_num_seqs) +
-                                 "; vLLM never runs that many sequences in one step");
+                                 "; " + budget_engine(plan) + " never runs that many sequences in one step");
 }
 
 std::string cluster_scope(const PromiseQuery& q, const MemoryPlan& plan) {

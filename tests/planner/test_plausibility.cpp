@@ -270,4 +270,9 @@ TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, sim
   const auto e104 = check_batch(profiles::resolve_model("llama-3.1-70b"), lowered, 1, 60000, 100);
   REQUIRE(has(e104, "KVCAP-E104"));
   CHECK_THAT(get(e104, "KVCAP-E104").message, Catch::Contains("TensorRT-LLM rejects such requests"));
+  const auto many = check_batch(profiles::resolve_model("llama-3.1-70b"), lowered, 2000, 1000, 100);
+  REQUIRE(has(many, "KVCAP-W201"));
+  REQUIRE(has(many, "KVCAP-E105"));
+  CHECK_THAT(get(many, "KVCAP-W201").message, Catch::Contains("TensorRT-LLM schedules at most"));
+  CHECK_THAT(get(many, "KVCAP-E105").message, Catch::Contains("TensorRT-LLM would queue or preempt"));
 }
