@@ -87,8 +87,7 @@ ControlsPanel::ControlsPanel(const ProfileLibrary& library, QWidget* parent) : Q
   connect(utilization_, &QDoubleSpinBox::valueChanged, this, [this] {
     if (!quiet_ && base_.free_gpu_memory_fraction) {
       base_.free_gpu_memory_fraction.reset();
-      tooltips_[utilization_] = QString::fromUtf8(kUtilizationTip);
-      if (!utilization_->property("problem").toBool()) utilization_->setToolTip(tooltips_[utilization_]);
+      show_budget_tip();
     }
     changed();
   });
@@ -444,6 +443,19 @@ DashboardSettings ControlsPanel::settings() const {
   return s;
 }
 
+void ControlsPanel::show_budget_tip() {
+  // The control's own tooltip (mark_problems puts it back under a problem's reason) says which budget is in use.
+  const auto& f = base_.free_gpu_memory_fraction;
+  tooltips_[utilization_] =
+      f ? QStringLiteral(
+              "TensorRT-LLM's budget is in use: the KV cache takes free_gpu_memory_fraction %1 of the "
+              "memory left free after the profiling run. Changing this returns to vLLM's budget (%2).")
+              .arg(*f)
+              .arg(QString::fromUtf8(kUtilizationTip))
+        : QString::fromUtf8(kUtilizationTip);
+  if (!utilization_->property("problem").toBool()) utilization_->setToolTip(tooltips_[utilization_]);
+}
+
 void ControlsPanel::set_settings(const DashboardSettings& s) {
   const bool was = quiet_;
   quiet_ = true;
@@ -479,16 +491,7 @@ void ControlsPanel::set_settings(const DashboardSettings& s) {
   select_data(quantization_, qs(name(d.quantization)));
   select_data(kv_dtype_, qs(name(d.kv_cache_dtype)));
   utilization_->setValue(d.gpu_memory_utilization);
-  // The control's own tooltip (mark_problems puts it back under a problem's reason) says which budget is in use.
-  tooltips_[utilization_] =
-      d.free_gpu_memory_fraction
-          ? QStringLiteral(
-                "TensorRT-LLM's budget is in use: the KV cache takes free_gpu_memory_fraction %1 of the "
-                "memory left free after the profiling run. Changing this returns to vLLM's budget (%2).")
-                .arg(*d.free_gpu_memory_fraction)
-                .arg(QString::fromUtf8(kUtilizationTip))
-          : QString::fromUtf8(kUtilizationTip);
-  if (!utilization_->property("problem").toBool()) utilization_->setToolTip(tooltips_[utilization_]);
+  show_budget_tip();
   kv_memory_->setValue(d.kv_cache_memory_bytes.empty() ? 0.0 : double(d.kv_cache_memory_bytes.front()) / 1073741824.0);
   kv_memory_shown_gib_ = kv_memory_->value();
   if (block_size_->findData(int(d.block_size)) < 0)

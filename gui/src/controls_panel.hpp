@@ -53,6 +53,8 @@ class ControlsPanel : public QWidget {
   void parallelism_changed();
   void build_form(QFormLayout* form);
   void update_gpu_count();
+  /// The gpu_memory_utilization control's tooltip for the budget base_ holds (vLLM's, or TensorRT-LLM's fraction).
+  void show_budget_tip();
   i64 num_gpus() const;
   /// Checks exactly `keys`, moved to the top of the list in that order (the order decides colours).
   void check_in_order(const std::vector<std::string>& keys);

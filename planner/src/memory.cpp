@@ -320,18 +320,23 @@ const char* budget_engine(const MemoryPlan& p) {
   return p.dep.d.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM";
 }
 
+namespace {
+/// "max_seq_len from A to B": the length asked for and the one TensorRT-LLM's cache holds.
+std::string lowered_from_to(const MemoryPlan& p) {
+  return "max_seq_len from " + std::to_string(p.max_model_len_asked) + " to " + std::to_string(p.dep.max_model_len);
+}
+}  // namespace
+
 std::string lowered_length_text(const MemoryPlan& p) {
   if (p.max_model_len_asked <= 0) return "";
-  return "TensorRT-LLM lowers max_seq_len from " + std::to_string(p.max_model_len_asked) + " to " +
-         std::to_string(p.dep.max_model_len) +
+  return "TensorRT-LLM lowers " + lowered_from_to(p) +
          " tokens, what its KV cache holds for one request (\"Adjusted max_seq_len\"; kvcap keeps one block aside): "
          "longer requests are refused; raise free_gpu_memory_fraction or add GPUs to serve them";
 }
 
 std::string longer_requests_text(const MemoryPlan& p) {
   if (p.max_model_len_asked > 0)
-    return "TensorRT-LLM rejects such requests: it lowered max_seq_len from " + std::to_string(p.max_model_len_asked) +
-           " to " + std::to_string(p.dep.max_model_len) +
+    return "TensorRT-LLM rejects such requests: it lowered " + lowered_from_to(p) +
            " to fit its KV cache (raise free_gpu_memory_fraction or add GPUs)";
   return std::string(budget_engine(p)) + " rejects such requests (raise --max-model-len)";
 }
