@@ -82,6 +82,7 @@ sim::SimulationRun run(const SimulateCommand& c, SimulationInfo& info, ProgressL
   info.workload_desc = c.info.workload_desc +
                        describe_closed_loop(r.config, c.staggered_asked, sim::one_wave(c.request), c.lockstep_engine);
   if (wall_time) info.wall_s = r.wall_s;
+  info.benchmark = sim::benchmark_mean(c.request, r.result);
   return r;
 }
 

@@ -101,6 +101,13 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
   row("ITL", r.itl_s);
   row("E2E", r.e2e_s);
   row("queueing", r.queue_s);
+  if (const auto& b = in.benchmark) {
+    const auto n = std::to_string(b->first_wave_requests);
+    o << "Benchmark    the table is the steady state, the clients drifted apart; a benchmark whose " << n
+      << " clients send their\n             first requests together (AIPerf, vllm bench serve) reads over these "
+      << grouped(b->requests) << " requests:\n             mean TTFT " << secs(b->ttft_s) << " (the first " << n << ": "
+      << secs(b->first_wave_ttft_s.mean) << "), TPOT " << secs(b->tpot_s) << ", E2E " << secs(b->e2e_s) << "\n";
+  }
   if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
 
   if (r.replicas.size() > 1) {
@@ -335,6 +342,11 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["itl_s"] = summary_json(r.itl_s);
   j["e2e_s"] = summary_json(r.e2e_s);
   j["queue_s"] = summary_json(r.queue_s);
+  j["benchmark_mean"] = nullptr;
+  if (const auto& b = in.benchmark)
+    j["benchmark_mean"] = {{"requests", b->requests}, {"first_wave_requests", b->first_wave_requests},
+                           {"ttft_s", b->ttft_s},     {"tpot_s", b->tpot_s},
+                           {"e2e_s", b->e2e_s},       {"first_wave_ttft_s", summary_json(b->first_wave_ttft_s)}};
   j["throughput"] = {{"requests_per_s", r.requests_per_s},
                      {"output_tokens_per_s", r.output_tokens_per_s},
                      {"prompt_tokens_per_s", r.prompt_tokens_per_s}};
@@ -380,7 +392,7 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
          "requests_per_s,output_tokens_per_s,goodput_"
          "requests_per_s,"
          "preemptions,kv_utilization_mean,kv_utilization_max,kv_waste_fraction,wall_time_s,prefill_replicas,kv_"
-         "transfer_s_mean\n";
+         "transfer_s_mean,benchmark_ttft_mean_s,benchmark_tpot_mean_s\n";
   // Names come from profiles and config files: RFC 4180 quoting and formula neutralisation (cli/escape).
   o << escape::csv_field(in.model) << ',' << escape::csv_field(in.gpu) << ',' << in.cfg.num_replicas << ','
     << sim::to_string(in.cfg.router) << ','
@@ -394,7 +406,9 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
   for (double x : {r.kv_utilization_mean, r.kv_utilization_max}) o << csv_num(x) << ',';
   o << csv_num(r.kv_waste_fraction, r.kv_waste_measured) << ',';
   o << (in.wall_s ? fixed(*in.wall_s, 3) : "") << ',' << in.cfg.prefill.num_replicas << ','
-    << csv_num(r.kv_transfer_s_mean, in.cfg.prefill.num_replicas > 0) << "\n";
+    << csv_num(r.kv_transfer_s_mean, in.cfg.prefill.num_replicas > 0) << ','
+    << (in.benchmark ? csv_num(in.benchmark->ttft_s) : "") << ',' << (in.benchmark ? csv_num(in.benchmark->tpot_s) : "")
+    << "\n";
 }
 
 std::string describe_workload(const WorkloadSpec& w, const std::string& file, const sim::SourceLimits& limits,

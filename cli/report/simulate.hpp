@@ -31,6 +31,8 @@ struct SimulationInfo {
   /// Disaggregated prefill workers (cfg.prefill.num_replicas > 0): one line for people, their GPU, the KV link.
   std::string prefill_desc, prefill_gpu;
   KvTransferLink kv_link;
+  /// A closed loop started staggered: what a benchmark's mean over the run reads, its first wave included.
+  std::optional<sim::BenchmarkMean> benchmark;
 };
 
 /// "uniform 128-2048 (mean 1088.0)".

@@ -59,12 +59,13 @@ const std::vector<EngineProfile>& engine_profiles() {
       // measurements of Qwen3-32B, Qwen3-235B-A22B, gpt-oss-120b and DeepSeek-R1/V3, models no profile was fitted
       // on; docs/accuracy.md, 2026-11-27, with the measured all-reduce times, vLLM's CUDA-graph padding and SGLang's
       // prefill-first steps; TensorRT-LLM's and the datasheet's 2026-11-28, with TensorRT-LLM's own KV budget and its
-      // host cost per sequence).
+      // host cost per sequence; vLLM's, TensorRT-LLM's and the datasheet's again 2026-11-28 (later), the closed-loop
+      // points compared as a benchmark's mean with its first wave, sim::benchmark_mean).
       held_out(
           make("datasheet", "the roofline model with its default efficiencies (docs/speed-model.md), no front-end cost",
                d.bandwidth_efficiency, d.compute_efficiency_16bit, d.compute_efficiency_8bit, d.step_overhead_s,
-               d.layer_overhead_s, d.sequence_overhead_s, 0, 0.127, 0.519, 0.236),
-          0.230, 0.874),
+               d.layer_overhead_s, d.sequence_overhead_s, 0, 0.126, 0.372, 0.236),
+          0.232, 0.725),
       // Fitted by `kvcap accuracy --fit` (docs/accuracy.md): coordinate descent over the grid of each constant within
       // physical bounds, minimising the mean of the engine's TPOT, TTFT and throughput MAPEs on its fixture points.
       // Order: bandwidth, 16-bit and fp8 GEMM efficiency, step, layer, sequence and request overhead. vLLM and SGLang
@@ -77,16 +78,18 @@ const std::vector<EngineProfile>& engine_profiles() {
       // it (fit 10 and 20 us). Constants on a bound of their grid (16-bit 0.45 of all three, TensorRT-LLM
       // bandwidth 0.90) mark what the model misses there (docs/accuracy.md); they are not measurements of those
       // engines' kernels. The last three: leave-one-out MAPE of TPOT, TTFT, throughput (datasheet: the scorecard's
-      // MAPE over every engine).
+      // MAPE over every engine); where the shipped constants' own MAPE on the fixtures is higher, that (vLLM's TTFT,
+      // 21.2% since the closed-loop points are compared as a benchmark's mean, sim::benchmark_mean). The refit with
+      // that comparison (2026-11-28) was not taken: it lowered the fixtures' errors and raised the held-out ones.
       cuda_graphs(held_out(make("vllm", "vLLM (V1 and 0.6), fitted on its 12 published serving points", 0.80, 0.45,
-                                0.40, 0.25e-3, 50.0e-6, 0, 30.0e-3, 0.108, 0.176, 0),
-                           0.265, 0.476)),
+                                0.40, 0.25e-3, 50.0e-6, 0, 30.0e-3, 0.108, 0.212, 0),
+                           0.262, 0.285)),
       prefill_first(held_out(make("sglang", "SGLang, fitted on its 10 published serving points", 0.75, 0.45, 0.45,
                                   0.5e-3, 50.0e-6, 0, 15.0e-3, 0.189, 0.324, 0.109),
                              0.200, 0.578)),
       free_fraction(held_out(make("trtllm", "TensorRT-LLM (and NIM on it), fitted on its 17 published serving points",
                                   0.90, 0.45, 0.60, 0.5e-3, 50.0e-6, 10.0e-6, 60.0e-3, 0.077, 0.505, 0.076),
-                             0.210, 0.611),
+                             0.214, 0.491),
                     0.9),
   };
   return k;
@@ -112,8 +115,10 @@ std::string error_band(const EngineProfile& e) {
   std::string who = e.name;
   for (const auto& w : kWho)
     if (e.name == w[0]) who = w[1];
-  std::string band = fitted + " (" + (e.name == "datasheet" ? "MAPE on " : "leave-one-out MAPE on ") + who +
-                     " serving measurements of Llama 3.1 8B/70B)";
+  // A fitted profile's band: the fit's leave-one-out MAPE, or the shipped constants' own MAPE where that is higher
+  // (EngineProfile::tpot_error).
+  std::string band = fitted + " (MAPE on " + who + " serving measurements of Llama 3.1 8B/70B" +
+                     (e.name == "datasheet" ? "" : ", leave-one-out or in-sample if higher") + ")";
   const std::string other = bands_of({{"TPOT", e.other_models_tpot_error}, {"TTFT", e.other_models_ttft_error}});
   if (!other.empty()) band += "; other models: " + other + " (MAPE on held-out measurements, docs/accuracy.md)";
   return band;

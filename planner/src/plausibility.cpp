@@ -280,19 +280,19 @@ std::optional<Finding> check_offered_load(double offered_per_s, double capacity_
 }
 
 std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double output_mean_tokens, i64 max_context_tokens,
-                                           i64 max_model_len) {
+                                           i64 max_model_len, const char* engine) {
   std::vector<Finding> r;
   const double mean = prompt_mean_tokens + output_mean_tokens;
   if (mean > static_cast<double>(max_model_len))
     r.push_back(error("KVCAP-E104", "the mean request (prompt " + fixed(prompt_mean_tokens, 0) + " + output " +
                                         fixed(output_mean_tokens, 0) + " tokens) exceeds max_model_len " +
-                                        std::to_string(max_model_len) +
-                                        ": vLLM rejects such requests, so no deployment serves this workload"));
+                                        std::to_string(max_model_len) + ": " + engine +
+                                        " rejects such requests, so no deployment serves this workload"));
   else if (max_context_tokens > max_model_len)
     r.push_back(warning("KVCAP-W205", "the longest requests (up to " + std::to_string(max_context_tokens) +
                                           " tokens, prompt + output) exceed max_model_len " +
-                                          std::to_string(max_model_len) +
-                                          ": vLLM rejects them, and the sizing still counts every request at the "
+                                          std::to_string(max_model_len) + ": " + engine +
+                                          " rejects them, and the sizing still counts every request at the "
                                           "mean lengths (kvcap simulate counts the rejections)"));
   return r;
 }

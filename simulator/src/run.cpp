@@ -219,4 +219,37 @@ SimulationRun run_simulation(const SimulationRequest& r) {
   return run;
 }
 
+namespace {
+/// Mean over the wave's requests and the steady state's others: (N x wave + (M - N) x steady) / M.
+double weighed_mean(const LatencySummary& wave, const LatencySummary& steady) {
+  if (wave.count == 0) return steady.mean;
+  if (steady.count <= wave.count) return wave.mean;
+  const auto n = static_cast<double>(wave.count), m = static_cast<double>(steady.count);
+  return (n * wave.mean + (m - n) * steady.mean) / m;
+}
+}  // namespace
+
+std::optional<BenchmarkMean> benchmark_mean(const SimulationRequest& r, const SimResult& steady) {
+  const ClosedLoop loop = closed_loop_of(r);
+  if (loop.clients == 0 || !staggered_start_of(r) || one_wave(r) || r.workload.conversation.enabled() ||
+      steady.requests_completed <= loop.clients)
+    return std::nullopt;
+  SimulationRequest wave = r;
+  wave.staggered_start = false;
+  wave.limits.num_requests = loop.clients;
+  wave.limits.duration_s.reset();
+  wave.observer = nullptr;
+  wave.timeline_interval_s = 0;
+  wave.progress = nullptr;
+  const SimResult w = run_simulation(wave).result;
+  BenchmarkMean b;
+  b.requests = steady.requests_completed;
+  b.first_wave_requests = w.requests_completed;
+  b.first_wave_ttft_s = w.ttft_s;
+  b.ttft_s = weighed_mean(w.ttft_s, steady.ttft_s);
+  b.tpot_s = weighed_mean(w.tpot_s, steady.tpot_s);
+  b.e2e_s = weighed_mean(w.e2e_s, steady.e2e_s);
+  return b;
+}
+
 }  // namespace kvcap::sim

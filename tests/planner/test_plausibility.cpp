@@ -216,16 +216,21 @@ TEST_CASE("plausibility: a prompt that is the whole shared prefix hits at most p
 TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, simulate W204/E109)",
           "[planner][plausibility]") {
   // size: the mean request beyond max_model_len is an error, only the longest a warning, none nothing.
-  auto f = check_request_lengths(2048, 256, 4096, 1024);
+  auto f = check_request_lengths(2048, 256, 4096, 1024, "vLLM");
   REQUIRE(f.size() == 1);
   CHECK(f[0].code == "KVCAP-E104");
   CHECK(exit_code(f) == kExitWouldNotStart);
-  f = check_request_lengths(1024, 256, 9216, 4096);
+  f = check_request_lengths(1024, 256, 9216, 4096, "vLLM");
   REQUIRE(f.size() == 1);
   CHECK(f[0].code == "KVCAP-W205");
   CHECK(exit_code(f) == kExitOk);
-  CHECK(check_request_lengths(1024, 256, 4096, 4096).empty());
-  CHECK(check_request_lengths(1024, 256, -1, 4096).empty());  // unbounded lengths: no longest to compare
+  CHECK(check_request_lengths(1024, 256, 4096, 4096, "vLLM").empty());
+  CHECK(check_request_lengths(1024, 256, -1, 4096, "vLLM").empty());  // unbounded lengths: no longest to compare
+  // The engine whose budget the sizing follows is the one named (size --engine trtllm: TensorRT-LLM's).
+  CHECK(f[0].message.find("vLLM rejects them") != std::string::npos);
+  f = check_request_lengths(1024, 256, 9216, 4096, "TensorRT-LLM");
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].message.find("TensorRT-LLM rejects them") != std::string::npos);
   // simulate: some rejected is a warning, all an error (nothing was served).
   const auto g = profiles::resolve_gpu("h100-sxm");
   Deployment d1024;

@@ -152,6 +152,54 @@ TEST_CASE("client start auto: together only for identical requests on a prefill-
   CHECK(!staggered_start_of(r));  // --client-start together
 }
 
+// A benchmark's mean (sim::benchmark_mean): the first wave of N requests, every client sending at t = 0, simulated on
+// its own and weighed N : (M - N) against the staggered run's steady state.
+TEST_CASE("a closed-loop benchmark's mean holds its first wave, weighed N : M - N with the steady state",
+          "[sim][run][benchmark]") {
+  SimulationRequest r = llama_request();
+  r.max_concurrency = 8;  // 8 x 1,600 tokens fit the plan's 16,384 without preemption
+  r.workload.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+  r.workload.prompt = LengthDistribution::fixed_tokens(1500);
+  r.workload.output = LengthDistribution::fixed_tokens(100);
+  r.limits.num_requests = 80;
+  REQUIRE(staggered_start_of(r));
+  const SimResult steady = run_simulation(r).result;
+  const auto b = benchmark_mean(r, steady);
+  REQUIRE(b);
+  CHECK(b->requests == 80);
+  CHECK(b->first_wave_requests == 8);
+
+  // The wave by hand: the same request, 8 requests, together.
+  SimulationRequest wave = r;
+  wave.limits.num_requests = 8;
+  wave.staggered_start = false;
+  const SimResult w = run_simulation(wave).result;
+  CHECK(b->first_wave_ttft_s.mean == w.ttft_s.mean);
+  CHECK(b->ttft_s == Approx((8 * w.ttft_s.mean + 72 * steady.ttft_s.mean) / 80).epsilon(1e-12));
+  CHECK(b->tpot_s == Approx((8 * w.tpot_s.mean + 72 * steady.tpot_s.mean) / 80).epsilon(1e-12));
+  CHECK(b->e2e_s == Approx((8 * w.e2e_s.mean + 72 * steady.e2e_s.mean) / 80).epsilon(1e-12));
+  // 8 prompts of 1,500 tokens at once wait for each other's prefills (8,192 tokens a step):
+  // the wave's TTFT is several times the steady state's, and the benchmark's mean lies between.
+  CHECK(w.ttft_s.mean > 3 * steady.ttft_s.mean);
+  CHECK(b->ttft_s > steady.ttft_s.mean);
+  CHECK(b->ttft_s < w.ttft_s.mean);
+
+  // No benchmark figure where the run already is one: an open loop, clients started together, one wave,
+  // conversations.
+  SimulationRequest open = llama_request();
+  CHECK_FALSE(benchmark_mean(open, run_simulation(open).result));
+  SimulationRequest together = r;
+  together.staggered_start = false;
+  CHECK_FALSE(benchmark_mean(together, steady));
+  SimulationRequest short_run = r;
+  short_run.limits.num_requests = 15;
+  CHECK_FALSE(benchmark_mean(short_run, steady));
+  SimulationRequest chat = r;
+  chat.workload.conversation.turns = LengthDistribution::fixed_tokens(3);
+  REQUIRE(chat.workload.conversation.enabled());
+  CHECK_FALSE(benchmark_mean(chat, steady));
+}
+
 // `plan --batch N` prints, beside the static batch, the serving steady state of N closed-loop clients: the planner's
 // queueing model (closed_loop_steady_state, what `kvcap size` sizes with). The simulator must reach the same steady
 // state step by step: TPOT and throughput within a few percent; the model's TTFT is meant as an upper bound (its

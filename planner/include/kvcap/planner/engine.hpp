@@ -24,16 +24,18 @@ struct EngineProfile {
   /// the memory left free after its profiling run (Deployment::free_gpu_memory_fraction). A fact of the engine,
   /// not fitted.
   std::optional<double> free_gpu_memory_fraction;
-  /// The error to expect, as a fraction: the leave-one-out MAPE of the fit on the engine's published points (for
-  /// datasheet, the scorecard's MAPE over every engine, nothing being fitted); 0 when the fixtures hold no such
-  /// measurement. Printed next to the latencies ("TPOT 19.6 ms, +-15% on published vLLM measurements").
+  /// The error to expect, as a fraction: the leave-one-out MAPE of the fit on the engine's published points, or the
+  /// shipped constants' own MAPE on them where that is higher (for datasheet, the scorecard's MAPE over every
+  /// engine, nothing being fitted); 0 when the fixtures hold no such measurement. Printed next to the latencies
+  /// ("TPOT 19.6 ms, +-15% on published vLLM measurements").
   double tpot_error = 0, ttft_error = 0, throughput_error = 0;
   /// The error on models the profile was not fitted on: MAPE of TPOT and TTFT on the held-out measurements of other
   /// models (bench/accuracy/aiconfigurator_holdout.json, docs/accuracy.md); 0 when none are held out for the engine.
   double other_models_tpot_error = 0, other_models_ttft_error = 0;
 };
-/// "TPOT +-15%, TTFT +-15% (leave-one-out MAPE on published vLLM measurements of Llama 3.1 8B/70B); other models:
-/// TPOT +-29%, TTFT +-53% (held-out measurements)": the bands of `e` that are known; "" when none is.
+/// "TPOT +-11%, TTFT +-21% (MAPE on published vLLM serving measurements of Llama 3.1 8B/70B, leave-one-out or
+/// in-sample if higher); other models: TPOT +-26%, TTFT +-28% (MAPE on held-out measurements, docs/accuracy.md)": the
+/// bands of `e` that are known; "" when none is.
 std::string error_band(const EngineProfile& e);
 
 /// The built-in profiles, "datasheet" first.

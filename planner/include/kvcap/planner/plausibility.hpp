@@ -77,11 +77,12 @@ std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, b
 std::optional<Finding> check_offered_load(double offered_per_s, double capacity_per_s);
 
 /// A workload's requests against a max_model_len given by the user (size): the mean request (prompt + output)
-/// longer than it is E104 (exit 3: vLLM rejects most requests, no deployment serves the workload); the longest
+/// longer than it is E104 (exit 3: `engine` rejects most requests, no deployment serves the workload); the longest
 /// request (`max_context_tokens`, <= 0 when unbounded) longer than it is W205 (those requests are rejected; the
-/// sizing counts every request at the mean lengths).
+/// sizing counts every request at the mean lengths). `engine`: "vLLM", or "TensorRT-LLM" under its KV budget
+/// (budget_engine).
 std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double output_mean_tokens, i64 max_context_tokens,
-                                           i64 max_model_len);
+                                           i64 max_model_len, const char* engine);
 
 /// Requests vLLM rejects because their prompt reaches max_model_len: some (W204, goodput counts them as failed),
 /// or every one (E109, exit 3: nothing was served, so no latency or throughput means anything). For simulate.

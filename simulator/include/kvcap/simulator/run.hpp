@@ -113,4 +113,25 @@ struct SimulationRun {
 /// Runs the request: config_for, the requests (a fresh source each call), simulate(), findings.
 SimulationRun run_simulation(const SimulationRequest& r);
 
+/// What a closed-loop benchmark (AIPerf's concurrency mode, `vllm bench serve --max-concurrency`) reports as its
+/// mean over a run of M requests. Its N clients start together, so its first N requests arrive as one wave, and
+/// then drift apart. A simulation started staggered (staggered_start_of) is the drifted-apart steady state, the
+/// load a deployment serves for hours; the benchmark's mean also holds the first wave's queueing, 1/10 of the run
+/// with AIPerf's default of 10 x N requests. aiconfigurator corrects its own TensorRT-LLM TTFT for the same first
+/// round (sdk/backends/trtllm_backend.py, "mitigate the impact of first round latency"). docs/simulator.md.
+struct BenchmarkMean {
+  std::uint64_t requests = 0;             ///< M: the steady-state run's completed requests
+  std::uint64_t first_wave_requests = 0;  ///< N: the wave's completed requests
+  sim::LatencySummary first_wave_ttft_s;  ///< the wave simulated on its own, every client sending at t = 0
+  /// Means over the M requests: the wave's N and the steady state's other M - N, (N x wave + (M - N) x steady) / M
+  /// (each over the requests that have the metric).
+  double ttft_s = 0, tpot_s = 0, e2e_s = 0;
+};
+
+/// The benchmark's mean of a closed loop started staggered (`steady` is its result): the first wave simulated
+/// together (N requests, nothing observed), weighed with `steady`. nullopt for an open loop, a loop started together
+/// (its result already is the benchmark's), a run of fewer than 2N requests (one wave), conversations (their users
+/// start turns, not a wave of one kind) or a run that completed no more than N requests.
+std::optional<BenchmarkMean> benchmark_mean(const SimulationRequest& r, const SimResult& steady);
+
 }  // namespace kvcap::sim
