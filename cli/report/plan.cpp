@@ -367,10 +367,15 @@ void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineP
         << r.batch << " prompts are prefilled in one wave, " << fixed(100 * s.prefill_utilization, 1)
         << "% of the cycle, then all decode together; TTFT is a prompt's place in the wave, TPOT counts the rest of "
            "the wave\n";
-    else
+    else {
       o << "    the clients' prompts take " << fixed(100 * s.prefill_utilization, 1)
         << "% of the GPU between decode steps: TPOT = decode step / (1 - that share); TTFT adds waiting for other "
            "prefills and the front end\n";
+      // A benchmark's mean holds its first wave too (sim::benchmark_mean, docs/simulator.md).
+      o << "    a benchmark that starts its " << r.batch
+        << " clients together (AIPerf, vllm bench serve) also times their first wave, prompts queued at once: its "
+           "mean TTFT is higher (simulate prints it)\n";
+    }
   }
   const bool calibrated = r.first_step.source.memory == "calibrated" || r.first_step.source.compute == "calibrated";
   if (const auto b = error_band(engine); !b.empty() && !calibrated) o << "  expected error: " << b << "\n";
