@@ -373,8 +373,8 @@ void report_speed_table(std::ostream& o, const RequestEstimate& r, const EngineP
            "prefills and the front end\n";
       // A benchmark's mean holds its first wave too (sim::benchmark_mean, docs/simulator.md).
       o << "    a benchmark that starts its " << r.batch
-        << " clients together (AIPerf, vllm bench serve) also times their first wave, prompts queued at once: its "
-           "mean TTFT is higher (simulate prints it)\n";
+        << " clients together (AIPerf, vllm bench serve) also times their first wave, prompts queued at once "
+           "(simulate prints that benchmark's mean)\n";
     }
   }
   const bool calibrated = r.first_step.source.memory == "calibrated" || r.first_step.source.compute == "calibrated";

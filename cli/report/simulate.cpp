@@ -102,11 +102,12 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
   row("E2E", r.e2e_s);
   row("queueing", r.queue_s);
   if (const auto& b = in.benchmark) {
-    const auto n = std::to_string(b->first_wave_requests);
+    const auto n = std::to_string(b->clients);
     o << "Benchmark    the table is the steady state, the clients drifted apart; a benchmark whose " << n
       << " clients send their\n             first requests together (AIPerf, vllm bench serve) reads over these "
       << grouped(b->requests) << " requests:\n             mean TTFT " << secs(b->ttft_s) << " (the first " << n << ": "
-      << secs(b->first_wave_ttft_s.mean) << "), TPOT " << secs(b->tpot_s) << ", E2E " << secs(b->e2e_s) << "\n";
+      << secs(b->first_wave_ttft_s.mean) << "), TPOT " << (std::isnan(b->tpot_s) ? "-" : secs(b->tpot_s)) << ", E2E "
+      << secs(b->e2e_s) << "\n";
   }
   if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
 
@@ -319,6 +320,19 @@ nlohmann::ordered_json goodput_json(const SimulationInfo& in, const sim::SimResu
   return g;
 }
 
+/// A closed loop's benchmark mean, first wave included (null where the run has none; sim::benchmark_mean).
+nlohmann::ordered_json benchmark_json(const SimulationInfo& in) {
+  const auto& b = in.benchmark;
+  if (!b) return nullptr;
+  return {{"requests", b->requests},
+          {"clients", b->clients},
+          {"first_wave_requests", b->first_wave_requests},
+          {"ttft_s", b->ttft_s},
+          {"tpot_s", std::isnan(b->tpot_s) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(b->tpot_s)},
+          {"e2e_s", b->e2e_s},
+          {"first_wave_ttft_s", summary_json(b->first_wave_ttft_s)}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimResult& r) {
@@ -342,11 +356,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["itl_s"] = summary_json(r.itl_s);
   j["e2e_s"] = summary_json(r.e2e_s);
   j["queue_s"] = summary_json(r.queue_s);
-  j["benchmark_mean"] = nullptr;
-  if (const auto& b = in.benchmark)
-    j["benchmark_mean"] = {{"requests", b->requests}, {"first_wave_requests", b->first_wave_requests},
-                           {"ttft_s", b->ttft_s},     {"tpot_s", b->tpot_s},
-                           {"e2e_s", b->e2e_s},       {"first_wave_ttft_s", summary_json(b->first_wave_ttft_s)}};
+  j["benchmark_mean"] = benchmark_json(in);
   j["throughput"] = {{"requests_per_s", r.requests_per_s},
                      {"output_tokens_per_s", r.output_tokens_per_s},
                      {"prompt_tokens_per_s", r.prompt_tokens_per_s}};
@@ -407,8 +417,8 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
   o << csv_num(r.kv_waste_fraction, r.kv_waste_measured) << ',';
   o << (in.wall_s ? fixed(*in.wall_s, 3) : "") << ',' << in.cfg.prefill.num_replicas << ','
     << csv_num(r.kv_transfer_s_mean, in.cfg.prefill.num_replicas > 0) << ','
-    << (in.benchmark ? csv_num(in.benchmark->ttft_s) : "") << ',' << (in.benchmark ? csv_num(in.benchmark->tpot_s) : "")
-    << "\n";
+    << (in.benchmark ? csv_num(in.benchmark->ttft_s) : "") << ','
+    << (in.benchmark ? csv_num(in.benchmark->tpot_s, !std::isnan(in.benchmark->tpot_s)) : "") << "\n";
 }
 
 std::string describe_workload(const WorkloadSpec& w, const std::string& file, const sim::SourceLimits& limits,

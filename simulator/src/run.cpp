@@ -220,8 +220,10 @@ SimulationRun run_simulation(const SimulationRequest& r) {
 }
 
 namespace {
-/// Mean over the wave's requests and the steady state's others: (N x wave + (M - N) x steady) / M.
+/// Mean over the wave's requests and the steady state's others: (N x wave + (M - N) x steady) / M; NaN when no
+/// request of either has the metric (outputs of one token have no TPOT).
 double weighed_mean(const LatencySummary& wave, const LatencySummary& steady) {
+  if (wave.count == 0 && steady.count == 0) return std::numeric_limits<double>::quiet_NaN();
   if (wave.count == 0) return steady.mean;
   if (steady.count <= wave.count) return wave.mean;
   const auto n = static_cast<double>(wave.count), m = static_cast<double>(steady.count);
@@ -231,7 +233,12 @@ double weighed_mean(const LatencySummary& wave, const LatencySummary& steady) {
 
 std::optional<BenchmarkMean> benchmark_mean(const SimulationRequest& r, const SimResult& steady) {
   const ClosedLoop loop = closed_loop_of(r);
-  if (loop.clients == 0 || !staggered_start_of(r) || one_wave(r) || r.workload.conversation.enabled() ||
+  // The clients send together only when nothing paces them: every request due at t = 0 (`--rate inf`) or a workload
+  // file's closed loop. At a rate, over phases or at a trace's times they start as the arrivals come.
+  const auto& a = r.workload.arrival;
+  const bool unpaced =
+      !r.trace && (a.kind == ArrivalProcess::Kind::closed || (std::isinf(a.rate_per_s) && a.phases.empty()));
+  if (loop.clients == 0 || !unpaced || !staggered_start_of(r) || one_wave(r) || r.workload.conversation.enabled() ||
       steady.requests_completed <= loop.clients)
     return std::nullopt;
   SimulationRequest wave = r;
@@ -244,6 +251,7 @@ std::optional<BenchmarkMean> benchmark_mean(const SimulationRequest& r, const Si
   const SimResult w = run_simulation(wave).result;
   BenchmarkMean b;
   b.requests = steady.requests_completed;
+  b.clients = loop.clients;
   b.first_wave_requests = w.requests_completed;
   b.first_wave_ttft_s = w.ttft_s;
   b.ttft_s = weighed_mean(w.ttft_s, steady.ttft_s);

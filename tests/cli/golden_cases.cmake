@@ -106,6 +106,8 @@ kvcap_golden(err_simulate_calibration_other_gpu 2 simulate --model llama-3.1-8b 
 kvcap_golden(err_sweep_kv_beyond_device 3 sweep --models llama-3.1-8b --gpus h100-sxm --contexts 4K --batches 1 --kv-cache-memory 500GiB)
 # Closed loop (vllm bench serve --max-concurrency) and offline (--rate inf) load
 kvcap_golden(simulate_closed_loop 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 64 --prompt-tokens 4K --output-tokens 512 --num-requests 640 --no-wall-time)
+# A closed loop's benchmark mean (first wave included) in JSON, with one-token answers: no TPOT, null not 0.
+kvcap_golden(simulate_benchmark_one_token_json 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 8 --prompt-tokens 1500 --output-tokens 1 --num-requests 80 --format json --no-wall-time)
 kvcap_golden(simulate_closed_loop_think_json 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 16 --think-time 2s --rate 50 --prompt-tokens 1K --output-tokens 128 --num-requests 200 --format json --no-wall-time)
 kvcap_golden(err_simulate_rate_inf_duration 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate inf --prompt-tokens 1K --output-tokens 128 --duration 60s)
 kvcap_golden(err_simulate_think_open_loop 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 2 --think-time 1s --prompt-tokens 1K --output-tokens 128 --num-requests 10)

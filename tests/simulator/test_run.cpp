@@ -198,6 +198,51 @@ TEST_CASE("a closed-loop benchmark's mean holds its first wave, weighed N : M - 
   chat.workload.conversation.turns = LengthDistribution::fixed_tokens(3);
   REQUIRE(chat.workload.conversation.enabled());
   CHECK_FALSE(benchmark_mean(chat, steady));
+  // Paced arrivals (`--rate 2 --max-concurrency 8`, phases, a trace's times): the clients do not send together.
+  SimulationRequest paced = r;
+  paced.workload.arrival.rate_per_s = 2;
+  REQUIRE(staggered_start_of(paced));
+  CHECK_FALSE(benchmark_mean(paced, run_simulation(paced).result));
+  SimulationRequest phased = r;
+  phased.workload.arrival.phases = {RatePhase{5, 10}, RatePhase{10, 10}};
+  CHECK_FALSE(benchmark_mean(phased, steady));
+  SimulationRequest replay = r;
+  replay.trace = std::vector<RequestSpec>(80, RequestSpec{0.0, 1500, 100});
+  CHECK_FALSE(benchmark_mean(replay, steady));
+  // A workload file's closed loop is unpaced, as --rate inf is.
+  SimulationRequest file = r;
+  file.max_concurrency = 0;
+  file.workload.arrival.kind = ArrivalProcess::Kind::closed;
+  file.workload.arrival.concurrency = 8;
+  const auto from_file = benchmark_mean(file, steady);
+  REQUIRE(from_file);
+  CHECK(from_file->clients == 8);
+  CHECK(from_file->ttft_s == b->ttft_s);
+}
+
+TEST_CASE("a benchmark's mean of one-token answers has no TPOT, and counts the clients, not the wave's survivors",
+          "[sim][run][benchmark]") {
+  SimulationRequest r = llama_request();
+  r.max_concurrency = 8;
+  r.workload.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+  r.workload.prompt = LengthDistribution::fixed_tokens(1500);
+  r.workload.output = LengthDistribution::fixed_tokens(1);
+  r.limits.num_requests = 80;
+  auto b = benchmark_mean(r, run_simulation(r).result);
+  REQUIRE(b);
+  CHECK(std::isnan(b->tpot_s));  // no request has a second token: no TPOT, not 0
+  CHECK(b->ttft_s > 0);
+  // Prompts longer than max_model_len are rejected, in the wave too: its survivors are fewer than the clients.
+  r.speed = llama_request(1024).speed;
+  r.workload.prompt = LengthDistribution::uniform_tokens(200, 2000);
+  r.workload.output = LengthDistribution::fixed_tokens(20);
+  const SimResult steady = run_simulation(r).result;
+  REQUIRE(steady.requests_rejected > 0);
+  b = benchmark_mean(r, steady);
+  REQUIRE(b);
+  CHECK(b->clients == 8);
+  CHECK(b->first_wave_requests < 8);
+  CHECK(b->requests == steady.requests_completed);
 }
 
 // `plan --batch N` prints, beside the static batch, the serving steady state of N closed-loop clients: the planner's

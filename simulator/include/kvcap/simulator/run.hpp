@@ -121,17 +121,19 @@ SimulationRun run_simulation(const SimulationRequest& r);
 /// round (sdk/backends/trtllm_backend.py, "mitigate the impact of first round latency"). docs/simulator.md.
 struct BenchmarkMean {
   std::uint64_t requests = 0;             ///< M: the steady-state run's completed requests
-  std::uint64_t first_wave_requests = 0;  ///< N: the wave's completed requests
+  std::uint32_t clients = 0;              ///< N: the closed loop's clients, the wave's requests
+  std::uint64_t first_wave_requests = 0;  ///< the wave's completed requests (fewer than N where some were rejected)
   sim::LatencySummary first_wave_ttft_s;  ///< the wave simulated on its own, every client sending at t = 0
   /// Means over the M requests: the wave's N and the steady state's other M - N, (N x wave + (M - N) x steady) / M
-  /// (each over the requests that have the metric).
+  /// (each over the requests that have the metric; NaN when none has it: TPOT of one-token outputs).
   double ttft_s = 0, tpot_s = 0, e2e_s = 0;
 };
 
 /// The benchmark's mean of a closed loop started staggered (`steady` is its result): the first wave simulated
-/// together (N requests, nothing observed), weighed with `steady`. nullopt for an open loop, a loop started together
-/// (its result already is the benchmark's), a run of fewer than 2N requests (one wave), conversations (their users
-/// start turns, not a wave of one kind) or a run that completed no more than N requests.
+/// together (N requests, nothing observed), weighed with `steady`. nullopt for an open loop, a closed loop whose
+/// arrivals are paced (a finite rate, phases or a trace's times: its clients do not send together), a loop started
+/// together (its result already is the benchmark's), a run of fewer than 2N requests (one wave), conversations (their
+/// users start turns, not a wave of one kind) or a run that completed no more than N requests.
 std::optional<BenchmarkMean> benchmark_mean(const SimulationRequest& r, const SimResult& steady);
 
 }  // namespace kvcap::sim
