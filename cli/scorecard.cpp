@@ -334,13 +334,13 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   request.speed = make_speed_context(model, gpu, plan, speed);
   request.num_scheduler_steps = scheduler_steps(p);
   const sim::SimResult r = sim::run_simulation(request).result;
-  // A closed loop's published means are a benchmark's, first wave included (sim::benchmark_mean); medians and the
-  // open loop are the run's own.
-  const auto bench = p.medians ? std::nullopt : sim::benchmark_mean(request, r);
   if (r.requests_completed == 0) {
     o.skipped = "no request completed (" + std::to_string(r.requests_rejected) + " rejected: prompt >= max_model_len)";
     return o;
   }
+  // A closed loop's published means are a benchmark's, first wave included (sim::benchmark_mean); medians and the
+  // open loop are the run's own.
+  const auto bench = p.medians ? std::nullopt : sim::benchmark_mean(request, r);
   // A metric without samples (no request generated two tokens) is not predicted: NaN, left out of the MAPE.
   const auto pick = [](const sim::LatencySummary& s, double v) {
     return s.count ? v : std::numeric_limits<double>::quiet_NaN();

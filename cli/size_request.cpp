@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "kvcap/planner/engine.hpp"
+#include "kvcap/planner/memory.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/trace.hpp"
 
@@ -386,8 +387,8 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   // The plausibility policy: a max_model_len shorter than the workload's requests (E104 / W205).
   if (const auto& len = c.request.space.base.max_model_len) {
     const auto& w = c.request.workload;
-    const char* engine = c.request.space.base.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM";
-    c.report.findings = check_request_lengths(w.prompt_tokens, w.output_tokens, w.max_context_tokens, *len, engine);
+    c.report.findings = check_request_lengths(w.prompt_tokens, w.output_tokens, w.max_context_tokens, *len,
+                                              budget_engine(c.request.space.base));
   }
   what_if_findings(c.request, c.report.findings);
   c.mpi = vm.count("mpi") > 0;

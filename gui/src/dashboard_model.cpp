@@ -6,6 +6,7 @@
 
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/memory.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "profile_library.hpp"
 
@@ -261,8 +262,7 @@ std::vector<Problem> DashboardModel::problems() const {
       }
       // The finding with its numbers and the smallest fix, marked on the control the fix changes.
       if (&f == &*std::find_if(m.findings.begin(), m.findings.end(), is_fit_finding))
-        list.add("error " + f.code + ": does not fit on " + where + " (" +
-                     (settings_.deployment.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM") +
+        list.add("error " + f.code + ": does not fit on " + where + " (" + budget_engine(settings_.deployment) +
                      " would not start): " + m.fit->text(),
                  fix_field(*m.fit), m.label);
     }

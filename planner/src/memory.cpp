@@ -316,8 +316,12 @@ const char* budget_setting(const MemoryPlan& p) {
   return p.dep.d.free_gpu_memory_fraction ? "free_gpu_memory_fraction" : "gpu_memory_utilization";
 }
 
+const char* budget_engine(const Deployment& d) {
+  return d.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM";
+}
+
 const char* budget_engine(const MemoryPlan& p) {
-  return p.dep.d.free_gpu_memory_fraction ? "TensorRT-LLM" : "vLLM";
+  return budget_engine(p.dep.d);
 }
 
 namespace {

@@ -116,6 +116,8 @@ i64 unreserved_bytes(const StagePlan& st);
 const char* budget_setting(const MemoryPlan& p);
 /// The engine whose KV budget the plan follows, to name in what it does: "vLLM" or "TensorRT-LLM".
 const char* budget_engine(const MemoryPlan& p);
+/// The same for a deployment not yet planned (TensorRT-LLM where it gives free_gpu_memory_fraction).
+const char* budget_engine(const Deployment& d);
 /// "TensorRT-LLM lowers max_seq_len from A to B tokens ..." where it did (max_model_len_asked), else "": KVCAP-W208.
 std::string lowered_length_text(const MemoryPlan& p);
 /// What happens to requests longer than the plan's max_model_len and what lets them in: "vLLM rejects such requests
