@@ -242,6 +242,11 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
   o << "\nKV slots empty: time-weighted share of allocated KV slots holding no token (paged: the last partial block "
        "of\n"
        "each request; contiguous: everything between a request's length and max_model_len).\n";
+  if (paged.benchmark && contiguous.benchmark)
+    o << "A benchmark whose " << paged.benchmark->clients
+      << " clients send their first requests together reads (first wave and steady state, docs/simulator.md):\n"
+      << "mean TTFT " << secs(paged.benchmark->ttft_s) << " paged, " << secs(contiguous.benchmark->ttft_s)
+      << " contiguous.\n";
   if (paged.wall_s && contiguous.wall_s)
     o << "\nSimulated 2 x " << grouped(p.requests_arrived) << " requests in "
       << fixed(*paged.wall_s + *contiguous.wall_s, 2) << " s wall\n";

@@ -77,6 +77,8 @@ kvcap_golden(simulate_host_tier_no_link 2 simulate --model llama-3.1-8b --gpu b2
 kvcap_golden(err_trace_bad_row 1 simulate --model llama-3.1-8b --gpu h100-sxm --trace %DATA%/bad_trace.csv)
 kvcap_golden(err_simulate_no_workload 2 simulate --model llama-3.1-8b --gpu h100-sxm --num-requests 10)
 kvcap_golden(simulate_compare_allocators 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator compare --rate 20 --prompt-tokens lognormal:mean=1K,sigma=0.8,max=6K --output-tokens uniform:32-512 --num-requests 1000 --no-wall-time)
+# A closed loop compared: the benchmark's mean TTFT (first wave included) under the table, for both allocators.
+kvcap_golden(simulate_compare_allocators_closed_loop 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator compare --max-concurrency 32 --prompt-tokens 2K --output-tokens 200 --num-requests 320 --no-wall-time)
 # Issue 13, the plausibility policy (docs/exit-codes-and-warnings.md): exit 3 when vLLM would not start or the
 # work does not fit, exit 2 for a calibration from another device, a stable code on stderr.
 kvcap_golden(plan_batch_does_not_fit 3 plan --model llama-3.1-8b --gpu h100-sxm --batch 1000000000 --contexts 4K --format json)
