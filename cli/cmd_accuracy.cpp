@@ -14,13 +14,15 @@ namespace {
 /// "tpot=40,ttft=80,throughput=30": the largest MAPE (percent) allowed over all engines.
 std::map<std::string, double> parse_gate(const std::string& s) {
   std::map<std::string, double> g;
+  const std::string expected = "--max-mape: expected tpot=P,ttft=P,throughput=P (percent), each metric once, got '";
   for (const auto& item : split_list(s)) {
     const auto eq = item.find('=');
     const std::string k = item.substr(0, eq);
-    if (eq == std::string::npos || (k != "tpot" && k != "ttft" && k != "throughput"))
-      throw UsageError("--max-mape: expected tpot=P,ttft=P,throughput=P (percent), got '" + s + "'");
+    if (eq == std::string::npos || (k != "tpot" && k != "ttft" && k != "throughput") || g.count(k))
+      throw UsageError(expected + s + "'");
     g[k] = parse_real(item.substr(eq + 1), "--max-mape " + k, "a percentage such as 25", 0);
   }
+  if (g.empty()) throw UsageError(expected + s + "'");
   return g;
 }
 
@@ -67,6 +69,13 @@ int cmd_accuracy(const std::vector<std::string>& args) {
   report_scorecard(std::cout, pts, outs, s);
   int rc = 0;
   for (const auto& [metric, limit] : gate) {
+    // A gate over no measurement proves nothing: it fails (every point skipped, or none measures the metric).
+    if (s["all"][metric].n == 0) {
+      std::cerr << "kvcap accuracy: no point was scored on " << metric << ", so the gate's " << fixed(limit, 1)
+                << "% cannot be checked\n";
+      rc = 1;
+      continue;
+    }
     const double v = s["all"][metric].value();
     if (v > limit) {
       std::cerr << "kvcap accuracy: " << metric << " MAPE " << fixed(v, 1) << "% exceeds the gate's " << fixed(limit, 1)

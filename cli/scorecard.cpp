@@ -7,11 +7,14 @@
 #include "scorecard.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 #include "common.hpp"
 #include "kvcap/planner/text.hpp"
@@ -29,6 +32,7 @@ std::optional<double> opt_number(const nlohmann::json& j, const char* k) {
 /// A whole-number field; absent or null: none (a key missing from a const object is never read with operator[]).
 std::optional<i64> opt_integer(const nlohmann::json& j, const char* k) {
   if (!j.contains(k) || j.at(k).is_null()) return std::nullopt;
+  if (!j.at(k).is_number_integer()) throw UsageError(std::string(k) + " must be a whole number, got " + j.at(k).dump());
   return j.at(k).get<i64>();
 }
 
@@ -199,6 +203,12 @@ std::string load_of(const Point& p, sim::SimulationRequest& r) {
   lengths_of(p, w);
   if (p.note.find("inference-perf shared_prefix multi-turn") != std::string::npos)
     return inference_perf_multi_turn(p, r);
+  if (p.static_batch) {  // the batch at once, one wave: every sequence prefills, then they decode together
+    r.max_concurrency = static_cast<std::uint32_t>(*p.concurrency);
+    w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+    r.limits.num_requests = static_cast<std::uint64_t>(*p.concurrency);
+    return "static " + std::to_string(*p.concurrency);
+  }
   if (p.concurrency) {
     r.max_concurrency = static_cast<std::uint32_t>(*p.concurrency);
     w.arrival.rate_per_s = std::numeric_limits<double>::infinity();
@@ -236,6 +246,88 @@ i64 scheduler_steps(const Point& p) {
   return std::max<i64>(1, number_after(p.note, "--num-scheduler-steps "));
 }
 
+/// A point's fields within what kvcap can run and score (a field out of range: UsageError naming it). The bounds
+/// keep the load within simulate's 10,000,000 requests: at most 1,000,000 clients (10 x N requests), rates of 1e-9 to
+/// 33,333 requests/s (300 s at the rate).
+void check_point(const Point& p, const std::string& kind) {
+  const auto bad = [&](const std::string& field, const std::string& expected, const std::string& got) {
+    return UsageError("point " + p.id + ": " + field + " must be " + expected + ", got " + got);
+  };
+  if (kind != "serving" && kind != "offline" && kind != "static_batch")
+    throw bad("kind", "serving, offline or static_batch", "'" + kind + "'");
+  const std::string l = engine_profile_for(p.engine).name;
+  if (l == "datasheet")
+    throw bad("engine", "one kvcap has a profile for (a name containing vLLM, SGLang, TensorRT or NIM)",
+              "'" + p.engine + "'");
+  constexpr i64 kMaxTokens = 10'000'000, kMaxGpus = 4096;
+  if (p.isl < 1 || p.isl > kMaxTokens) throw bad("isl", "1 ... 10,000,000 tokens", std::to_string(p.isl));
+  if (p.osl < 1 || p.osl > kMaxTokens) throw bad("osl", "1 ... 10,000,000 tokens", std::to_string(p.osl));
+  if (p.tp < 1 || p.tp > kMaxGpus) throw bad("tp", "1 ... 4,096", std::to_string(p.tp));
+  if (p.pp < 1 || p.pp > kMaxGpus) throw bad("pp", "1 ... 4,096", std::to_string(p.pp));
+  if (p.concurrency && (*p.concurrency < 1 || *p.concurrency > 1'000'000))  // its 10 x N requests within 10,000,000
+    throw bad("batch_or_concurrency", "1 ... 1,000,000 clients (or null)", std::to_string(*p.concurrency));
+  if (p.rate_per_s && !(*p.rate_per_s >= 1e-9 && *p.rate_per_s <= 33'333))
+    throw bad("request_rate", "1e-9 ... 33,333 requests/s (or null)", fixed(*p.rate_per_s, 3));
+  if (p.concurrency && p.rate_per_s)
+    throw bad("batch_or_concurrency", "null when request_rate is given (a closed loop or an open one, not both)",
+              std::to_string(*p.concurrency));
+  if (p.static_batch && !p.concurrency) throw bad("batch_or_concurrency", "the batch of a static_batch point", "null");
+  // tpot_s and ttft_s hold the file's milliseconds / 1000.
+  for (const auto& [field, v, scale] :
+       {std::tuple{"tpot_ms", p.tpot_s, 1000.0}, std::tuple{"ttft_ms", p.ttft_s, 1000.0},
+        std::tuple{"output_tok_s", p.output_tokens_per_s, 1.0}})
+    if (v && !(*v > 0 && std::isfinite(*v))) throw bad(field, "a positive measurement (or null)", fixed(*v * scale, 3));
+}
+
+/// One point of a points file, its fields checked (UsageError naming the point and field).
+Point point_of(const nlohmann::json& j) {
+  Point p;
+  p.id = j.at("id").get<std::string>();
+  p.model_hf = j.at("model_hf").get<std::string>();
+  p.gpu = j.at("gpu").get<std::string>();
+  p.engine = j.at("engine").get<std::string>();
+  p.weight_dtype = j.value("weight_dtype", "");
+  p.kv_dtype = j.contains("kv_dtype") && j.at("kv_dtype").is_string() ? j.at("kv_dtype").get<std::string>() : "";
+  p.note = j.value("note", "");
+  p.engine_version = j.contains("engine_version") && j.at("engine_version").is_string()
+                         ? j.at("engine_version").get<std::string>()
+                         : "";
+  p.tp = opt_integer(j, "tp").value_or(1);
+  p.pp = opt_integer(j, "pp").value_or(1);
+  p.ep = opt_integer(j, "ep").value_or(0);
+  p.attention_dp = j.value("attention_dp", false);
+  // Expert parallelism is modelled over every GPU of the point (vLLM's EP = data-parallel x TP ranks).
+  if (p.ep > 1 && p.ep != p.tp * p.pp)
+    throw UsageError("point " + p.id + ": ep " + std::to_string(p.ep) +
+                     " must be 0, 1 or the point's tp x pp (experts over every GPU; a TP x EP hybrid is not modelled)");
+  if (p.attention_dp && p.ep != p.tp * p.pp)
+    throw UsageError("point " + p.id +
+                     ": attention_dp is modelled with the experts over every GPU (ep = tp x pp), as kvcap's "
+                     "--enable-expert-parallel at TP 1");
+  if (const auto n = opt_integer(j, "num_requests")) {
+    p.num_requests = *n;
+    if (*p.num_requests < 1 || *p.num_requests > 10'000'000)
+      throw UsageError("point " + p.id + ": num_requests must be 1 ... 10,000,000, got " +
+                       std::to_string(*p.num_requests));
+  }
+  p.isl = opt_integer(j, "isl").value_or(0);  // required: check_point refuses 0
+  p.osl = opt_integer(j, "osl").value_or(0);
+  p.concurrency = opt_integer(j, "batch_or_concurrency");
+  p.rate_per_s = opt_number(j, "request_rate");
+  if (auto v = opt_number(j, "tpot_ms")) p.tpot_s = *v / 1000;
+  if (auto v = opt_number(j, "ttft_ms")) p.ttft_s = *v / 1000;
+  p.output_tokens_per_s = opt_number(j, "output_tok_s");
+  p.medians = p.note.find("median") != std::string::npos;
+  std::string lower = p.note;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  p.median_itl =
+      lower.find("tpot_ms = median itl") != std::string::npos || lower.find("tpot = median itl") != std::string::npos;
+  const std::string kind = j.value("kind", "serving");
+  p.static_batch = kind == "static_batch";
+  check_point(p, kind);
+  return p;
+}
+
 }  // namespace
 
 std::vector<Point> read_points(const std::string& path) {
@@ -251,56 +343,26 @@ std::vector<Point> read_points(const std::string& path) {
     throw UsageError(path + ": expected an object with a \"points\" array");
   std::vector<Point> pts;
   for (const auto& j : doc.at("points")) try {
-      Point p;
-      p.id = j.at("id").get<std::string>();
-      p.model_hf = j.at("model_hf").get<std::string>();
-      p.gpu = j.at("gpu").get<std::string>();
-      p.engine = j.at("engine").get<std::string>();
-      p.weight_dtype = j.value("weight_dtype", "");
-      p.kv_dtype = j.contains("kv_dtype") && j.at("kv_dtype").is_string() ? j.at("kv_dtype").get<std::string>() : "";
-      p.note = j.value("note", "");
-      p.engine_version = j.contains("engine_version") && j.at("engine_version").is_string()
-                             ? j.at("engine_version").get<std::string>()
-                             : "";
-      p.tp = j.value("tp", 1);
-      p.pp = opt_integer(j, "pp").value_or(1);
-      p.ep = opt_integer(j, "ep").value_or(0);
-      p.attention_dp = j.value("attention_dp", false);
-      // Expert parallelism is modelled over every GPU of the point (vLLM's EP = data-parallel x TP ranks).
-      if (p.ep > 1 && p.ep != p.tp * p.pp)
-        throw UsageError(
-            path + ": point " + p.id + ": ep " + std::to_string(p.ep) +
-            " must be 0, 1 or the point's tp x pp (experts over every GPU; a TP x EP hybrid is not modelled)");
-      if (p.attention_dp && p.ep != p.tp * p.pp)
-        throw UsageError(path + ": point " + p.id +
-                         ": attention_dp is modelled with the experts over every GPU (ep = tp x pp), as kvcap's "
-                         "--enable-expert-parallel at TP 1");
-      if (const auto n = opt_integer(j, "num_requests")) {
-        p.num_requests = *n;
-        if (*p.num_requests < 1 || *p.num_requests > 10'000'000)
-          throw UsageError(path + ": point " + p.id + ": num_requests must be 1 ... 10,000,000, got " +
-                           std::to_string(*p.num_requests));
-      }
-      p.isl = j.at("isl").get<i64>();
-      p.osl = j.at("osl").get<i64>();
-      p.concurrency = opt_integer(j, "batch_or_concurrency");
-      p.rate_per_s = opt_number(j, "request_rate");
-      if (auto v = opt_number(j, "tpot_ms")) p.tpot_s = *v / 1000;
-      if (auto v = opt_number(j, "ttft_ms")) p.ttft_s = *v / 1000;
-      p.output_tokens_per_s = opt_number(j, "output_tok_s");
-      p.medians = p.note.find("median") != std::string::npos;
-      std::string lower = p.note;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      p.median_itl = lower.find("tpot_ms = median itl") != std::string::npos ||
-                     lower.find("tpot = median itl") != std::string::npos;
-      pts.push_back(p);
+      pts.push_back(point_of(j));
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(path + ": point " + std::to_string(pts.size() + 1) + ": " + e.what());
+    } catch (const UsageError& e) {
+      std::string what = path + ": ";
+      if (!std::string_view(e.what()).starts_with("point ")) {
+        what += "point ";
+        what += j.is_object() && j.contains("id") && j.at("id").is_string() ? j.at("id").get<std::string>()
+                                                                            : std::to_string(pts.size() + 1);
+        what += ": ";
+      }
+      what += e.what();
+      throw UsageError(what);
     }
   return pts;
 }
 
-Outcome run_point(const Point& p, const EngineProfile& engine) {
+namespace {
+
+Outcome simulate_point(const Point& p, const EngineProfile& engine) {
   Outcome o;
   o.model = builtin_model(p.model_hf);
   if (o.model.empty()) {
@@ -350,6 +412,26 @@ Outcome run_point(const Point& p, const EngineProfile& engine) {
   o.ttft_s = p.medians ? r.ttft_s.p50 : (bench ? bench->ttft_s : r.ttft_s.mean);
   o.output_tokens_per_s = r.output_tokens_per_s;
   return o;
+}
+
+}  // namespace
+
+Outcome run_point(const Point& p, const EngineProfile& engine) {
+  // A profile or layout the point names that kvcap refuses: the point's id with the reason.
+  const auto named = [&](const std::string& what) {
+    return UsageError(what.starts_with("point ") ? what : "point " + p.id + ": " + what);
+  };
+  try {
+    return simulate_point(p, engine);
+  } catch (const profiles::ProfileError& e) {
+    std::string why;
+    for (const auto& d : e.diagnostics()) why += (why.empty() ? "" : "; ") + d.message;
+    throw named("model_hf '" + p.model_hf + "' / gpu '" + p.gpu + "': " + (why.empty() ? e.what() : why));
+  } catch (const SpecError& e) {
+    throw named(e.what());
+  } catch (const UsageError& e) {
+    throw named(e.what());
+  }
 }
 
 /// Signed relative error of a prediction, when the point has a measurement.

@@ -30,6 +30,8 @@ struct Point {
   /// Its TPOT is the median inter-token latency (sglang.bench_serving's median_itl_ms: every gap between two tokens,
   /// pooled), not a per-request time per output token.
   bool median_itl = false;
+  /// kind static_batch: the batch prefills together, then decodes (one wave of batch_or_concurrency requests).
+  bool static_batch = false;
 };
 
 struct Outcome {

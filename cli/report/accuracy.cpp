@@ -1,6 +1,7 @@
 // Reporters of `kvcap accuracy`: the per-point table with MAPEs, and the fitted engine profiles.
 #include "report/accuracy.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -17,7 +18,11 @@ using escape::terminal_text;
 
 std::string cell(double pred_s, const std::optional<double>& meas_s, double scale, int decimals) {
   const auto e = rel_err(pred_s, meas_s);
-  if (!e) return meas_s ? "-/" + fixed(*meas_s * scale, decimals) : "-";
+  // Without a measurement the prediction alone ("7.9/-"); without a prediction (NaN) the measurement alone.
+  if (!e) {
+    const std::string pred = std::isfinite(pred_s) ? fixed(pred_s * scale, decimals) : "-";
+    return meas_s ? "-/" + fixed(*meas_s * scale, decimals) : pred + "/-";
+  }
   std::ostringstream o;
   o << fixed(pred_s * scale, decimals) << "/" << fixed(*meas_s * scale, decimals) << " " << (*e >= 0 ? "+" : "")
     << fixed(100 * *e, 0) << "%";

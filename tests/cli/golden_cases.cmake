@@ -241,6 +241,14 @@ kvcap_golden(accuracy_points_bad_ep 2 accuracy --points %DATA%/points_bad_ep.jso
 kvcap_golden(accuracy_model_names 0 accuracy --points %DATA%/points_model_names.json)
 kvcap_golden(accuracy_random_lengths 0 accuracy --points %DATA%/points_random_lengths.json)
 kvcap_golden(accuracy_points_bad_ratio 2 accuracy --points %DATA%/points_bad_ratio.json)
+# A point's fields are checked with its id named: a fractional client count, a rate beyond simulate's request limit,
+# a GPU no profile has.
+kvcap_golden(accuracy_points_bad_fields 2 accuracy --points %DATA%/points_bad_fields.json)
+kvcap_golden(accuracy_points_bad_rate 2 accuracy --points %DATA%/points_bad_rate.json)
+kvcap_golden(accuracy_points_unknown_gpu 2 accuracy --points %DATA%/points_unknown_gpu.json)
+# kind static_batch: one wave of the batch (prefill together, then decode); a gate over no measured point fails.
+kvcap_golden(accuracy_static_batch_gate_unscored 1 accuracy --points %DATA%/points_static_batch.json --max-mape tpot=50)
+kvcap_golden(accuracy_gate_repeated_metric 2 accuracy --points %DATA%/points_static_batch.json --max-mape tpot=5,tpot=6)
 # SGLang's prefill-first steps: closed-loop clients start together and stay in lockstep, in plan's steady state and in
 # the simulator (docs/sizing.md, docs/simulator.md).
 kvcap_golden(plan_sglang_lockstep 0 plan --model llama-3.1-8b --gpu h100-sxm --engine sglang --batch 64 --prompt-tokens 4K --output-tokens 512)
