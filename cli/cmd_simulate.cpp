@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -56,9 +57,22 @@ class Outputs {
     }
     if (c.timeline_path) {
       timeline_file_ = open_out(*c.timeline_path, "--timeline");
-      timeline_ = std::make_unique<sim::TimelineCsvWriter>(*timeline_file_, requests_.get());
+      timeline_ =
+          std::make_unique<sim::TimelineCsvWriter>(*timeline_file_, requests_.get(), c.force ? 0 : kMaxTimelineRows);
     }
     c.request.observer = timeline_ ? timeline_.get() : requests_.get();
+  }
+  /// The run passed the timeline's row limit: its partial file is removed, and the error says what to change.
+  [[noreturn]] void refuse_timeline(const SimulateCommand& c, const sim::TimelineRowLimit& e) {
+    timeline_file_->close();
+    std::error_code ignored;
+    std::filesystem::remove(*c.timeline_path, ignored);
+    throw UsageError(
+        "--timeline: " + grouped(e.rows) + " rows, the limit, were written by simulated t = " + fixed(e.time_s, 1) +
+        " s with the run still going (a closed loop's or a conversation's run " +
+        "outlasts its arrivals, so the estimate before the run could not bound it); the run stopped and '" +
+        *c.timeline_path + "' was removed: use a longer --timeline-interval than " +
+        fixed(c.request.timeline_interval_s, 6) + " s, or --force");
   }
   void flush() {
     if (timeline_file_) timeline_file_->flush();
@@ -129,7 +143,13 @@ int cmd_simulate(const std::vector<std::string>& args) {
   if (c.compare_allocators) return report_comparison(c, fmt, progress, wall_time);
   Outputs outputs(c);
   SimulationInfo info = c.info;
-  const sim::SimulationRun r = run(c, info, progress, wall_time);
+  sim::SimulationRun r;
+  try {
+    r = run(c, info, progress, wall_time);
+  } catch (const sim::TimelineRowLimit& e) {
+    progress.clear();
+    outputs.refuse_timeline(c, e);
+  }
   outputs.flush();
   switch (fmt) {
     case Format::table:

@@ -330,10 +330,11 @@ void outputs_into(const po::variables_map& vm, SimulateCommand& c) {
   if (vm.count("requests-out")) c.requests_path = str(vm, "requests-out");
   if (!vm.count("timeline")) return;
   c.timeline_path = str(vm, "timeline");
+  c.force = vm.count("force") > 0;
   const double interval_s = c.request.timeline_interval_s =
       parse_seconds(str(vm, "timeline-interval"), "--timeline-interval");
   const auto replicas = c.request.replicas.value_or(static_cast<std::uint32_t>(c.request.speed.plan.dep.replicas));
-  constexpr double kMaxRows = 2e6;
+  constexpr auto kMaxRows = static_cast<double>(kMaxTimelineRows);
   const double rows = sim::timeline_rows(c.timeline_span_s, interval_s, replicas);
   if (rows <= kMaxRows || vm.count("force")) return;
   const double need_s = c.timeline_span_s * replicas / kMaxRows;

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 // `kvcap simulate`'s flags mapped to a simulation request (simulator/run.hpp) and the labels its reporters print:
 // the one place that knows what each simulate flag means.
 #include <optional>
@@ -18,7 +19,12 @@ struct SimulateCommand {
   bool lockstep_engine = false;     ///< --client-start auto chose together: a prefill-first engine
   std::optional<std::string> timeline_path, requests_path;
   double timeline_span_s = 0;  ///< arrivals' span, for the timeline's row estimate
+  bool force = false;          ///< --force: no limit on the timeline's rows
 };
+
+/// The most rows --timeline writes without --force (~120 MB): refused before the run from the arrivals' span, and
+/// stopped during it where the run outlasts that span (closed loops, conversations).
+inline constexpr std::uint64_t kMaxTimelineRows = 2'000'000;
 
 /// The flags of `kvcap simulate` (deployment, speed, workload, cluster, output).
 po::options_description simulate_options();

@@ -118,6 +118,8 @@ kvcap_golden(validate_requirements_kv_1tib 1 validate %DATA%/plausibility/requir
 kvcap_golden(err_block_size_not_vllm 1 plan --model llama-3.1-8b --gpu h100-sxm --block-size 7)
 # Bounded work and honest goodput (issue 13)
 kvcap_golden(err_simulate_timeline_rows 2 simulate --model llama-3.1-8b --gpu h100-sxm --trace %DATA%/trace_two_rows_far.csv --timeline timeline-refused.csv)
+# A closed loop outlasts its arrivals' span (0 s): the run stops at the row limit and removes its partial file.
+kvcap_golden(err_simulate_timeline_rows_closed_loop 2 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 4 --think-time 5s --prompt-tokens 512 --output-tokens 64 --num-requests 2000 --timeline-interval 1us --timeline timeline-stopped.csv)
 kvcap_golden(err_simulate_too_many_requests 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1 --prompt-tokens 1K --output-tokens 16 --num-requests 1000000000)
 kvcap_golden(simulate_goodput_rejected 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 2K --rate 4 --prompt-tokens uniform:1K-3K --output-tokens 64 --num-requests 100 --ttft-target 1s --no-wall-time)
 kvcap_golden(simulate_csv_hostile_name 0 simulate --model %DATA%/hostile-name-model.yaml --gpu h100-sxm --rate 2 --prompt-tokens 1K --output-tokens 16 --num-requests 20 --format csv --no-wall-time)

@@ -1,6 +1,7 @@
 // The simulator's promises: every request completes exactly once and tokens are conserved; KV blocks
 // stay within the planner's count and never leak; preemption happens exactly when blocks run out; the
 // same seed gives the same output; paged vs contiguous waste what theory says; routers spread load.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
@@ -179,6 +180,35 @@ TEST_CASE("preemption happens exactly when blocks run out", "[sim]") {
   CHECK(p.for_request_id == 3);  // ...which is the one asking: it preempts itself
   CHECK(p.victim_computed_tokens == 16);
   for (const auto& q : short_one.preemptions) CHECK(q.free_blocks < q.blocks_needed);  // only when out of blocks
+}
+
+TEST_CASE("a timeline writer with a row limit stops the run at it, the rows before it written", "[sim]") {
+  SimConfig cfg;
+  cfg.replica = small_replica(400);
+  cfg.num_replicas = 2;
+  cfg.timeline_interval_s = 0.01;
+  std::ostringstream out;
+  TimelineCsvWriter tw(out, nullptr, 7);
+  cfg.observer = &tw;
+  auto src = synthetic_source(busy_workload(25), 1, {200, std::nullopt});
+  double stopped_at = -1;
+  try {
+    simulate(cfg, StepTimer::linear(0.004, 3e-6, 2e-8), *src);
+  } catch (const TimelineRowLimit& e) {
+    CHECK(e.rows == 7);
+    stopped_at = e.time_s;
+  }
+  REQUIRE(stopped_at >= 0);  // 200 requests at 25/s run for seconds: far more than 7 rows of 10 ms x 2 replicas
+  const std::string text = out.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 1 + 7);  // the header and the limit's rows
+  // Without a limit the same run writes every row.
+  std::ostringstream all;
+  TimelineCsvWriter unlimited(all);
+  cfg.observer = &unlimited;
+  auto again = synthetic_source(busy_workload(25), 1, {200, std::nullopt});
+  simulate(cfg, StepTimer::linear(0.004, 3e-6, 2e-8), *again);
+  const std::string every = all.str();
+  CHECK(std::count(every.begin(), every.end(), '\n') > 100);
 }
 
 TEST_CASE("the same seed gives identical output, another seed does not", "[sim]") {
