@@ -97,26 +97,31 @@ class SyntheticSource final : public RequestSource {
     if (!a.phases.empty()) a.rate_per_s = 1;
     return a;
   }
-  /// Advances t_ by `units` of operational time through the rate phases; false when the last phase ends first.
-  bool advance_through_phases(double units) {
+  /// t_ for `op` units of operational time (the unit-rate process's clock, from 0) through the rate phases; false
+  /// past the last phase. A phase is [start, end): an arrival on its end is not made. Phases are visited in order.
+  bool place_in_phases(double op) {
     const auto& ph = w_.arrival.phases;
     while (phase_ < ph.size()) {
-      const double room = (phase_end_[phase_] - t_) * ph[phase_].rate_per_s;
-      if (units < room) {  // a phase is [start, end): an arrival on the last end is not made
-        t_ += units / ph[phase_].rate_per_s;
+      const double op_end = phase_op_start_ + ph[phase_].rate_per_s * ph[phase_].duration_s;
+      if (op < op_end) {
+        t_ = (phase_ == 0 ? 0.0 : phase_end_[phase_ - 1]) + (op - phase_op_start_) / ph[phase_].rate_per_s;
         return true;
       }
-      units -= room;
-      t_ = phase_end_[phase_++];
+      phase_op_start_ = op_end;
+      ++phase_;
     }
     return false;
   }
   std::optional<RequestSpec> next() override {
     if (limits_.num_requests && produced_ >= *limits_.num_requests) return std::nullopt;
-    if (produced_ > 0) {
+    if (arrived_ > 0) {
       const double gap = arrivals_.gap_s(rng_arrival_);
-      if (w_.arrival.phases.empty()) t_ += gap;
-      else if (!advance_through_phases(gap)) return std::nullopt;
+      // A fixed rate's n-th arrival is n gaps exactly, not a sum of n rounded gaps (5/s over 2 s: 10, not 11).
+      op_ = w_.arrival.kind == ArrivalProcess::Kind::fixed_rate ? static_cast<double>(arrived_) * gap : op_ + gap;
+      if (w_.arrival.phases.empty())
+        t_ = op_;
+      else if (!place_in_phases(op_))
+        return std::nullopt;
     }
     if (limits_.duration_s && t_ >= *limits_.duration_s) return std::nullopt;
     RequestSpec r;
@@ -141,6 +146,7 @@ class SyntheticSource final : public RequestSource {
       r.prompt_repeats = w_.conversation.history == ConversationSpec::History::repeat;
     }
     ++produced_;
+    ++arrived_;
     return r;
   }
   std::optional<std::uint64_t> size_hint() const override { return limits_.num_requests; }
@@ -205,9 +211,12 @@ class SyntheticSource final : public RequestSource {
   std::vector<std::uint32_t> user_turns_;  ///< users: turns dealt to each
   std::vector<i64> user_prompt_;           ///< users: each user's first prompt
   double t_ = 0;
-  std::uint64_t produced_ = 0;
+  double op_ = 0;                  ///< the arrivals' clock: seconds, or with phases the unit-rate process's time
+  std::uint64_t produced_ = 0;     ///< requests made: arrivals and later turns of conversations
+  std::uint64_t arrived_ = 0;      ///< arrivals made (next())
   std::vector<double> phase_end_;  ///< cumulative end of each rate phase (s)
   std::size_t phase_ = 0;          ///< the phase t_ is in
+  double phase_op_start_ = 0;      ///< operational time at the start of phase_
 };
 
 class ListSource final : public RequestSource {

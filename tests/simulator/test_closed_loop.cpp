@@ -392,6 +392,21 @@ TEST_CASE("rate phases change the rate at the stated times and end the arrivals"
   std::vector<double> t;
   while (auto r = fixed->next()) t.push_back(r->arrival_s);
   CHECK(t == std::vector<double>{0, 1, 2, 3, 3.25, 3.5, 3.75});
+  // rate x duration arrivals exactly, whatever 1 / rate rounds to: a phase and a duration are [start, end).
+  for (const auto& [rate, seconds] :
+       {std::pair{5.0, 2.0}, std::pair{3.0, 2.0}, std::pair{10.0, 10.0}, std::pair{7.0, 3.0}, std::pair{0.3, 100.0}}) {
+    w.arrival.phases = {{rate, seconds}, {0.1, 30}};
+    auto phased = synthetic_source(w, 1, SourceLimits{});
+    std::uint64_t n = 0;
+    while (phased->next()) ++n;
+    CHECK(n == static_cast<std::uint64_t>(std::llround(rate * seconds)) + 3);
+    w.arrival.phases.clear();
+    w.arrival.rate_per_s = rate;
+    auto timed = synthetic_source(w, 1, SourceLimits{std::nullopt, seconds});
+    n = 0;
+    while (timed->next()) ++n;
+    CHECK(n == static_cast<std::uint64_t>(std::llround(rate * seconds)));
+  }
   // Invalid phases are located errors.
   w.arrival.phases = {{1, 3}, {0, 1}};
   CHECK_THROWS_WITH(synthetic_source(w, 1, SourceLimits{}), Catch::Contains("arrival.phases[1].rate_per_s"));
