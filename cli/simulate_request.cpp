@@ -351,9 +351,14 @@ void client_start_into(const po::variables_map& vm, SimulateCommand& c) {
   const std::string start = str(vm, "client-start");
   if (start != "auto" && start != "staggered" && start != "together")
     throw UsageError("--client-start: expected auto, staggered or together, got '" + start + "'");
+  if (start == "staggered" && r.max_concurrency > 0 && sim::arrivals_paced(r))
+    throw UsageError(
+        "--client-start staggered: the arrivals (a finite --rate, rate phases or a trace) already pace the "
+        "clients, each sending at the later of its request's arrival and its previous answer; staggering "
+        "applies to --rate inf or a workload file's closed loop");
   if (start != "auto") r.staggered_start = start == "staggered";
   c.staggered_asked = sim::staggered_start_of(r);
-  c.lockstep_engine = start == "auto" && !c.staggered_asked;
+  c.lockstep_engine = start == "auto" && !c.staggered_asked && !sim::arrivals_paced(r);
   if (r.speed.options.prefill_first && !r.prefill) {
     c.info.step_time_source.pop_back();  // ")"
     c.info.step_time_source += "; prefills in steps of their own)";

@@ -135,7 +135,13 @@ SimConfig config_for(const SimulationRequest& r) {
   return cfg;
 }
 
+bool arrivals_paced(const SimulationRequest& r) {
+  const auto& a = r.workload.arrival;
+  return r.trace || (a.kind != ArrivalProcess::Kind::closed && (!std::isinf(a.rate_per_s) || !a.phases.empty()));
+}
+
 bool staggered_start_of(const SimulationRequest& r) {
+  if (arrivals_paced(r)) return false;
   // A prefill pending holds every decode of a prefill-first engine back, so identical requests sent within one wave
   // of prefills decode in step, finish in the same step and come back together: started together, such clients stay
   // in lockstep. Lengths that vary, random think times, conversations or decode workers of their own (disaggregated)
@@ -233,12 +239,9 @@ double weighed_mean(const LatencySummary& wave, const LatencySummary& steady) {
 
 std::optional<BenchmarkMean> benchmark_mean(const SimulationRequest& r, const SimResult& steady) {
   const ClosedLoop loop = closed_loop_of(r);
-  // The clients send together only when nothing paces them: every request due at t = 0 (`--rate inf`) or a workload
-  // file's closed loop. At a rate, over phases or at a trace's times they start as the arrivals come.
-  const auto& a = r.workload.arrival;
-  const bool unpaced =
-      !r.trace && (a.kind == ArrivalProcess::Kind::closed || (std::isinf(a.rate_per_s) && a.phases.empty()));
-  if (loop.clients == 0 || !unpaced || !staggered_start_of(r) || one_wave(r) || r.workload.conversation.enabled() ||
+  // The clients send together only when nothing paces them (staggered_start_of is false for paced arrivals: at a
+  // rate, over phases or at a trace's times they start as the arrivals come).
+  if (loop.clients == 0 || !staggered_start_of(r) || one_wave(r) || r.workload.conversation.enabled() ||
       steady.requests_completed <= loop.clients)
     return std::nullopt;
   SimulationRequest wave = r;

@@ -112,6 +112,8 @@ kvcap_golden(simulate_closed_loop 0 simulate --model llama-3.1-8b --gpu h100-sxm
 kvcap_golden(simulate_benchmark_one_token_json 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 8 --prompt-tokens 1500 --output-tokens 1 --num-requests 80 --format json --no-wall-time)
 kvcap_golden(simulate_closed_loop_think_json 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 16 --think-time 2s --rate 50 --prompt-tokens 1K --output-tokens 128 --num-requests 200 --format json --no-wall-time)
 kvcap_golden(err_simulate_rate_inf_duration 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate inf --prompt-tokens 1K --output-tokens 128 --duration 60s)
+# Arrivals at a rate pace the clients: staggering them is refused, naming what it applies to.
+kvcap_golden(err_simulate_stagger_paced 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 10 --max-concurrency 4 --client-start staggered --prompt-tokens 1K --output-tokens 128 --num-requests 10)
 kvcap_golden(err_simulate_think_open_loop 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 2 --think-time 1s --prompt-tokens 1K --output-tokens 128 --num-requests 10)
 kvcap_golden(err_plan_overflow_names_flags 1 plan --model llama-3.1-8b --gpu h100-sxm --max-num-batched-tokens 9000000000000000)
 kvcap_golden(validate_requirements_kv_1tib 1 validate %DATA%/plausibility/requirements-kv-1tib.yaml)

@@ -123,6 +123,8 @@ TEST_CASE("a plan that cannot hold one request of max_model_len is refused befor
 TEST_CASE("client start auto: together only for identical requests on a prefill-first engine", "[sim][run]") {
   SimulationRequest r;
   r.max_concurrency = 8;
+  r.workload.arrival.rate_per_s = std::numeric_limits<double>::infinity();  // unpaced: only the clients hold requests
+  CHECK_FALSE(arrivals_paced(r));
   r.workload.prompt = LengthDistribution::fixed_tokens(512);
   r.workload.output = LengthDistribution::fixed_tokens(64);
   CHECK(staggered_start_of(r));  // a mixing engine's clients drift apart
@@ -150,6 +152,21 @@ TEST_CASE("client start auto: together only for identical requests on a prefill-
   r.speed.options.prefill_first = false;
   r.staggered_start = false;
   CHECK(!staggered_start_of(r));  // --client-start together
+  // Arrivals that pace the clients (a finite rate, phases, a trace) are never staggered, whatever is asked.
+  r.staggered_start = true;
+  for (const double rate : {1.0, 100.0}) {
+    r.workload.arrival.rate_per_s = rate;
+    CHECK(arrivals_paced(r));
+    CHECK_FALSE(staggered_start_of(r));
+  }
+  r.workload.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+  r.workload.arrival.phases = {RatePhase{5, 10}};
+  CHECK_FALSE(staggered_start_of(r));
+  r.workload.arrival.phases.clear();
+  r.trace = std::vector<RequestSpec>(4, RequestSpec{0.0, 512, 64});
+  CHECK_FALSE(staggered_start_of(r));
+  r.trace.reset();
+  CHECK(staggered_start_of(r));
 }
 
 // A benchmark's mean (sim::benchmark_mean): the first wave of N requests, every client sending at t = 0, simulated on
@@ -201,7 +218,9 @@ TEST_CASE("a closed-loop benchmark's mean holds its first wave, weighed N : M - 
   // Paced arrivals (`--rate 2 --max-concurrency 8`, phases, a trace's times): the clients do not send together.
   SimulationRequest paced = r;
   paced.workload.arrival.rate_per_s = 2;
-  REQUIRE(staggered_start_of(paced));
+  CHECK(arrivals_paced(paced));
+  CHECK_FALSE(staggered_start_of(paced));  // the clients send as the arrivals come, unstaggered
+  CHECK(config_for(paced).client_stagger_s == 0);
   CHECK_FALSE(benchmark_mean(paced, run_simulation(paced).result));
   SimulationRequest phased = r;
   phased.workload.arrival.phases = {RatePhase{5, 10}, RatePhase{10, 10}};

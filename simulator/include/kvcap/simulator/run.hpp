@@ -69,7 +69,12 @@ struct SimulationRequest {
   bool check_invariants = false;
 };
 
-/// Whether the closed loop's clients start staggered: SimulationRequest::staggered_start, or its default.
+/// Whether arrival times pace the closed loop's clients: a trace's times, a finite rate or rate phases. Unpaced
+/// (`--rate inf`, a workload file's closed loop) every request is due at t = 0 and only the clients hold them back.
+bool arrivals_paced(const SimulationRequest& r);
+
+/// Whether the closed loop's clients start staggered: SimulationRequest::staggered_start, or its default; never when
+/// arrivals pace them (each client sends at the later of its request's arrival and its previous request's end).
 bool staggered_start_of(const SimulationRequest& r);
 
 /// SpecError when one request of max_model_len does not fit the plan's KV cache (vLLM would refuse to start).
