@@ -176,9 +176,10 @@ WorkloadSpec workload_from_flags(const po::variables_map& vm) {
                      " needs --prompt-tokens and --output-tokens");
   const std::string rate = rate_text(vm);
   w.arrival.rate_per_s = rate == "inf" ? std::numeric_limits<double>::infinity()
-                                       : parse_real(rate, "--rate", "arrivals per second such as 4.5, or inf");
-  if (!(w.arrival.rate_per_s > 0))
-    throw UsageError("--rate: expected a positive number of arrivals per second, or inf");
+                                       : parse_real(rate, "--rate",
+                                                    "arrivals per second from 1e-9 to 1e9 "
+                                                    "(as a workload file's rate_per_s) such as 4.5, or inf",
+                                                    1e-9, 1e9);
   const std::string a = str(vm, "arrival");
   if (a == "poisson")
     w.arrival.kind = ArrivalProcess::Kind::poisson;

@@ -80,7 +80,7 @@ std::optional<WorkloadSpec> workload_into(const po::variables_map& vm, SizingWor
                      ": give one (open loop: a rate; closed loop: a number of users)");
   if (vm.count("rate")) {
     w.arrival_rate_per_s =
-        parse_real(str("rate"), "--rate", "a positive number of requests per second such as 10 or 0.5", kPositive);
+        parse_real(str("rate"), "--rate", "requests per second from 1e-9 to 1e9, such as 10 or 0.5", 1e-9, 1e9);
     w.concurrent_users = 0;
     if (!spec) w.arrival_scv = 1;
   } else if (vm.count(users_flag)) {

@@ -430,7 +430,9 @@ void table_row(std::ostream& out, std::size_t rank, const SizingCandidate& c, bo
   const double cap = open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas)
                           : static_cast<double>(c.max_batch_targets * c.replicas);
   const auto money = [&](double v, int digits, std::size_t w) {
-    return pad_left(c.priced ? fixed(v, digits) : "n/a", w);
+    // A figure wider than its column still stands apart from the one before it.
+    const std::string t = c.priced ? amount(v, digits) : "n/a";
+    return t.size() >= w ? " " + t : pad_left(t, w);
   };
   out << pad_left(std::to_string(rank), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
       << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << pad_left(ep_column(c), 4) << "  "
@@ -439,8 +441,8 @@ void table_row(std::ostream& out, std::size_t rank, const SizingCandidate& c, bo
       << pad_left(c.prefill ? xpyd(c) : grouped(static_cast<std::uint64_t>(c.replicas)), 10)
       << pad_left(std::to_string(c.batch), 7) << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
       << pad_left(open ? fixed(cap, cap < 10 ? 2 : 1) : grouped(static_cast<std::uint64_t>(cap)), 11)
-      << pad_left(fixed(c.tokens_per_s_per_gpu, 0), 11)
-      << pad_left(std::isfinite(c.tokens_per_s_per_user) ? fixed(c.tokens_per_s_per_user, 1) : "-", 12)
+      << pad_left(amount(c.tokens_per_s_per_gpu, 0), 11)
+      << pad_left(std::isfinite(c.tokens_per_s_per_user) ? amount(c.tokens_per_s_per_user, 1) : "-", 12)
       << money(c.cost_per_hour_usd, 2, 10) << money(c.cost_per_million_input_tokens_usd, 3, 8)
       << money(c.cost_per_million_output_tokens_usd, 3, 9) << money(c.cost_per_million_tokens_usd, 3, 9) << "\n";
   if (!c.prefill) return;
@@ -570,8 +572,8 @@ void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open, bool
         << escape::terminal_text(b.gpu) << " TP" << b.tp << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << " ("
         << name(b.weight_dtype) << " weights, " << name(b.kv_dtype)
         << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus)) << " GPUs, $" << fixed(b.cost_per_hour_usd, 2)
-        << "/hour, $" << fixed(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
-        << fixed(b.output_tokens_per_s, 0) << " output tok/s.\n"
+        << "/hour, $" << amount(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
+        << amount(b.output_tokens_per_s, 0) << " output tok/s.\n"
         << "  TTFT = prefill queue " << dur(p.ttft_wait_s) << " + prefill " << dur(p.prefill_s) << " + KV transfer "
         << dur(p.kv_transfer_s) << " + two decode steps of " << dur(b.decode_step_s) << "; " << b.batch
         << " requests decoding per decode worker; docs/sizing.md.\n";
@@ -581,8 +583,8 @@ void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open, bool
       << (b.pp > 1 ? " PP" + std::to_string(b.pp) : "") << ep_text(b) << " (" << name(b.weight_dtype) << " weights, "
       << name(b.kv_dtype) << " KV): " << grouped(static_cast<std::uint64_t>(b.gpus))
       << (b.gpus == 1 ? " GPU, $" : " GPUs, $") << fixed(b.cost_per_hour_usd, 2) << "/hour, $"
-      << fixed(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
-      << fixed(b.output_tokens_per_s, 0) << " output tok/s.\n"
+      << amount(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
+      << amount(b.output_tokens_per_s, 0) << " output tok/s.\n"
       << "  per replica: " << (open ? fixed(b.rate_per_replica_per_s, 2) + " req/s, " : "") << b.batch
       << " requests decoding (at most " << b.max_batch_memory << ": KV cache, max_num_seqs), prefill "
       << dur(b.prefill_s) << " alone, " << fixed(b.prefill_utilization * 100, 0)

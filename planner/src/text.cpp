@@ -12,6 +12,14 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+std::string amount(double v, int decimals) {
+  const double a = std::fabs(v);
+  if (!std::isfinite(v) || (a < 1e5 && (a == 0 || a >= 0.5 * std::pow(10.0, -decimals)))) return fixed(v, decimals);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
 std::string gib(double bytes, int decimals) { return fixed(bytes / 1073741824.0, decimals); }
 
 std::string gib_text(double bytes, int decimals) {

@@ -46,6 +46,8 @@ kvcap_golden(help_size 0 size --help)
 kvcap_golden(help_import_hf 0 import-hf --help)
 kvcap_golden(err_size_zero_tpot 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --tpot 0ms)
 kvcap_golden(err_size_negative_ttft 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p -2s --tpot 50ms)
+# A rate so low that the costs per token run to 7 and more digits: compact figures, every column apart.
+kvcap_golden(size_low_rate_costs 0 size --model llama-3.1-8b --prompt-tokens 512 --output-tokens 128 --rate 1e-6 --ttft-p 1s --tpot 50ms --gpus h100-sxm --top 2)
 kvcap_golden(err_size_zero_rate 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 0 --ttft-p 1s --tpot 50ms)
 kvcap_golden(err_size_percentile 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --ttft-p 1s --ttft-percentile 100 --tpot 50ms)
 kvcap_golden(err_size_rate_and_users 2 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 5 --concurrent-users 8 --ttft-p 1s --tpot 50ms)

@@ -9,6 +9,9 @@
 namespace kvcap {
 
 std::string fixed(double v, int decimals);             ///< "3.21"; "unbounded" for infinity
+/// fixed(v, decimals) within a table's width: 3 significant digits ("5.84e+07", "1.28e-07") from 10^5 up, and
+/// for a non-zero value that would print as 0 at `decimals`.
+std::string amount(double v, int decimals);
 std::string gib(double bytes, int decimals = 2);       ///< "71.27" (GiB = 2^30 bytes; no unit)
 std::string gib_text(double bytes, int decimals = 2);  ///< "71.27 GiB"
 std::string human_bytes(double bytes);                 ///< "80.0 KiB", "1.25 GiB" (binary units)
