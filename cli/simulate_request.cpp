@@ -59,8 +59,11 @@ void limits_into(const po::variables_map& vm, sim::SimulationRequest& r) {
                      grouped(*r.limits.num_requests / 250'000 + 1) + " s of CPU at ~250,000 requests/s; at most " +
                      grouped(kMaxRequests) + " without --force");
   if (rate_text(vm) == "inf" && !r.limits.num_requests)
-    throw UsageError("--rate inf sends every request at once: give --num-requests N (a duration would never end it)");
-  if (vm.count("think-time") && !vm.count("max-concurrency"))
+    throw UsageError(std::string(vm.count("rate") ? "--rate inf sends every request at once"
+                                                  : "--max-concurrency without --rate sends a request whenever a "
+                                                    "client is free (--rate inf)") +
+                     ": give --num-requests N (a duration would never end it)");
+  if (vm.count("think-time") && !vm.count("max-concurrency") && !vm.count("workload"))
     throw UsageError("--think-time applies to a closed loop: give --max-concurrency N too");
 }
 
@@ -213,11 +216,19 @@ void workload_into(const po::variables_map& vm, SimulateCommand& c) {
     c.info.workload_source = "workload";
     // Rate phases end the arrivals by themselves; anything else needs a limit.
     if (r.workload.arrival.phases.empty() && !r.limits.duration_s && !r.limits.num_requests) throw no_end();
-    if (r.workload.arrival.kind == ArrivalProcess::Kind::closed &&
-        (vm.count("max-concurrency") || vm.count("think-time")))
+    const bool closed = r.workload.arrival.kind == ArrivalProcess::Kind::closed;
+    if (closed && (vm.count("max-concurrency") || vm.count("think-time")))
       throw UsageError(
           "--max-concurrency/--think-time: the workload file already describes a closed loop (arrival.process: "
-          "closed)");
+          "closed); set its concurrency and think_time_s there");
+    if (!closed && vm.count("think-time") && !vm.count("max-concurrency"))
+      throw UsageError(
+          "--think-time applies to a closed loop: give --max-concurrency N too (or, in the workload "
+          "file, arrival: {process: closed, concurrency: N, think_time_s: T})");
+    if (closed && !r.limits.num_requests)
+      throw UsageError(
+          "the workload file's closed loop (arrival.process: closed) sends a request whenever a client "
+          "is free: give --num-requests N (a duration would never end it)");
   } else {
     c.info.workload_source = "flags";
     r.workload = workload_from_flags(vm);

@@ -98,7 +98,7 @@ LengthDistribution lognormal_from(const std::string& rest, const std::string& sp
     if (k == "mean")
       d.lognormal_mean_tokens = static_cast<double>(parse_tokens(v, what + " mean"));
     else if (k == "sigma")
-      d.sigma = parse_real(v, what + " sigma", "a number such as 0.9");
+      d.sigma = parse_real(v, what + " sigma", "a number >= 0 such as 0.9", 0);
     else if (k == "min")
       d.min_tokens = parse_tokens(v, what + " min");
     else if (k == "max")
@@ -211,10 +211,12 @@ std::int64_t parse_int(const std::string& s, const std::string& what, std::int64
 
 LengthDistribution parse_length(const std::string& spec, const std::string& what) {
   const auto colon = spec.find(':');
-  if (colon == std::string::npos) return LengthDistribution::fixed_tokens(parse_tokens(spec, what));
-  const std::string kind = spec.substr(0, colon), rest = spec.substr(colon + 1);
+  const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   LengthDistribution d;
-  if (kind == "uniform") {
+  if (colon == std::string::npos) {
+    d = LengthDistribution::fixed_tokens(parse_tokens(spec, what));
+  } else if (kind == "uniform") {
     const auto dash = rest.find('-');
     if (dash == std::string::npos)
       throw InputError(what + ": expected uniform:MIN-MAX, got '" + spec + "'" + kLengthForms);
@@ -230,7 +232,8 @@ LengthDistribution parse_length(const std::string& spec, const std::string& what
   try {
     validate(d, what);
   } catch (const SpecError& e) {
-    throw InputError(e.what());
+    // A single length is the flag itself ("--prompt-tokens: must be ..."), not the file's "tokens" key under it.
+    throw InputError(d.kind == LengthDistribution::Kind::fixed ? what + ": " + e.reason() : e.what());
   }
   return d;
 }

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -120,6 +122,12 @@ LengthDistribution length_from_text(Ctx& c, const YAML::Node& n, const std::stri
   } catch (const InputError& e) {
     std::string msg = e.what();
     if (msg.rfind(key + ": ", 0) == 0) msg = msg.substr(key.size() + 2);
+    // The length grammar counts tokens; conversation.turns counts turns with it.
+    if (key.ends_with(".turns"))
+      for (const auto& [from, to] :
+           {std::pair<std::string, std::string>{"a whole number of tokens", "a whole number of turns"},
+            {"a token count", "a number of turns"}})
+        if (const auto at = msg.find(from); at != std::string::npos) msg.replace(at, from.size(), to);
     c.error(n, key, msg);
     return {};
   }

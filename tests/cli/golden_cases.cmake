@@ -114,6 +114,12 @@ kvcap_golden(simulate_closed_loop 0 simulate --model llama-3.1-8b --gpu h100-sxm
 kvcap_golden(simulate_benchmark_one_token_json 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 8 --prompt-tokens 1500 --output-tokens 1 --num-requests 80 --format json --no-wall-time)
 kvcap_golden(simulate_closed_loop_think_json 0 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 16 --think-time 2s --rate 50 --prompt-tokens 1K --output-tokens 128 --num-requests 200 --format json --no-wall-time)
 kvcap_golden(err_simulate_rate_inf_duration 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate inf --prompt-tokens 1K --output-tokens 128 --duration 60s)
+# A workload file's closed loop: the flags that would describe it again are refused, pointing at the file's keys; it
+# needs a number of requests, as --max-concurrency without --rate does; one length out of range names the flag.
+kvcap_golden(err_simulate_closed_file_think_time 2 simulate --model llama-3.1-8b --gpu h100-sxm --workload %DATA%/workload_closed.yaml --think-time 3s --num-requests 5)
+kvcap_golden(err_simulate_closed_file_duration 2 simulate --model llama-3.1-8b --gpu h100-sxm --workload %DATA%/workload_closed.yaml --duration 10s)
+kvcap_golden(err_simulate_closed_flags_duration 2 simulate --model llama-3.1-8b --gpu h100-sxm --max-concurrency 4 --duration 5s --prompt-tokens 100 --output-tokens 10)
+kvcap_golden(err_simulate_prompt_too_long 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1 --prompt-tokens 99999999999 --output-tokens 10 --num-requests 5)
 # Arrivals at a rate pace the clients: staggering them is refused, naming what it applies to.
 kvcap_golden(err_simulate_stagger_paced 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 10 --max-concurrency 4 --client-start staggered --prompt-tokens 1K --output-tokens 128 --num-requests 10)
 kvcap_golden(err_simulate_think_open_loop 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 2 --think-time 1s --prompt-tokens 1K --output-tokens 128 --num-requests 10)
