@@ -461,7 +461,10 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
       o << ", think time " << (cv.think_time_exponential ? "exponential, mean " : "") << cv.think_time_s << " s";
     o << ")";
   }
-  if (limits.num_requests) o << "; " << grouped(*limits.num_requests) << " requests";
+  // Phases or a duration may end the arrivals first: the count is then a bound.
+  if (limits.num_requests)
+    o << "; " << (w.arrival.phases.empty() && !limits.duration_s ? "" : "at most ") << grouped(*limits.num_requests)
+      << " requests";
   if (limits.duration_s) o << "; arrivals for " << fixed(*limits.duration_s, 1) << " s";
   o << "; seed " << seed;
   return o.str();
