@@ -47,6 +47,19 @@ const CommandHelp kHelp = {
     "  kvcap simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --allocator compare --rate 10 \\\n"
     "                 --prompt-tokens 1K --output-tokens 256 --num-requests 2000   # paged vs contiguous"};
 
+/// Whether `path` leads to a regular file (not a device or a pipe such as /dev/null).
+bool regular_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::status(path, ec).type() == std::filesystem::file_type::regular;
+}
+
+/// Removes `path` when it is a regular file itself (never a device, nor a link or what it points to); whether it did.
+bool remove_regular_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::symlink_status(path, ec).type() == std::filesystem::file_type::regular &&
+         std::filesystem::remove(path, ec);
+}
+
 /// --timeline and --requests-out: the files beside the report, written as the run goes.
 class Outputs {
  public:
@@ -57,22 +70,30 @@ class Outputs {
     }
     if (c.timeline_path) {
       timeline_file_ = open_out(*c.timeline_path, "--timeline");
+      // Only a file on disk can run away (/dev/null, a pipe or a terminal cannot): the limit is a regular file's.
+      const bool bounded = !c.force && regular_file(*c.timeline_path);
       timeline_ =
-          std::make_unique<sim::TimelineCsvWriter>(*timeline_file_, requests_.get(), c.force ? 0 : kMaxTimelineRows);
+          std::make_unique<sim::TimelineCsvWriter>(*timeline_file_, requests_.get(), bounded ? kMaxTimelineRows : 0);
     }
     c.request.observer = timeline_ ? timeline_.get() : requests_.get();
   }
-  /// The run passed the timeline's row limit: its partial file is removed, and the error says what to change.
+  /// The run passed the timeline's row limit: its partial files (the timeline, --requests-out) are removed, and the
+  /// error says what to change.
   [[noreturn]] void refuse_timeline(const SimulateCommand& c, const sim::TimelineRowLimit& e) {
     timeline_file_->close();
-    std::error_code ignored;
-    std::filesystem::remove(*c.timeline_path, ignored);
-    throw UsageError(
-        "--timeline: " + grouped(e.rows) + " rows, the limit, were written by simulated t = " + fixed(e.time_s, 1) +
-        " s with the run still going (a closed loop's or a conversation's run " +
-        "outlasts its arrivals, so the estimate before the run could not bound it); the run stopped and '" +
-        *c.timeline_path + "' was removed: use a longer --timeline-interval than " +
-        fixed(c.request.timeline_interval_s, 6) + " s, or --force");
+    std::string removed = "'" + *c.timeline_path + "'";
+    remove_regular_file(*c.timeline_path);
+    if (requests_file_ && c.requests_path) {
+      requests_file_->close();
+      if (remove_regular_file(*c.requests_path)) removed += " and the partial '" + *c.requests_path + "'";
+    }
+    throw UsageError("--timeline: " + grouped(e.rows) +
+                     " rows, the limit, were written by simulated t = " + fixed(e.time_s, 1) +
+                     " s with the run still going (it outlasts its arrivals: a closed loop, conversations, or a "
+                     "queue that drains after the last arrival, so the estimate before the run could not bound it); "
+                     "the run stopped, " +
+                     removed + " removed: use a longer --timeline-interval than " +
+                     fixed(c.request.timeline_interval_s, 6) + " s, or --force");
   }
   void flush() {
     if (timeline_file_) timeline_file_->flush();

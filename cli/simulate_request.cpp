@@ -345,7 +345,9 @@ void outputs_into(const po::variables_map& vm, SimulateCommand& c) {
   c.force = vm.count("force") > 0;
   const double interval_s = c.request.timeline_interval_s =
       parse_seconds(str(vm, "timeline-interval"), "--timeline-interval");
-  const auto replicas = c.request.replicas.value_or(static_cast<std::uint32_t>(c.request.speed.plan.dep.replicas));
+  // A row per decode replica and per prefill worker (disaggregated) at each sample.
+  const auto replicas = c.request.replicas.value_or(static_cast<std::uint32_t>(c.request.speed.plan.dep.replicas)) +
+                        (c.request.prefill ? c.request.prefill->replicas : 0U);
   constexpr auto kMaxRows = static_cast<double>(kMaxTimelineRows);
   const double rows = sim::timeline_rows(c.timeline_span_s, interval_s, replicas);
   if (rows <= kMaxRows || vm.count("force")) return;

@@ -360,7 +360,7 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
   const auto& s = q.space;
   std::ostringstream load;
   if (w.open_loop())
-    load << fixed(w.arrival_rate_per_s, w.arrival_rate_per_s < 10 ? 2 : 1) << " req/s (open loop"
+    load << amount(w.arrival_rate_per_s, w.arrival_rate_per_s < 10 ? 2 : 1) << " req/s (open loop"
          << (w.arrival_scv == 1 ? ", Poisson" : ", gap SCV " + fixed(w.arrival_scv, 2)) << ")";
   else
     load << w.concurrent_users << " concurrent users (closed loop, no think time)";
@@ -585,7 +585,7 @@ void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open, bool
       << (b.gpus == 1 ? " GPU, $" : " GPUs, $") << fixed(b.cost_per_hour_usd, 2) << "/hour, $"
       << amount(b.cost_per_million_output_tokens_usd, 3) << " per million output tokens at "
       << amount(b.output_tokens_per_s, 0) << " output tok/s.\n"
-      << "  per replica: " << (open ? fixed(b.rate_per_replica_per_s, 2) + " req/s, " : "") << b.batch
+      << "  per replica: " << (open ? amount(b.rate_per_replica_per_s, 2) + " req/s, " : "") << b.batch
       << " requests decoding (at most " << b.max_batch_memory << ": KV cache, max_num_seqs), prefill "
       << dur(b.prefill_s) << " alone, " << fixed(b.prefill_utilization * 100, 0)
       << "% of GPU time on prefill, decode step " << dur(b.decode_step_s) << " (" << to_string(b.decode_bound)

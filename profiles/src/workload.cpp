@@ -126,7 +126,7 @@ LengthDistribution length_from_text(Ctx& c, const YAML::Node& n, const std::stri
     if (key.ends_with(".turns"))
       for (const auto& [from, to] :
            {std::pair<std::string, std::string>{"a whole number of tokens", "a whole number of turns"},
-            {"a token count", "a number of turns"}})
+            {"a token count such as 4096, 32K or 1M", "a number of turns such as 3"}})
         if (const auto at = msg.find(from); at != std::string::npos) msg.replace(at, from.size(), to);
     c.error(n, key, msg);
     return {};

@@ -97,13 +97,16 @@ class SyntheticSource final : public RequestSource {
     if (!a.phases.empty()) a.rate_per_s = 1;
     return a;
   }
+  /// Whether `x` lies before `end`, an arrival on the end (within 1e-12 of it, the rounding of rate x duration or of
+  /// n / rate: 2.2 x 100 is 220.00000000000003) being past it: phases and durations are [start, end).
+  static bool before_end(double x, double end) { return x < end - 1e-12 * std::max(1.0, std::fabs(end)); }
   /// t_ for `op` units of operational time (the unit-rate process's clock, from 0) through the rate phases; false
-  /// past the last phase. A phase is [start, end): an arrival on its end is not made. Phases are visited in order.
+  /// past the last phase. Phases are visited in order.
   bool place_in_phases(double op) {
     const auto& ph = w_.arrival.phases;
     while (phase_ < ph.size()) {
       const double op_end = phase_op_start_ + ph[phase_].rate_per_s * ph[phase_].duration_s;
-      if (op < op_end) {
+      if (before_end(op, op_end)) {
         t_ = (phase_ == 0 ? 0.0 : phase_end_[phase_ - 1]) + (op - phase_op_start_) / ph[phase_].rate_per_s;
         return true;
       }
@@ -116,14 +119,16 @@ class SyntheticSource final : public RequestSource {
     if (limits_.num_requests && produced_ >= *limits_.num_requests) return std::nullopt;
     if (arrived_ > 0) {
       const double gap = arrivals_.gap_s(rng_arrival_);
-      // A fixed rate's n-th arrival is n gaps exactly, not a sum of n rounded gaps (5/s over 2 s: 10, not 11).
-      op_ = w_.arrival.kind == ArrivalProcess::Kind::fixed_rate ? static_cast<double>(arrived_) * gap : op_ + gap;
+      // A fixed rate's n-th arrival is at n / rate (with phases n units of the unit-rate clock), not a sum of n
+      // rounded gaps (5/s over 2 s: 10 arrivals, not 11).
+      const double rate = w_.arrival.phases.empty() ? w_.arrival.rate_per_s : 1.0;
+      op_ = w_.arrival.kind == ArrivalProcess::Kind::fixed_rate ? static_cast<double>(arrived_) / rate : op_ + gap;
       if (w_.arrival.phases.empty())
         t_ = op_;
       else if (!place_in_phases(op_))
         return std::nullopt;
     }
-    if (limits_.duration_s && t_ >= *limits_.duration_s) return std::nullopt;
+    if (limits_.duration_s && !before_end(t_, *limits_.duration_s)) return std::nullopt;
     RequestSpec r;
     r.arrival_s = t_;
     r.prompt_tokens = prompt_.sample(rng_prompt_);

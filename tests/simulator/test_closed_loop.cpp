@@ -394,7 +394,8 @@ TEST_CASE("rate phases change the rate at the stated times and end the arrivals"
   CHECK(t == std::vector<double>{0, 1, 2, 3, 3.25, 3.5, 3.75});
   // rate x duration arrivals exactly, whatever 1 / rate rounds to: a phase and a duration are [start, end).
   for (const auto& [rate, seconds] :
-       {std::pair{5.0, 2.0}, std::pair{3.0, 2.0}, std::pair{10.0, 10.0}, std::pair{7.0, 3.0}, std::pair{0.3, 100.0}}) {
+       {std::pair{5.0, 2.0}, std::pair{3.0, 2.0}, std::pair{10.0, 10.0}, std::pair{7.0, 3.0}, std::pair{0.3, 100.0},
+        std::pair{4.9, 10.0}, std::pair{1.3, 30.0}, std::pair{1.1, 30.0}, std::pair{2.2, 100.0}}) {
     w.arrival.phases = {{rate, seconds}, {0.1, 30}};
     auto phased = synthetic_source(w, 1, SourceLimits{});
     std::uint64_t n = 0;
