@@ -9,15 +9,15 @@
 namespace kvcap {
 
 std::string fixed(double v, int decimals);             ///< "3.21"; "unbounded" for infinity
-/// fixed(v, decimals) within a table's width: 3 significant digits ("5.84e+07", "1.28e-07") from 10^5 up, and
-/// for a non-zero value that would print as 0 at `decimals`.
-std::string amount(double v, int decimals);
 std::string gib(double bytes, int decimals = 2);       ///< "71.27" (GiB = 2^30 bytes; no unit)
 std::string gib_text(double bytes, int decimals = 2);  ///< "71.27 GiB"
 std::string human_bytes(double bytes);                 ///< "80.0 KiB", "1.25 GiB" (binary units)
 std::string human_tokens(std::int64_t tokens);         ///< "1K", "128K", "1M", "1536"
 std::string grouped(std::uint64_t v);                  ///< "420,208"
 std::string billions(double v);                        ///< "70.55B"
+/// fixed(v, decimals) within a table's width: 3 significant digits ("5.84e+07", "1.28e-07") from 10^5 up, and
+/// for a non-zero value that would print as 0 at `decimals`.
+std::string amount(double v, int decimals);
 
 /// `s` without leading and trailing blanks (space, tab, CR, LF).
 std::string_view trim(std::string_view s);
