@@ -410,27 +410,39 @@ OperatingPoint ReplicaModel::closed_loop(i64 users) const {
   const double d = std::max(0.0, w_.output_tokens - 1) * op.decode_step_s;
   const double own = own_prefill_s(op.decode_step_s);
   // Each user's cycle x = T0 + D / (1 - u) with u = (N / x) C: x^2 - (T0 + N C + D) x + T0 N C = 0, larger root.
-  // The prefill wait (M/G/1 at the throughput N / x, an upper bound for a finite source) enters T0; iterate.
-  double wait_mean = 0, x = 0;
-  for (int it = 0; it < 4; ++it) {
-    const double t0 = wait_mean + op.decode_step_s / 2 + own;
+  // The prefill wait (M/G/1 at the throughput N / x, an upper bound for a finite source) enters T0; iterate. A user
+  // waits for at most the other N - 1 prompts: the wait is capped there, as the M/G/1 mean diverges when prefills fill
+  // the GPU (short answers), which a closed loop never overloads.
+  const double max_wait = std::max(0.0, n - 1) * c;
+  const auto cycle_s = [&](double wait) {
+    const double t0 = wait + op.decode_step_s / 2 + own;
     const double b = t0 + n * c + d;
-    x = (b + std::sqrt(std::max(0.0, b * b - 4 * t0 * n * c))) / 2;
-    const double u = n * c / x;
-    wait_mean = kingman_mean_wait_s(u, c, 1.0, w_.prompt_scv);
-    if (!std::isfinite(wait_mean)) break;
-  }
+    return (b + std::sqrt(std::max(0.0, b * b - 4 * t0 * n * c))) / 2;
+  };
+  double wait_mean = 0;
+  for (int it = 0; it < 4; ++it)
+    wait_mean = std::min(max_wait, kingman_mean_wait_s(n * c / cycle_s(wait_mean), c, 1.0, w_.prompt_scv));
+  const double x = cycle_s(wait_mean);  // the cycle of the wait the outputs use
   op.rate_per_s = n / x;
-  op.prefill_utilization = n * c / x;
-  const double u = op.prefill_utilization;
-  if (u >= 1 || !std::isfinite(wait_mean)) {
-    op.ttft_wait_s = op.ttft_mean_s = op.ttft_s = op.tpot_s = op.e2e_s = kInf;
-    return op;
-  }
-  op.ttft_wait_s = wait_percentile_s(u, wait_mean, p_);
+  // u < 1 whenever there is a decode (D > 0); without one (one-token answers) prefills may fill the GPU, u = 1.
+  const double u = op.prefill_utilization = std::min(1.0, n * c / x);
+  op.ttft_wait_s = std::min(max_wait, wait_percentile_s(u, wait_mean, p_));
   op.ttft_mean_s = wait_mean + op.decode_step_s / 2 + own;
   op.ttft_s = op.ttft_wait_s + op.decode_step_s + own;
-  op.tpot_s = op.decode_step_s / (1 - u);
+  op.tpot_s = d > 0 ? op.decode_step_s / (1 - u) : op.decode_step_s;
+  // An engine that mixes prefill chunks into decode steps (vLLM V1, TensorRT-LLM) holds a decode back by at most
+  // the one chunk its step carries: where prefills fill the GPU (u near 1, short answers) the time between tokens is
+  // that mixed step, and the rest of the cycle is the prompt's wait for its turn (E2E = x, Little's law).
+  if (!c_.options.prefill_first && d > 0) {
+    const double mixed_step_s = op.decode_step_s + prefill_busy_s_ / dbl(std::max<i64>(1, chunks_));
+    if (op.tpot_s > mixed_step_s) {
+      op.tpot_s = mixed_step_s;
+      const double later = x - std::max(0.0, w_.output_tokens - 1) * op.tpot_s - op.ttft_mean_s;
+      op.ttft_mean_s += later;
+      op.ttft_s += later;
+      op.ttft_wait_s += later;
+    }
+  }
   op.e2e_s = op.ttft_mean_s + std::max(0.0, w_.output_tokens - 1) * op.tpot_s;
   return op;
 }
