@@ -608,10 +608,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const GpuSpec& g, const Deployment& d
   for (const auto& st : p.stages) p.max_model_len_that_fits = std::min(p.max_model_len_that_fits, st.estimated_max_model_len);
   if (p.startup_concurrency >= 1.0) p.max_model_len_that_fits = d.max_model_len;
   stage_warnings(p, m);
-  if (d.max_model_len > m.max_position_embeddings)
-    p.warnings.push_back("max_model_len " + std::to_string(d.max_model_len) + " exceeds the model's derived maximum " +
-                         std::to_string(m.max_position_embeddings) +
-                         ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond it give NaN)");
+  p.model_max_len = m.max_position_embeddings;  // checked as KVCAP-E111 (check_memory_plan)
   limit_max_num_seqs(p);
   if (p.override_pool_too_small()) {
     p.warnings.push_back(override_pool_text(p));

@@ -166,6 +166,8 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
                                         std::to_string(p.max_model_len_that_fits) +
                                         " tokens: lower --max-model-len or add memory"));
   if (!has_errors(r) && p.seqs_exceed_state_blocks()) r.push_back(error("KVCAP-E110", seqs_limit_text(p)));
+  // After the memory checks, which it does not change (a length the memory cannot hold is E102 as well).
+  if (auto beyond = check_model_max_len(d.max_model_len, p.model_max_len)) r.push_back(*beyond);
   if (auto lowered = check_lowered_length(p)) r.push_back(*lowered);
   const auto what_ifs = check_what_ifs(p);
   r.insert(r.end(), what_ifs.begin(), what_ifs.end());
@@ -310,6 +312,18 @@ std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t ar
   return warning("KVCAP-W204", grouped(rejected) + " of " + grouped(arrived) + " requests (" +
                                    fixed(100.0 * static_cast<double>(rejected) / static_cast<double>(arrived), 1) +
                                    "%) were rejected: " + why + "; goodput counts them as failed");
+}
+
+std::optional<Finding> check_model_max_len(i64 max_model_len, i64 model_max_len) {
+  // vllm/config/model.py _get_and_verify_max_len: "User-specified max_model_len (...) is greater than the derived
+  // max_model_len (...)" is a ValueError unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (positions beyond it give NaN).
+  if (model_max_len <= 0 || max_model_len <= model_max_len) return std::nullopt;
+  return error("KVCAP-E111",
+               "max_model_len " + std::to_string(max_model_len) + " exceeds the model's derived maximum " +
+                   std::to_string(model_max_len) +
+                   ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond "
+                   "it give NaN); requests and --max-model-len must stay within " +
+                   std::to_string(model_max_len) + " tokens");
 }
 
 std::optional<Finding> check_lowered_length(const MemoryPlan& plan) {

@@ -79,6 +79,9 @@ struct MemoryPlan {
   /// The max_model_len asked for where TensorRT-LLM's budget lowered it to what the cache holds (dep.max_model_len is
   /// the lowered one); 0 where nothing was lowered.
   i64 max_model_len_asked = 0;
+  /// The model's derived maximum length (max_position_embeddings after RoPE scaling): vLLM refuses a max_model_len
+  /// above it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (KVCAP-E111).
+  i64 model_max_len = 0;
   std::vector<CurvePoint> curve;
   u64 cluster_kv_capacity_tokens = 0;  ///< x replicas
   double cluster_max_concurrency = 0;  ///< x replicas, at max_model_len

@@ -91,6 +91,9 @@ std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t ar
 /// Where TensorRT-LLM's budget lowered max_model_len to what its KV cache holds (MemoryPlan::max_model_len_asked):
 /// W208 (check_memory_plan says it too, for every front end that checks a plan).
 std::optional<Finding> check_lowered_length(const MemoryPlan& plan);
+/// KVCAP-E111 when `max_model_len` exceeds the model's derived maximum `model_max_len` (vLLM
+/// _get_and_verify_max_len refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1); nullopt otherwise or when unknown (0).
+std::optional<Finding> check_model_max_len(i64 max_model_len, i64 model_max_len);
 /// Requests whose prompt fits but prompt + output exceeds max_model_len: the simulator cuts their outputs (W206),
 /// while vLLM's OpenAI server refuses such a request when the client sets max_tokens (plan and size say E104).
 std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan);
