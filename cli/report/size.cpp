@@ -529,7 +529,12 @@ void table_launch(std::ostream& out, const SizingRequest& q, const SizingResult&
   for (const std::size_t i : picks) {
     const auto& c = r.candidates[i];
     if (!c.deployment) continue;
-    out << "  # " << i + 1 << ": " << escape::terminal_text(c.gpu) << ", " << c.gpus << (c.gpus == 1 ? " GPU" : " GPUs")
+    // Disaggregated: the prefill pool's GPU and the decode pool's, each with its count.
+    const std::string gpu_text =
+        c.prefill && c.prefill->gpu != c.gpu
+            ? escape::terminal_text(c.prefill->gpu) + " (prefill) + " + escape::terminal_text(c.gpu) + " (decode)"
+            : escape::terminal_text(c.gpu);
+    out << "  # " << i + 1 << ": " << gpu_text << ", " << c.gpus << (c.gpus == 1 ? " GPU" : " GPUs")
         << (c.prefill ? " (" + xpyd(c) + ")" : "") << "\n";
     auto print = [&](const LaunchCommand& cmd, const char* role) {
       out << "  " << role << launch_line(cmd) << "\n";

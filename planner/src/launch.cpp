@@ -111,12 +111,22 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
   // KV: the model dtype is the default (auto).
   const DType act = d.dtype == DType::auto_ ? (m.dtype == DType::fp32 ? DType::bf16 : m.dtype) : d.dtype;
   if (d.kv_cache_dtype != DType::auto_ && d.kv_cache_dtype != act) {
-    if (vllm)
-      add(c, "--kv-cache-dtype", std::string(name(d.kv_cache_dtype)));
-    else if (d.kv_cache_dtype == DType::fp8)
-      add(c, "--kv-cache-dtype", "fp8_e4m3");
+    // The engines' spellings (vllm/config/cache.py CacheDType; SGLang's --kv-cache-dtype fp8_e4m3 | fp8_e5m2). A KV
+    // format that differs from the activations only in 16/32 bits, or that is kvcap's what-if (int8, int4, int2 of
+    // KIVI), has no flag: a note says so.
+    const DType k = d.kv_cache_dtype;
+    const bool vllm_format = k == DType::bf16 || k == DType::fp8 || k == DType::fp8_e5m2 || k == DType::nvfp4 ||
+                             k == DType::fp8_per_token_head || k == DType::int8_per_token_head ||
+                             k == DType::int4_per_token_head;
+    if (vllm && vllm_format)
+      add(c, "--kv-cache-dtype", k == DType::bf16 ? "bfloat16" : std::string(name(k)));
+    else if (!vllm && (k == DType::fp8 || k == DType::fp8_e5m2))
+      add(c, "--kv-cache-dtype", k == DType::fp8 ? "fp8_e4m3" : "fp8_e5m2");
     else
-      c.notes.push_back("SGLang has no " + std::string(name(d.kv_cache_dtype)) + " KV cache (fp8_e4m3, fp8_e5m2)");
+      c.notes.push_back(std::string(vllm ? "vLLM" : "SGLang") + " has no " + std::string(name(k)) + " KV cache flag (" +
+                        (vllm ? "--kv-cache-dtype auto, bfloat16, fp8, fp8_e5m2, nvfp4, *_per_token_head"
+                              : "--kv-cache-dtype auto, fp8_e4m3, fp8_e5m2") +
+                        "): kvcap planned a what-if; serve the format nearest to it");
   }
   if (d.decode_context_parallel_size > 1) {
     if (vllm)

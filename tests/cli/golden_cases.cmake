@@ -126,6 +126,8 @@ kvcap_golden(err_simulate_think_open_loop 2 simulate --model llama-3.1-8b --gpu 
 # A max_model_len beyond the model's derived maximum: vLLM refuses it (KVCAP-E111, exit 3), in plan and in size.
 kvcap_golden(err_plan_beyond_model_max_len 3 plan --model llama-3.1-8b --gpu h200 --max-model-len 200K --format json)
 kvcap_golden(err_size_beyond_model_max_len 3 size --model llama-3.1-8b --prompt-tokens 200K --output-tokens 256 --rate 0.05 --ttft-p 60s --tpot 200ms --gpus h200 --emit vllm)
+# KV formats without an engine flag (fp16 under a bf16 model, kvcap's int8 what-if) are notes, not flags.
+kvcap_golden(size_emit_kv_what_if 0 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 1 --ttft-p 2s --tpot 100ms --gpus h100-sxm --kv-cache-dtype int8 --emit vllm --top 1)
 kvcap_golden(err_plan_overflow_names_flags 1 plan --model llama-3.1-8b --gpu h100-sxm --max-num-batched-tokens 9000000000000000)
 kvcap_golden(validate_requirements_kv_1tib 1 validate %DATA%/plausibility/requirements-kv-1tib.yaml)
 kvcap_golden(err_block_size_not_vllm 1 plan --model llama-3.1-8b --gpu h100-sxm --block-size 7)
