@@ -20,8 +20,10 @@
 namespace kvcap::cli {
 
 std::vector<std::string> parse_name_list(const std::string& s, const std::string& flag) {
-  auto r = split_list(s);
-  if (r.empty()) throw UsageError(flag + ": expected a comma-separated list, got '" + s + "'");
+  auto r = split_list(s, ',', true);
+  // An empty item ("a,,b", "a,") is a typo, not a shorter list.
+  if (r.empty() || std::find(r.begin(), r.end(), std::string()) != r.end())
+    throw UsageError(flag + ": expected a comma-separated list of names without empty items, got '" + s + "'");
   for (auto it = r.begin(); it != r.end(); ++it) {
     if (std::find(r.begin(), it, *it) == it) continue;
     std::string msg = flag;
@@ -315,9 +317,17 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
     po::store(po::command_line_parser(args).options(desc).positional(pos ? *pos : none).run(), vm);
     po::notify(vm);
   } catch (const po::too_many_positional_options_error&) {
-    throw UsageError(
-        "unexpected argument on the command line: every option starts with -- and its value follows it"
-        " (quote a value with spaces)");
+    // Name the word: the first one that no option takes (the parser's leftovers, positional ones included).
+    std::string word;
+    try {
+      const auto parsed = po::command_line_parser(args).options(desc).allow_unregistered().run();
+      const auto left = po::collect_unrecognized(parsed.options, po::include_positional);
+      if (!left.empty()) word = " '" + left.front() + "'";
+    } catch (const po::error&) {
+    }
+    throw UsageError("unexpected argument" + word +
+                     " on the command line: every option starts with -- and its value follows it"
+                     " (quote a value with spaces)");
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }

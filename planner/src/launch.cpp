@@ -1,6 +1,7 @@
 #include "kvcap/planner/launch.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "kvcap/planner/error.hpp"
 
@@ -60,6 +61,13 @@ std::string hf_repo_id(const ModelSpec& m) {
       std::string id = rest.substr(0, end);
       if (id.size() > org + 1) return id;
     }
+  }
+  // A local checkpoint read from its config.json: the engines take the folder that holds it (vllm serve DIR,
+  // --model-path DIR), not the file's stem.
+  static const std::string kLocal = "Hugging Face config.json: ";
+  if (m.source.rfind(kLocal, 0) == 0) {
+    const std::filesystem::path file = m.source.substr(kLocal.size());
+    if (file.filename() == "config.json") return file.has_parent_path() ? file.parent_path().string() : ".";
   }
   return m.name;
 }

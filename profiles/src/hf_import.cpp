@@ -99,7 +99,16 @@ YAML::Node parse_config(Ctx& c, const std::string& text) {
   std::optional<nlohmann::json> as_json;
   try {
     as_json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e400
+  } catch (const nlohmann::json::parse_error& e) {
+    // A JSON object with something after it ("{...} garbage"): yaml-cpp would read the object and drop the rest. Other
+    // parse errors go on to yaml-cpp, which reads what JSON does not allow but Python's json writes (NaN, Infinity).
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && text[first] == '{' &&
+        std::string_view(e.what()).find("expected end of input") != std::string_view::npos) {
+      c.diags.push_back({c.file, 0, 0, "", std::string("not valid JSON: ") + e.what()});
+      return {};
+    }
+  } catch (const nlohmann::json::exception&) {  // out_of_range for 1e400
   }
   c.json_types = as_json.has_value();
   YAML::Node root = parse_text(c, as_json ? untab_json(text) : text);

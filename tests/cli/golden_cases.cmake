@@ -128,6 +128,10 @@ kvcap_golden(err_plan_beyond_model_max_len 3 plan --model llama-3.1-8b --gpu h20
 kvcap_golden(err_size_beyond_model_max_len 3 size --model llama-3.1-8b --prompt-tokens 200K --output-tokens 256 --rate 0.05 --ttft-p 60s --tpot 200ms --gpus h200 --emit vllm)
 # KV formats without an engine flag (fp16 under a bf16 model, kvcap's int8 what-if) are notes, not flags.
 kvcap_golden(size_emit_kv_what_if 0 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 128 --rate 1 --ttft-p 2s --tpot 100ms --gpus h100-sxm --kv-cache-dtype int8 --emit vllm --top 1)
+# A config.json with text after its object is refused (yaml-cpp read the object and dropped the rest); a list with an
+# empty item is a typo.
+kvcap_golden(err_validate_json_trailing_garbage 1 validate %DATA%/config_trailing_garbage.json)
+kvcap_golden(err_sweep_empty_list_item 2 sweep --models llama-3.1-8b, --gpus h100-sxm)
 kvcap_golden(err_plan_overflow_names_flags 1 plan --model llama-3.1-8b --gpu h100-sxm --max-num-batched-tokens 9000000000000000)
 kvcap_golden(validate_requirements_kv_1tib 1 validate %DATA%/plausibility/requirements-kv-1tib.yaml)
 kvcap_golden(err_block_size_not_vllm 1 plan --model llama-3.1-8b --gpu h100-sxm --block-size 7)

@@ -224,5 +224,26 @@ TEST_CASE("launch commands name each engine's flags and say what they cannot car
   CHECK(hf_repo_id(m) == m.name);
   m.source = "https://huggingface.co/org";
   CHECK(hf_repo_id(m) == m.name);
+  // A local checkpoint read from its config.json is served from its folder, not by the file's stem ("config").
+  m.source = "Hugging Face config.json: models/My-Model/config.json";
+  CHECK(hf_repo_id(m) == "models/My-Model");
+  m.source = "Hugging Face config.json: config.json";
+  CHECK(hf_repo_id(m) == ".");
+  m.source = "Hugging Face config.json: fixtures/DeepSeek-V2-Lite.json";  // not the checkpoint's own file: its name
+  CHECK(hf_repo_id(m) == m.name);
+  // KV formats: the engines' spellings, a note where none exists.
+  m.source = "measured in-house";
+  d.quantization = DType::auto_;
+  d.kv_cache_dtype = DType::bf16;
+  d.dtype = DType::fp16;
+  const auto bf = launch_command(LaunchEngine::vllm, m, d);
+  CHECK(std::find(bf.argv.begin(), bf.argv.end(), "bfloat16") != bf.argv.end());
+  d.kv_cache_dtype = DType::int8;
+  const auto what_if = launch_command(LaunchEngine::vllm, m, d);
+  CHECK(std::find(what_if.argv.begin(), what_if.argv.end(), "--kv-cache-dtype") == what_if.argv.end());
+  CHECK_THAT(what_if.notes.back(), Catch::Contains("vLLM has no int8 KV cache flag"));
+  d.kv_cache_dtype = DType::fp8_e5m2;
+  const auto sg = launch_command(LaunchEngine::sglang, m, d);
+  CHECK(std::find(sg.argv.begin(), sg.argv.end(), "fp8_e5m2") != sg.argv.end());
   CHECK_THROWS_AS(parse_launch_engine("trtllm"), SpecError);
 }
