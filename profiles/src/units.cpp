@@ -162,7 +162,11 @@ std::vector<std::string> split_list(const std::string& s, char sep, bool keep_em
 std::vector<std::int64_t> parse_token_list(const std::string& s, const std::string& what) {
   std::vector<std::int64_t> r;
   for (const auto& item : split_list(s, ',', true)) {
-    if (item.empty()) throw InputError(what + ": an empty item in '" + s + "' (expected token counts such as 1K,32K)");
+    if (item.empty()) {
+      std::string msg = what;
+      msg.append(": an empty item in '").append(s).append("' (expected token counts such as 1K,32K)");
+      throw InputError(msg);
+    }
     r.push_back(parse_tokens(item, what));
     // A value twice would print the same rows twice (or, in a grid, every combination with it twice).
     if (std::find(r.begin(), r.end() - 1, r.back()) == r.end() - 1) continue;
