@@ -131,22 +131,27 @@ void report_check_json(std::ostream& out, const std::vector<FileResult>& files, 
     jf["name"] = fr.name;
     if (!fr.load_error.empty()) jf["error"] = fr.load_error;
     jf["promises"] = nlohmann::ordered_json::array();
-    for (const auto& r : fr.results)
+    for (const auto& r : fr.results) {
+      // A promise that could not be evaluated has no measurement: null, not 0.
+      const auto figure = [&](double v) {
+        return r.error ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(v);
+      };
       jf["promises"].push_back({{"name", r.name},
                                 {"deployment", r.deployment},
                                 {"metric", r.metric},
                                 {"unit", r.unit},
                                 {"comparison", r.comparison},
                                 {"target", r.target},
-                                {"measured", r.measured},
-                                {"margin", r.margin},
-                                {"margin_relative", r.margin_relative},
+                                {"measured", figure(r.measured)},
+                                {"margin", figure(r.margin)},
+                                {"margin_relative", figure(r.margin_relative)},
                                 {"passed", r.passed},
                                 {"error", r.error},
                                 {"detail", r.detail},
                                 {"file", r.at.file},
                                 {"line", r.at.line},
                                 {"column", r.at.column}});
+    }
     j["files"].push_back(jf);
   }
   out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";

@@ -318,12 +318,14 @@ std::optional<Finding> check_model_max_len(i64 max_model_len, i64 model_max_len)
   // vllm/config/model.py _get_and_verify_max_len: "User-specified max_model_len (...) is greater than the derived
   // max_model_len (...)" is a ValueError unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (positions beyond it give NaN).
   if (model_max_len <= 0 || max_model_len <= model_max_len) return std::nullopt;
-  return error("KVCAP-E111",
-               "max_model_len " + std::to_string(max_model_len) + " exceeds the model's derived maximum " +
-                   std::to_string(model_max_len) +
-                   ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond "
-                   "it give NaN); requests and --max-model-len must stay within " +
-                   std::to_string(model_max_len) + " tokens");
+  // vLLM does not start: only `fits` (false) is meaningful, as for E101; not an impossible input (sweep shows it).
+  return plan_error("KVCAP-E111",
+                    "max_model_len " + std::to_string(max_model_len) + " exceeds the model's derived maximum " +
+                        std::to_string(model_max_len) +
+                        ": vLLM refuses to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (RoPE positions beyond "
+                        "it give NaN); requests and --max-model-len must stay within " +
+                        std::to_string(model_max_len) + " tokens",
+                    Finding::Leaves::only_fits, false);
 }
 
 std::optional<Finding> check_lowered_length(const MemoryPlan& plan) {

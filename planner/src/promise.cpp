@@ -140,6 +140,9 @@ Measurement measure_memory(const PromiseQuery& q, const ModelSpec& m, const Memo
               std::to_string(plan.kv_groups.empty() ? plan.dep.block_size : plan.kv_groups.front().spec.block_size) +
               " tokens per replica" + cluster_scope(q, plan)};
     case Metric::fits:
+      // vLLM refuses a max_model_len beyond the model's derived maximum (KVCAP-E111): 0.
+      if (auto beyond = check_model_max_len(plan.dep.max_model_len, plan.model_max_len))
+        return {0.0, beyond->code + ": " + beyond->message};
       // vLLM 0.19+ does not start a model with states whose max_num_seqs exceeds the blocks (KVCAP-E110): 0.
       if (plan.fits() && plan.seqs_exceed_state_blocks()) return {0.0, "KVCAP-E110: " + seqs_limit_text(plan)};
       // TensorRT-LLM starts, but at a lower max_seq_len: a request of the length asked for does not fit.
