@@ -173,10 +173,11 @@ DeploymentProfile deployment_from_yaml(Ctx& c, const YAML::Node& map, const std:
           continue;
         }
         Ctx tmp{c.file, {}};
-        if (auto v = get_int(tmp, one, "", "v", true, 0, kMaxBytes)) d.kv_cache_memory_bytes.push_back(static_cast<u64>(*v));
+        if (auto v = get_int(tmp, one, "", "v", true, 1, kMaxBytes))
+          d.kv_cache_memory_bytes.push_back(static_cast<u64>(*v));
         else c.error(n[i], item, "expected an integer number of bytes between 0 and 2^62, got '" + n[i].Scalar() + "'");
       }
-    } else if (auto v = get_int(c, map, path, "kv_cache_memory_bytes", false, 0, kMaxBytes)) {
+    } else if (auto v = get_int(c, map, path, "kv_cache_memory_bytes", false, 1, kMaxBytes)) {
       d.kv_cache_memory_bytes.push_back(static_cast<u64>(*v));
     }
   }

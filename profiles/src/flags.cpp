@@ -277,10 +277,17 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   if (given("max-num-batched-tokens"))
     d.max_num_batched_tokens = parse_tokens(text("max-num-batched-tokens"), "--max-num-batched-tokens");
   if (given("max-num-seqs")) d.max_num_seqs = parse_int(text("max-num-seqs"), "--max-num-seqs", 1, 1'000'000'000);
+  // vLLM reads kv_cache_memory_bytes only when it is set and non-zero (gpu_worker.py determine_available_memory);
+  // 0 would silently mean its profiling run, so a size of at least one byte is asked for.
+  const auto positive_bytes = [](const std::string& item) {
+    const auto b = parse_bytes(item, "--kv-cache-memory");
+    if (b == 0) throw InputError("--kv-cache-memory: expected a positive size such as 32.06GiB, got '" + item + "'");
+    return b;
+  };
   if (given("kv-cache-memory")) {
     d.kv_cache_memory_bytes.clear();
     for (const auto& item : split_list(text("kv-cache-memory"), ',', true))
-      d.kv_cache_memory_bytes.push_back(parse_bytes(item, "--kv-cache-memory"));
+      d.kv_cache_memory_bytes.push_back(positive_bytes(item));
   }
   if (given("num-gpu-blocks-override"))
     d.num_gpu_blocks_override =

@@ -135,6 +135,8 @@ kvcap_golden(err_sweep_empty_list_item 2 sweep --models llama-3.1-8b, --gpus h10
 # check: a deployment vLLM refuses for its max_model_len (E111) fails `fits` and leaves other promises unevaluated; their
 # JSON figures are null.
 kvcap_golden(check_beyond_model_max_len_json 1 check %DATA%/requirements_beyond_model_max_len.yaml --format json)
+# --kv-cache-memory 0 is vLLM's 'not set' (its profiling run): refused, not planned as a cache of nothing.
+kvcap_golden(err_plan_kv_cache_memory_zero 2 plan --model llama-3.1-8b --gpu h100-sxm --kv-cache-memory 0)
 kvcap_golden(err_plan_overflow_names_flags 1 plan --model llama-3.1-8b --gpu h100-sxm --max-num-batched-tokens 9000000000000000)
 kvcap_golden(validate_requirements_kv_1tib 1 validate %DATA%/plausibility/requirements-kv-1tib.yaml)
 kvcap_golden(err_block_size_not_vllm 1 plan --model llama-3.1-8b --gpu h100-sxm --block-size 7)
