@@ -246,6 +246,11 @@ i64 scheduler_steps(const Point& p) {
   return std::max<i64>(1, number_after(p.note, "--num-scheduler-steps "));
 }
 
+/// "point ID: what", unless `what` names a point already.
+std::string naming_point(const std::string& id, const std::string& what) {
+  return what.starts_with("point ") ? what : "point " + id + ": " + what;
+}
+
 /// A point's fields within what kvcap can run and score (a field out of range: UsageError naming it). The bounds
 /// keep the load within simulate's 10,000,000 requests: at most 1,000,000 clients (10 x N requests), rates of 1e-9 to
 /// 33,333 requests/s (300 s at the rate).
@@ -347,15 +352,10 @@ std::vector<Point> read_points(const std::string& path) {
     } catch (const nlohmann::json::exception& e) {
       throw UsageError(path + ": point " + std::to_string(pts.size() + 1) + ": " + e.what());
     } catch (const UsageError& e) {
-      std::string what = path + ": ";
-      if (!std::string_view(e.what()).starts_with("point ")) {
-        what += "point ";
-        what += j.is_object() && j.contains("id") && j.at("id").is_string() ? j.at("id").get<std::string>()
-                                                                            : std::to_string(pts.size() + 1);
-        what += ": ";
-      }
-      what += e.what();
-      throw UsageError(what);
+      const std::string id = j.is_object() && j.contains("id") && j.at("id").is_string()
+                                 ? j.at("id").get<std::string>()
+                                 : std::to_string(pts.size() + 1);
+      throw UsageError(path + ": " + naming_point(id, e.what()));
     }
   return pts;
 }
@@ -418,9 +418,7 @@ Outcome simulate_point(const Point& p, const EngineProfile& engine) {
 
 Outcome run_point(const Point& p, const EngineProfile& engine) {
   // A profile or layout the point names that kvcap refuses: the point's id with the reason.
-  const auto named = [&](const std::string& what) {
-    return UsageError(what.starts_with("point ") ? what : "point " + p.id + ": " + what);
-  };
+  const auto named = [&](const std::string& what) { return UsageError(naming_point(p.id, what)); };
   try {
     return simulate_point(p, engine);
   } catch (const profiles::ProfileError& e) {

@@ -390,16 +390,10 @@ SizeCommand size_command_from(const po::variables_map& vm) {
     c.report.findings = check_request_lengths(w.prompt_tokens, w.output_tokens, w.max_context_tokens, *len,
                                               budget_engine(c.request.space.base));
   }
-  // Every candidate's max_model_len (the one given, else the workload's longest request; SizingWorkload's 0 is the
-  // mean request's, -1 the model's own) within the model's derived maximum (E111).
-  {
-    const auto& w = c.request.workload;
-    const i64 longest = w.max_context_tokens != 0 ? w.max_context_tokens
-                                                  : static_cast<i64>(std::ceil(w.prompt_tokens + w.output_tokens));
-    if (auto beyond = check_model_max_len(c.request.space.base.max_model_len.value_or(longest),
-                                          c.request.model.max_position_embeddings))
+  // Every candidate's max_model_len within the model's derived maximum (E111).
+  if (const auto len = sizing_max_model_len(c.request.workload, c.request.space.base.max_model_len))
+    if (auto beyond = check_model_max_len(*len, c.request.model.max_position_embeddings))
       c.report.findings.push_back(*beyond);
-  }
   what_if_findings(c.request, c.report.findings);
   c.mpi = vm.count("mpi") > 0;
   if (c.mpi && !vm.count("verify") && !vm.count("trace"))

@@ -48,9 +48,7 @@ Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, c
   d.kv_cache_dtype = k.kv;
   // --kv-quant-group-size is the group of the KIVI formats (int4, int2): the other candidates' formats have none.
   if (!kv_group_size_settable(k.kv)) d.kv_quant_group_size = 0;
-  if (!d.max_model_len && w.max_context_tokens >= 0)
-    d.max_model_len = w.max_context_tokens > 0 ? w.max_context_tokens
-                                               : static_cast<i64>(std::ceil(w.prompt_tokens + w.output_tokens));
+  d.max_model_len = sizing_max_model_len(w, d.max_model_len);
   return d;
 }
 
@@ -193,6 +191,13 @@ void size_conversations(const WorkloadSpec& spec, SizingWorkload& w) {
       tmax > 0 && pmax > 0 && omax > 0 ? mul(tmax, add(pmax, omax, "max context tokens"), "max context tokens") : -1;
 }
 }  // namespace
+
+std::optional<i64> sizing_max_model_len(const SizingWorkload& w, std::optional<i64> given) {
+  if (given) return given;
+  if (w.max_context_tokens < 0) return std::nullopt;
+  return w.max_context_tokens > 0 ? w.max_context_tokens
+                                  : static_cast<i64>(std::ceil(w.prompt_tokens + w.output_tokens));
+}
 
 SizingWorkload sizing_workload(const WorkloadSpec& spec) {
   validate(spec);

@@ -37,6 +37,9 @@ struct SizingWorkload {
 /// Means, max context and variability of a WorkloadSpec (arrival.rate_per_s is the open-loop rate).
 /// Prompt SCV: exact for fixed/uniform/empirical; lognormal uses the unclamped exp(sigma^2) - 1 (an upper bound).
 SizingWorkload sizing_workload(const WorkloadSpec& w);
+/// The max_model_len every candidate deploys with: `given` (--max-model-len), else the workload's longest request
+/// (max_context_tokens; 0: the mean request's, ceil(prompt + output)); nullopt when it is the model's own (-1).
+std::optional<i64> sizing_max_model_len(const SizingWorkload& w, std::optional<i64> given);
 
 struct SizingTargets {
   double ttft_s = 0;              ///< TTFT at `ttft_percentile` must not exceed this
