@@ -23,11 +23,19 @@ void report_compare_json(std::ostream& out, const std::vector<CompareRow>& rows)
 }
 
 void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) {
-  out << "deploy,model,gpu,num_gpus,context_tokens,max_concurrency\n";
-  for (const auto& r : rows)
+  // starts: whether the engine would start the deployment (no error finding, the rule of `kvcap plan`'s exit code);
+  // errors: the codes of the findings that stop it, ';'-separated (docs/exit-codes-and-warnings.md). A deployment
+  // that does not start still has its curve: the concurrency its memory would hold.
+  out << "deploy,model,gpu,num_gpus,context_tokens,max_concurrency,starts,errors\n";
+  for (const auto& r : rows) {
+    std::string errors;
+    for (const auto& f : r.findings)
+      if (f.level == Finding::Level::error) errors += (errors.empty() ? "" : ";") + f.code;
     for (const auto& c : r.p.curve)
       out << escape::csv_field(r.spec) << "," << escape::csv_field(r.m.name) << "," << escape::csv_field(r.g.name)
-          << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << "," << c.max_concurrency << "\n";
+          << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << "," << c.max_concurrency << ","
+          << (errors.empty() ? "true" : "false") << "," << escape::csv_field(errors) << "\n";
+  }
 }
 
 std::string row_label(const std::string& spec) {

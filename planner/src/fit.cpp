@@ -101,8 +101,13 @@ std::string why_no_kv_memory(const MemoryPlan& p) {
 }
 
 std::string why_request_does_not_fit(const MemoryPlan& p) {
-  const std::string head = "one request of max_model_len " + grouped(static_cast<u64>(p.dep.max_model_len)) +
-                           " tokens needs " + fixed(1.0 / std::max(p.startup_concurrency, 1e-9), 2) + "x ";
+  std::string head = "one request of max_model_len " + grouped(static_cast<u64>(p.dep.max_model_len)) + " tokens ";
+  // No room at all (memory.cpp concurrency_from): the shared prefix, or --kv-eviction's prefill reserve, takes the
+  // whole pool before a request's own blocks, so no ratio of one request to the pool says it.
+  if (p.startup_concurrency <= 0)
+    head += "finds no room: the shared prefix (and any eviction reserve) fills ";
+  else
+    head += "needs " + fixed(1.0 / p.startup_concurrency, 2) + "x ";
   // vLLM's start-up check judges the memory, before --num-gpu-blocks-override replaces the pool.
   if (p.dep.d.num_gpu_blocks_override)
     return head + "the KV memory (" + grouped(p.num_blocks_from_memory) + " blocks, before --num-gpu-blocks-override)";

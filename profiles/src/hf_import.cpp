@@ -259,13 +259,19 @@ namespace {
 // (Phi-3-mini-128k: 4096), the derived length its upper limit.
 void derive_max_model_len(Ctx& c, YAML::Node& cfg, const std::string& p, const std::string& t, ModelSpec& m) {
   double derived = INFINITY;
+  bool given = false;  // a length key present but invalid has its own error already
   for (const char* key : {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_target_positions",
                           "max_sequence_length", "max_seq_length", "seq_len"})
-    if (present(cfg, key))
+    if (present(cfg, key)) {
+      given = true;
       if (auto v = get_int(c, cfg, p, key, false, 1, kMaxDim)) derived = std::min(derived, static_cast<double>(*v));
-  if (present(cfg, "model_max_length"))
+    }
+  if (present(cfg, "model_max_length")) {
+    given = true;
     if (auto v = get_int(c, cfg, p, "model_max_length", false, 1, kMaxDim)) derived = static_cast<double>(*v);
+  }
   if (!std::isfinite(derived)) {
+    if (given) return;
     c.error(cfg, join(p, "max_position_embeddings"), "required: no length key (max_position_embeddings, n_positions, max_seq_len, seq_length, ...) is given");
     return;
   }

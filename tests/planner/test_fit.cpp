@@ -5,6 +5,7 @@
 #include "kvcap/planner/fit.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/plausibility.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
 using namespace kvcap;
@@ -98,6 +99,26 @@ TEST_CASE("one request of max_model_len does not fit: vLLM's shorter max_model_l
   Deployment longer = len->deployment;
   *longer.max_model_len += 1024;
   CHECK_FALSE(vllm_starts(m, g, longer));
+  for (const auto& f : a->fixes) CHECK(vllm_starts(m, g, f.deployment));
+  // The ratio of one request to the pool: 131,072 tokens over the TP 2 pool.
+  const double ratio = 131072.0 / static_cast<double>(p.kv_capacity_tokens);
+  CHECK(a->why.find("needs " + fixed(ratio, 2) + "x the KV cache") != std::string::npos);
+}
+
+TEST_CASE("a shared prefix that fills the pool leaves no room, not a huge ratio", "[fit]") {
+  // Llama 3.1 8B on one L4 holds about 28,900 tokens; a shared prefix of 32,668 of max_model_len 32,768 takes it all.
+  const auto m = profiles::resolve_model("llama-3.1-8b");
+  const auto g = profiles::resolve_gpu("l4");
+  Deployment d;
+  d.max_model_len = 32768;
+  d.shared_prefix_tokens = 32668;
+  const MemoryPlan p = plan_memory(m, g, d, {});
+  REQUIRE(p.kv_capacity_tokens < 32668);
+  REQUIRE(p.startup_concurrency == 0);
+  const auto a = fit_advice(m, g, d);
+  REQUIRE(a);
+  CHECK(a->why.find("finds no room: the shared prefix") != std::string::npos);
+  CHECK(a->why.find("needs") == std::string::npos);
   for (const auto& f : a->fixes) CHECK(vllm_starts(m, g, f.deployment));
 }
 

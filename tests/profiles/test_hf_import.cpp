@@ -118,6 +118,16 @@ TEST_CASE("importer strictness: duplicate keys, quoted numbers, tab positions, v
   CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": 32,\n\t\"num_key_value_heads\": 7\n}"),
                     Catch::Contains("config.json:9:25: error: num_key_value_heads (attention.num_kv_heads): num_heads (32) must be "
                                     "divisible by num_kv_heads (7)"));
+  // A length key out of range is that one error, not also "no length key is given".
+  try {
+    imp("{\"model_type\":\"llama\",\"hidden_size\":4096,\"intermediate_size\":11008,\"num_hidden_layers\":32,"
+        "\"num_attention_heads\":32,\"vocab_size\":32000,\"max_position_embeddings\":0}");
+    FAIL("max_position_embeddings: 0 imported");
+  } catch (const std::exception& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Catch::Contains("max_position_embeddings: expected an integer between 1 and"));
+    CHECK_THAT(msg, !Catch::Contains("no length key"));
+  }
   // The same text without the error still imports (JSON typing does not reject what is well-formed).
   CHECK(imp(base + "\t\"num_attention_heads\": 32,\n\t\"num_key_value_heads\": 8\n}").num_kv_heads == 8);
 }
