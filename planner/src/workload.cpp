@@ -190,8 +190,8 @@ void validate(const LengthDistribution& d, const std::string& field) {
   }
 }
 
-void validate(const WorkloadSpec& w) {
-  const auto& a = w.arrival;
+namespace {
+void validate_arrival(const ArrivalProcess& a) {
   if (a.kind == ArrivalProcess::Kind::closed) {
     if (a.concurrency < 1 || a.concurrency > 10'000'000)
       throw SpecError("arrival.concurrency", "must be a number of clients between 1 and 10,000,000");
@@ -206,37 +206,73 @@ void validate(const WorkloadSpec& w) {
     }
     finite_positive(a.rate_per_s, "arrival.rate_per_s", "mean arrivals per second");
   }
-  if (w.arrival.kind == ArrivalProcess::Kind::gamma &&
-      !(std::isfinite(w.arrival.cv) && w.arrival.cv > 0 && w.arrival.cv <= 100))
+  if (a.kind == ArrivalProcess::Kind::gamma && !(std::isfinite(a.cv) && a.cv > 0 && a.cv <= 100))
     throw SpecError("arrival.cv", "must be a number in (0, 100] (coefficient of variation of the gaps)");
-  validate(w.prompt, "prompt_tokens");
-  validate(w.output, "output_tokens");
+}
+
+/// `prompt_ok`: the prompt lengths are valid, so the longest prompt bounds the prefix.
+void validate_shared_prefix(const WorkloadSpec& w, bool prompt_ok) {
   const auto& sp = w.shared_prefix;
   if (sp.num_groups < 0) throw SpecError("shared_prefix.groups", "must be >= 0");
   if (sp.num_groups > 1'000'000) throw SpecError("shared_prefix.groups", "must be at most 1,000,000");
   if (sp.num_groups > 0) length_in_range(sp.tokens, "shared_prefix.tokens");
   // The prefix counts inside the prompt: one longer than every prompt would be clipped without a word.
-  const i64 longest_prompt = w.prompt.max_possible_tokens();
+  const i64 longest_prompt = prompt_ok ? w.prompt.max_possible_tokens() : 0;
   if (sp.enabled() && longest_prompt > 0 && sp.tokens > longest_prompt)
     throw SpecError("shared_prefix.tokens", "is " + std::to_string(sp.tokens) + " tokens, longer than the longest prompt (" +
                                                 std::to_string(longest_prompt) +
                                                 " tokens); the shared prefix counts inside the prompt length");
   if (!(std::isfinite(sp.fraction) && sp.fraction >= 0 && sp.fraction <= 1))
     throw SpecError("shared_prefix.fraction", "must be between 0 and 1");
+}
+
+void validate_conversation(const WorkloadSpec& w) {
   const auto& cv = w.conversation;
+  const auto& sp = w.shared_prefix;
   validate(cv.turns, "conversation.turns");
   if (cv.users < 0 || cv.users > 10'000'000) throw SpecError("conversation.users", "must be between 0 and 10,000,000");
   if (cv.users > 0 && (cv.turns.kind != LengthDistribution::Kind::fixed || cv.turns.tokens != 1))
     throw SpecError("conversation.turns",
                     "does not apply with users (a user's conversation lasts as long as the arrivals)");
-  if (cv.enabled() && a.kind == ArrivalProcess::Kind::closed)
+  if (cv.enabled() && w.arrival.kind == ArrivalProcess::Kind::closed)
     throw SpecError("conversation", "needs an open-loop arrival process (poisson, gamma, fixed_rate), not closed");
   if (cv.users > 0 && sp.enabled() && sp.fraction < 1)
     throw SpecError("shared_prefix.fraction", "must be 1 with conversation.users (user u keeps group u mod groups)");
   if (!(std::isfinite(cv.think_time_s) && cv.think_time_s >= 0))
     throw SpecError("conversation.think_time_s", "must be a finite number of seconds >= 0");
-  if (w.slo.ttft_s) finite_positive(*w.slo.ttft_s, "slo.ttft_s", "seconds");
-  if (w.slo.tpot_s) finite_positive(*w.slo.tpot_s, "slo.tpot_s", "seconds");
+}
+}  // namespace
+
+std::vector<SpecError> workload_problems(const WorkloadSpec& w) {
+  // Each section is checked on its own, so a file with several mistakes has them all named at once; within a
+  // section the first is named (a later check there may assume the earlier one).
+  std::vector<SpecError> r;
+  const auto section = [&r](const auto& check) {
+    try {
+      check();
+      return true;
+    } catch (const SpecError& e) {
+      r.push_back(e);
+      return false;
+    }
+  };
+  section([&] { validate_arrival(w.arrival); });
+  const bool prompt_ok = section([&] { validate(w.prompt, "prompt_tokens"); });
+  section([&] { validate(w.output, "output_tokens"); });
+  section([&] { validate_shared_prefix(w, prompt_ok); });
+  section([&] { validate_conversation(w); });
+  section([&] {
+    if (w.slo.ttft_s) finite_positive(*w.slo.ttft_s, "slo.ttft_s", "seconds");
+  });
+  section([&] {
+    if (w.slo.tpot_s) finite_positive(*w.slo.tpot_s, "slo.tpot_s", "seconds");
+  });
+  return r;
+}
+
+void validate(const WorkloadSpec& w) {
+  const auto problems = workload_problems(w);
+  if (!problems.empty()) throw problems.front();
 }
 
 }  // namespace kvcap

@@ -214,11 +214,7 @@ void conversation_from_yaml(Ctx& c, const YAML::Node& root, ConversationSpec& cv
 
 // A planner SpecError (field "prompt_tokens.max") becomes a diagnostic at the deepest existing key.
 void planner_check(Ctx& c, const YAML::Node& root, const WorkloadSpec& w) {
-  try {
-    validate(w);
-  } catch (const SpecError& e) {
-    error_at_field(c, root, e.field(), e.reason());
-  }
+  for (const auto& e : workload_problems(w)) error_at_field(c, root, e.field(), e.reason());
 }
 
 WorkloadSpec workload_from_yaml(Ctx& c, const YAML::Node& root) {

@@ -159,6 +159,33 @@ TEST_CASE("workload validate names the field", "[planner][workload]") {
   CHECK_THROWS_AS(validate(w), SpecError);
 }
 
+TEST_CASE("a workload's independent mistakes are all named at once", "[profiles][workload][errors]") {
+  // A prefix longer than the prompt, and a conversation in a closed loop: two sections, two errors, each at its line.
+  const auto d = errors(R"(kind: workload
+name: w
+prompt_tokens: 512
+output_tokens: 128
+shared_prefix: {tokens: 100000, groups: 1}
+arrival: {process: closed, concurrency: 4}
+conversation: {turns: 3}
+)");
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].key_path == "shared_prefix.tokens");
+  CHECK(d[0].line == 5);
+  CHECK(d[1].key_path == "conversation");
+  CHECK(d[1].line == 7);
+  // validate() throws the first of the same list.
+  WorkloadSpec w;
+  w.arrival.rate_per_s = -1;
+  w.prompt = LengthDistribution::fixed_tokens(0);
+  w.output = LengthDistribution::fixed_tokens(8);
+  const auto problems = workload_problems(w);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].field() == "arrival.rate_per_s");
+  CHECK(problems[1].field() == "prompt_tokens.tokens");
+  CHECK_THROWS_WITH(validate(w), Catch::StartsWith("arrival.rate_per_s"));
+}
+
 TEST_CASE("workload files describe closed loops and rate phases", "[profiles][workload]") {
   const std::string closed = "kind: workload\nname: bench\narrival: {process: closed, concurrency: 64, think_time_s: 2}\n"
                              "prompt_tokens: {distribution: fixed, tokens: 4096}\noutput_tokens: {distribution: fixed, tokens: 512}\n";

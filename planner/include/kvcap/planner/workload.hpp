@@ -132,6 +132,9 @@ struct WorkloadSpec {
 /// Throws SpecError naming the field (arrival.rate_per_s, prompt_tokens.max, ...) when impossible.
 /// Field paths match the YAML keys of profiles::parse_workload.
 void validate(const WorkloadSpec& w);
+/// Every section's first problem (arrival, prompt_tokens, output_tokens, shared_prefix, conversation, slo), in
+/// that order; empty when valid. validate() throws the first.
+std::vector<SpecError> workload_problems(const WorkloadSpec& w);
 void validate(const LengthDistribution& d, const std::string& field);
 
 }  // namespace kvcap
