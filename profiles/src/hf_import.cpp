@@ -1,14 +1,14 @@
 // Hugging Face config.json -> ModelSpec. The key names per model_type follow transformers'
 // configuration_*.py classes and vLLM's model files (vllm/model_executor/models/<type>.py); vLLM's
 // max_model_len rule is vllm/config/model.py _get_and_verify_max_len.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -318,11 +318,19 @@ void derive_max_model_len(Ctx& c, YAML::Node& cfg, const std::string& p, const s
   if (longrope && ompe) m.default_max_model_len = *ompe;
 }
 /// config.json `layer_types` mapped through `names` (its strings to kvcap's layer kinds); an entry outside them is
-/// an error at that entry naming the accepted ones. Returns whether the key was there.
-bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool required,
-                      std::initializer_list<std::pair<const char*, LayerAttention>> names, std::vector<LayerAttention>& out) {
+/// an error at that entry naming the accepted ones, a list of another length than num_hidden_layers an error at the
+/// key (transformers' layer_type_validation refuses it). Returns whether the key was there.
+bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool required, std::int64_t num_layers,
+                      std::initializer_list<std::pair<const char*, LayerAttention>> names,
+                      std::vector<LayerAttention>& out) {
   const auto lt = get_string_list(c, cfg, p, "layer_types", required);
   if (!lt) return false;
+  if (num_layers > 0 && std::cmp_not_equal(lt->size(), num_layers)) {
+    c.error(cfg["layer_types"], join(p, "layer_types"),
+            "has " + std::to_string(lt->size()) + " entries; expected one per layer (num_hidden_layers " +
+                std::to_string(num_layers) + ")");
+    return true;
+  }
   std::string accepted;
   for (const auto& n : names) accepted += (accepted.empty() ? "" : " or ") + std::string(n.first);
   for (std::size_t i = 0; i < lt->size(); ++i) {
@@ -335,6 +343,32 @@ bool read_layer_types(Ctx& c, const YAML::Node& cfg, const std::string& p, bool 
   }
   return true;
 }
+/// Which layers of a model with a sliding window slide.
+/// - gpt-oss: the even ones, whatever layer_types says (vllm/model_executor/models/gpt_oss.py OAIAttention:
+///   `config.sliding_window if self.layer_idx % 2 == 0 else None`).
+/// - Otherwise layer_types when given; else, with max_window_layers (Qwen2/Qwen3 configs), layers from that index on
+///   slide and the ones below it do not (transformers Qwen2Config/Qwen3Config: "sliding_attention" if
+///   i >= max_window_layers); else every layer (Mistral v0.1).
+void sliding_layers(Ctx& c, const YAML::Node& cfg, const std::string& p, const std::string& t, ModelSpec& m) {
+  if (t == "gpt_oss") {
+    m.layer_pattern = {LayerAttention::sliding, LayerAttention::full};
+    return;
+  }
+  if (read_layer_types(c, cfg, p, false, m.num_layers,
+                       {{"sliding_attention", LayerAttention::sliding}, {"full_attention", LayerAttention::full}},
+                       m.layer_pattern))
+    return;
+  if (!present(cfg, "max_window_layers")) return;
+  const auto below = get_int(c, cfg, p, "max_window_layers", false, 0, kMaxDim);
+  if (!below || *below == 0 || m.num_layers <= 0) return;
+  if (*below >= m.num_layers) {
+    m.sliding_window = 0;  // no layer slides
+    return;
+  }
+  m.layer_pattern.assign(static_cast<std::size_t>(m.num_layers), LayerAttention::full);
+  std::fill(m.layer_pattern.begin() + *below, m.layer_pattern.end(), LayerAttention::sliding);
+}
+
 // Falcon-H1 (vllm/model_executor/models/falcon_h1.py, transformers FalconH1Config): every layer runs attention and a
 // Mamba-2 mixer side by side on the same normed input and sums them (FalconH1ParallelHybrid), then a gated SiLU MLP;
 // two RMSNorms per layer. The mixer's width is mamba_d_ssm, or mamba_expand x hidden_size when it is null;
@@ -618,9 +652,7 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   bool use_sw = true;
   if (auto u = get_bool(c, cfg, p, "use_sliding_window", false)) use_sw = *u;
   if (use_sw && present(cfg, "sliding_window")) set(m.sliding_window, get_int(c, cfg, p, "sliding_window", false, 1, kMaxDim));
-  if (m.sliding_window > 0)
-    read_layer_types(c, cfg, p, false, {{"sliding_attention", LayerAttention::sliding}, {"full_attention", LayerAttention::full}},
-                     m.layer_pattern);
+  if (m.sliding_window > 0) sliding_layers(c, cfg, p, t, m);
 
   if (t == "granitemoehybrid" || t == "jamba") {
     // Mamba hybrids. Granite 4.0 H (vllm/model_executor/models/granitemoehybrid.py): layer_types of "mamba" (Mamba-2)
@@ -641,7 +673,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
       set(a.num_value_heads, get_int(c, cfg, p, "mamba_n_heads", true, 1, kMaxDim));
       set(a.value_head_dim, get_int(c, cfg, p, "mamba_d_head", true, 1, kMaxDim));
       set(a.n_groups, get_int(c, cfg, p, "mamba_n_groups", false, 1, kMaxDim));
-      read_layer_types(c, cfg, p, true, {{"mamba", LayerAttention::linear}, {"attention", LayerAttention::full}}, m.layer_pattern);
+      read_layer_types(c, cfg, p, true, m.num_layers,
+                       {{"mamba", LayerAttention::linear}, {"attention", LayerAttention::full}}, m.layer_pattern);
       std::int64_t experts = 0, shared = 0;
       set(experts, get_int(c, cfg, p, "num_local_experts", false, 0, 1'000'000));
       set(shared, get_int(c, cfg, p, "shared_intermediate_size", false, 0, kMaxDim));
@@ -702,7 +735,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
       else
         a.state_dtype = *dt;
     }
-    if (!read_layer_types(c, cfg, p, false, {{"linear_attention", LayerAttention::linear}, {"full_attention", LayerAttention::full}},
+    if (!read_layer_types(c, cfg, p, false, m.num_layers,
+                          {{"linear_attention", LayerAttention::linear}, {"full_attention", LayerAttention::full}},
                           m.layer_pattern)) {
       std::int64_t interval = 4;
       if (auto fi = get_int(c, cfg, p, "full_attention_interval", false, 1, 1'000'000)) interval = *fi;

@@ -83,6 +83,36 @@ TEST_CASE("qwen3_moe and gpt_oss experts, mixture counts active per token", "[hf
   CHECK(layer_attention(g, 0) == LayerAttention::sliding);
 }
 
+TEST_CASE("which layers slide: gpt-oss's even layers, max_window_layers, layer_types of every layer", "[hf]") {
+  const std::string oss = R"({"model_type":"gpt_oss","hidden_size":2880,"intermediate_size":2880,"num_hidden_layers":24,
+    "num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,"vocab_size":201088,"max_position_embeddings":131072,
+    "num_local_experts":32,"num_experts_per_tok":4,"sliding_window":128,"torch_dtype":"bfloat16")";
+  // vLLM's gpt_oss.py slides the even layers with or without layer_types (and whatever it says).
+  for (const std::string& extra : {std::string(), std::string(R"(,"layer_types":["sliding_attention"])")}) {
+    const auto g = imp(oss + extra + "}");
+    int sliding = 0;
+    for (std::int64_t i = 0; i < g.num_layers; ++i) sliding += layer_attention(g, i) == LayerAttention::sliding;
+    CHECK(sliding == 12);
+    CHECK(layer_attention(g, 0) == LayerAttention::sliding);
+    CHECK(layer_attention(g, 23) == LayerAttention::full);
+  }
+  // Qwen2 with its window switched on: layers from max_window_layers on slide (transformers Qwen2Config).
+  const std::string qwen = R"({"model_type":"qwen2","hidden_size":3584,"intermediate_size":18944,"num_hidden_layers":28,
+    "num_attention_heads":28,"num_key_value_heads":4,"vocab_size":152064,"max_position_embeddings":32768,
+    "sliding_window":4096,"use_sliding_window":true,)";
+  const auto q = imp(qwen + R"("max_window_layers":21})");
+  CHECK(layer_attention(q, 20) == LayerAttention::full);
+  CHECK(layer_attention(q, 21) == LayerAttention::sliding);
+  CHECK(layer_attention(q, 27) == LayerAttention::sliding);
+  // max_window_layers at the layer count: no layer slides.
+  const auto none = imp(qwen + R"("max_window_layers":28})");
+  CHECK(none.sliding_window == 0);
+  CHECK(layer_attention(none, 27) == LayerAttention::full);
+  // layer_types must name every layer (transformers' layer_type_validation).
+  CHECK_THROWS_WITH(imp(qwen + R"("layer_types":["full_attention","sliding_attention"]})"),
+                    Catch::Contains("layer_types: has 2 entries; expected one per layer (num_hidden_layers 28)"));
+}
+
 TEST_CASE("phi3 and DeepSeek V2/V3 import, yarn scaling sets max_model_len as vLLM does", "[hf]") {
   const auto p = imp(R"({"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,"num_hidden_layers":32,
     "num_attention_heads":32,"num_key_value_heads":32,"vocab_size":32064,"max_position_embeddings":4096,
