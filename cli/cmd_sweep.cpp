@@ -84,6 +84,7 @@ Grid grid_from(const po::variables_map& vm) {
 bool run_deployment(const Grid& grid, const SpeedOptions& speed, const ModelSpec& m, const GpuSpec& g,
                     const Deployment& d, std::set<std::string>& warned, SweepWriter& out) {
   std::optional<SpeedContext> c;
+  bool speed_meaningful = true;
   try {
     const MemoryPlan plan = plan_memory(m, g, d, grid.contexts);  // the curve: for W203
     // Points that do not fit are the grid's answer (fits = false); KV memory beyond the device (E103) and a
@@ -91,6 +92,7 @@ bool run_deployment(const Grid& grid, const SpeedOptions& speed, const ModelSpec
     // points; warnings (W203: contexts not longer than the prefix) go to stderr.
     for (const auto& f : check_memory_plan(g, plan)) {
       if (f.impossible_input) throw FindingError(f);
+      if (f.leaves != Finding::Leaves::everything) speed_meaningful = false;
       if (f.level == Finding::Level::warning && warned.insert(f.code + f.message).second)
         print_findings("sweep", {f}, m.name + " on " + g.name);
     }
@@ -109,7 +111,7 @@ bool run_deployment(const Grid& grid, const SpeedOptions& speed, const ModelSpec
   }
   const auto& r = c->plan.dep;
   out.series({m.name, g.name, d.tensor_parallel_size, r.d.pipeline_parallel_size, r.replicas, r.expert_parallel_size,
-              std::string(name(r.weight_dtype)), std::string(name(r.kv_dtype))});
+              std::string(name(r.weight_dtype)), std::string(name(r.kv_dtype)), speed_meaningful});
   sweep_grid(*c, grid.contexts, grid.batches, [&](const SweepPoint& p) { out.point(p); });
   return true;
 }

@@ -50,6 +50,7 @@ SweepWriter::~SweepWriter() {
 
 void SweepWriter::series(const SweepSeries& s) {
   prefix_.clear();
+  speed_ = s.speed_meaningful;
   if (json_) {
     prefix_ += "{\"model\":" + json_string(s.model) + ",\"gpu\":" + json_string(s.gpu) +
                ",\"tensor_parallel_size\":" + std::to_string(s.tp) +
@@ -73,22 +74,30 @@ void SweepWriter::point(const SweepPoint& p) {
     b += ",\"batch\":", put(b, p.batch);
     b += p.fits ? ",\"fits\":true" : ",\"fits\":false";
     b += ",\"max_concurrency\":", put(b, p.max_concurrency);
-    b += ",\"tpot_s\":", put(b, p.tpot_s);
-    b += ",\"ttft_s\":", put(b, p.ttft_s);
-    b += ",\"tokens_per_s\":", put(b, p.tokens_per_s);
-    b += ",\"tokens_per_s_per_user\":", put(b, p.tokens_per_s_per_user);
-    b += ",\"bound\":\"", b += bound, b += "\"}";
+    if (speed_) {
+      b += ",\"tpot_s\":", put(b, p.tpot_s);
+      b += ",\"ttft_s\":", put(b, p.ttft_s);
+      b += ",\"tokens_per_s\":", put(b, p.tokens_per_s);
+      b += ",\"tokens_per_s_per_user\":", put(b, p.tokens_per_s_per_user);
+      b += ",\"bound\":\"", b += bound, b += "\"}";
+    } else {
+      b += R"(,"tpot_s":null,"ttft_s":null,"tokens_per_s":null,"tokens_per_s_per_user":null,"bound":null})";
+    }
   } else {
     b += prefix_;
     put(b, p.context_tokens), b += ',';
     put(b, p.batch), b += ',';
     b += p.fits ? "true," : "false,";
     put(b, p.max_concurrency), b += ',';
-    put(b, p.tpot_s), b += ',';
-    put(b, p.ttft_s), b += ',';
-    put(b, p.tokens_per_s), b += ',';
-    put(b, p.tokens_per_s_per_user), b += ',';
-    b += bound, b += '\n';
+    if (speed_) {
+      put(b, p.tpot_s), b += ',';
+      put(b, p.ttft_s), b += ',';
+      put(b, p.tokens_per_s), b += ',';
+      put(b, p.tokens_per_s_per_user), b += ',';
+      b += bound, b += '\n';
+    } else {
+      b += ",,,,\n";
+    }
   }
   ++rows_;
   flush_if_full();

@@ -15,6 +15,9 @@ struct SweepSeries {
   i64 dp = 1;  ///< data-parallel replicas of the deployment (each row is one replica's)
   i64 ep = 1;  ///< GPUs the routed experts are split over (1: no expert parallelism)
   std::string weight_dtype, kv_dtype;
+  /// false when a finding leaves only `fits` meaningful (no KV memory, E101): the speed columns are empty (CSV) or
+  /// null (JSON), as check leaves such promises unevaluated (docs/exit-codes-and-warnings.md).
+  bool speed_meaningful = true;
 };
 
 class SweepWriter {
@@ -38,6 +41,7 @@ class SweepWriter {
   std::size_t rows_ = 0;
   std::string buf_;
   std::string prefix_;
+  bool speed_ = true;  ///< the series' speed_meaningful
 };
 
 }  // namespace kvcap::cli

@@ -280,6 +280,8 @@ void derive_max_model_len(Ctx& c, YAML::Node& cfg, const std::string& p, const s
     ompe = get_int(c, cfg, p, "original_max_position_embeddings", false, 1, kMaxDim);
   const char* rkey = present(cfg, "rope_parameters") ? "rope_parameters" : "rope_scaling";
   std::vector<std::pair<YAML::Node, std::string>> rps;
+  if (present(cfg, rkey) && !cfg[rkey].IsMap())
+    c.error(cfg[rkey], join(p, rkey), "expected a mapping such as {\"rope_type\": \"yarn\", \"factor\": 4.0}, or null");
   if (present(cfg, rkey) && cfg[rkey].IsMap()) {
     const YAML::Node r = cfg[rkey];
     bool nested = r.size() > 0;  // transformers v5: one dict per layer type
@@ -551,6 +553,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   // get_hf_text_config reads it.
   YAML::Node cfg = root;
   std::string p;  // key path prefix for diagnostics
+  if (present(root, "text_config") && !root["text_config"].IsMap())
+    c.error(root["text_config"], "text_config", "expected a mapping (the language model's config), or null");
   if (present(root, "text_config") && root["text_config"].IsMap()) {
     cfg.reset(root["text_config"]);  // reset: operator= would overwrite the top level with text_config
     p = "text_config";

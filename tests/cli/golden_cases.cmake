@@ -280,3 +280,6 @@ kvcap_golden(accuracy_gate_repeated_metric 2 accuracy --points %DATA%/points_sta
 kvcap_golden(plan_sglang_lockstep 0 plan --model llama-3.1-8b --gpu h100-sxm --engine sglang --batch 64 --prompt-tokens 4K --output-tokens 512)
 kvcap_golden(simulate_sglang_lockstep 0 simulate --model llama-3.1-8b --gpu h100-sxm --engine sglang --max-concurrency 64 --prompt-tokens 4K --output-tokens 512 --num-requests 640 --no-wall-time)
 kvcap_golden(size_emit_sglang_mixed_chunk 0 size --model llama-3.1-8b --gpus h100-sxm --engine sglang --enable-mixed-chunk --rate 4 --prompt-tokens 1000 --output-tokens 200 --ttft-p 1s --tpot 50ms --emit sglang --top 1)
+# A deployment without KV memory (E101): fits false and no speed figures (empty in CSV, null in JSON).
+kvcap_golden(sweep_no_kv_memory_csv 0 sweep --models kimi-k2,llama-3.1-8b --gpus h100-sxm --contexts 4K --batches 1)
+kvcap_golden(sweep_no_kv_memory_json 0 sweep --models kimi-k2 --gpus h100-sxm --contexts 4K --batches 1 --format json)

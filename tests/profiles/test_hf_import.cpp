@@ -148,6 +148,13 @@ TEST_CASE("importer strictness: duplicate keys, quoted numbers, tab positions, v
   CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": 32,\n\t\"num_key_value_heads\": 7\n}"),
                     Catch::Contains("config.json:9:25: error: num_key_value_heads (attention.num_kv_heads): num_heads (32) must be "
                                     "divisible by num_kv_heads (7)"));
+  // A text_config or rope_scaling of the wrong type is an error at the key (they were ignored: a default model, no
+  // scaling).
+  CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": 32,\n\t\"text_config\": \"oops\"\n}"),
+                    Catch::Contains("config.json:9:17: error: text_config: expected a mapping"));
+  CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": 32,\n\t\"rope_scaling\": \"yarn\"\n}"),
+                    Catch::Contains("config.json:9:18: error: rope_scaling: expected a mapping"));
+  CHECK(imp(base + "\t\"num_attention_heads\": 32,\n\t\"rope_scaling\": null\n}").max_position_embeddings == 4096);
   // A length key out of range is that one error, not also "no length key is given".
   try {
     imp("{\"model_type\":\"llama\",\"hidden_size\":4096,\"intermediate_size\":11008,\"num_hidden_layers\":32,"
