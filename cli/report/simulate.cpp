@@ -171,8 +171,12 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
   const double span = r.end_s - r.first_arrival_s;
   o << "Requests     " << grouped(r.requests_completed) << " completed of " << grouped(r.requests_arrived)
     << " arrived";
-  if (r.requests_rejected) o << ", " << grouped(r.requests_rejected) << " rejected (prompt >= max_model_len)";
-  if (r.requests_truncated) o << ", " << grouped(r.requests_truncated) << " outputs cut at max_model_len";
+  // The limit is max_model_len unless the KV pool holds less of one request (SimResult::max_request_tokens).
+  const bool pool = in.plan && r.max_request_tokens > 0 && r.max_request_tokens < in.plan->dep.max_model_len;
+  const std::string limit = pool ? "the pool's " + grouped(static_cast<std::uint64_t>(r.max_request_tokens)) + " tokens"
+                                 : std::string("max_model_len");
+  if (r.requests_rejected) o << ", " << grouped(r.requests_rejected) << " rejected (prompt >= " << limit << ")";
+  if (r.requests_truncated) o << ", " << grouped(r.requests_truncated) << " outputs cut at " << limit;
   if (r.requests_completed == 0)
     o << "; nothing was served\n";
   else

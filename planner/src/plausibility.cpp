@@ -299,16 +299,31 @@ std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double out
   return r;
 }
 
-std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, const MemoryPlan& plan) {
+namespace {
+/// The KV pool holds fewer tokens than max_model_len (one request of max_model_len fits its memory check, but the
+/// pool's null block or a request's sliding-window blocks leave less): the request limit is the pool's.
+bool pool_limits(const MemoryPlan& plan, std::int64_t max_request_tokens) {
+  return max_request_tokens > 0 && max_request_tokens < plan.dep.max_model_len;
+}
+std::string pool_limit_text(const MemoryPlan& plan, std::int64_t max_request_tokens) {
+  return std::to_string(max_request_tokens) + " tokens, all one replica's KV pool holds of a request (max_model_len " +
+         std::to_string(plan.dep.max_model_len) + "; " + budget_engine(plan) + " would stall it)";
+}
+}  // namespace
+
+std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, const MemoryPlan& plan,
+                                        std::int64_t max_request_tokens) {
   if (rejected == 0) return std::nullopt;
   // vLLM v1/engine/processor.py _validate_model_input: a prompt longer than max_model_len is refused at once.
-  const std::string why = "their prompt reaches max_model_len " + std::to_string(plan.dep.max_model_len);
+  const bool pool = pool_limits(plan, max_request_tokens);
+  const std::string why = pool ? "their prompt reaches " + pool_limit_text(plan, max_request_tokens)
+                               : "their prompt reaches max_model_len " + std::to_string(plan.dep.max_model_len);
+  const std::string fix = pool                           ? std::string("add KV memory")
+                          : plan.max_model_len_asked > 0 ? longer_requests_text(plan)
+                                                         : std::string("raise --max-model-len");
   if (rejected >= arrived)
-    return error(
-        "KVCAP-E109",
-        "every one of the " + grouped(arrived) + " requests was rejected: " + why + "; nothing was served (" +
-            (plan.max_model_len_asked > 0 ? longer_requests_text(plan) : std::string("raise --max-model-len")) +
-            ", or shorten the prompts)");
+    return error("KVCAP-E109", "every one of the " + grouped(arrived) + " requests was rejected: " + why +
+                                   "; nothing was served (" + fix + ", or shorten the prompts)");
   return warning("KVCAP-W204", grouped(rejected) + " of " + grouped(arrived) + " requests (" +
                                    fixed(100.0 * static_cast<double>(rejected) / static_cast<double>(arrived), 1) +
                                    "%) were rejected: " + why + "; goodput counts them as failed");
@@ -333,8 +348,14 @@ std::optional<Finding> check_lowered_length(const MemoryPlan& plan) {
   return warning("KVCAP-W208", lowered_length_text(plan));
 }
 
-std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan) {
+std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan,
+                                         std::int64_t max_request_tokens) {
   if (truncated == 0) return std::nullopt;
+  if (pool_limits(plan, max_request_tokens))
+    return warning("KVCAP-W206", grouped(truncated) + " of " + grouped(arrived) + " requests (" +
+                                     fixed(100.0 * static_cast<double>(truncated) / static_cast<double>(arrived), 1) +
+                                     "%) ask for prompt + output beyond " + pool_limit_text(plan, max_request_tokens) +
+                                     ": their outputs were cut there");
   // vllm/entrypoints/openai/serving_engine.py _validate_input: prompt + max_tokens > max_model_len is a 400 error
   // ("This model's maximum context length is ... However, you requested ..."); without max_tokens vLLM generates
   // up to max_model_len, which is what the simulator does.

@@ -216,11 +216,13 @@ SimulationRun run_simulation(const SimulationRequest& r) {
       f->message = "prefill workers: " + f->message;
       run.findings.push_back(*f);
     }
-  if (auto f = check_rejections(run.result.requests_rejected, run.result.requests_arrived, binding))
+  if (auto f = check_rejections(run.result.requests_rejected, run.result.requests_arrived, binding,
+                                run.result.max_request_tokens))
     run.findings.push_back(*f);
   const auto what_ifs = check_what_ifs(r.speed.plan);
   run.findings.insert(run.findings.end(), what_ifs.begin(), what_ifs.end());
-  if (auto f = check_truncations(run.result.requests_truncated, run.result.requests_arrived, binding))
+  if (auto f = check_truncations(run.result.requests_truncated, run.result.requests_arrived, binding,
+                                 run.result.max_request_tokens))
     run.findings.push_back(*f);
   return run;
 }

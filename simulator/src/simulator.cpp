@@ -171,6 +171,7 @@ EventLoop::EventLoop(const SimConfig& cfg, const StepTimer& timer, RequestSource
       prefill_router_(cfg.router),
       closed_(cfg.max_concurrency > 0),
       think_rng_(stream_seed(cfg.think_seed, 7)) {
+  res_.max_request_tokens = max_len_;
   replicas_.reserve(cfg.num_replicas);
   for (std::uint32_t i = 0; i < cfg.num_replicas; ++i)
     replicas_.emplace_back(i, cfg.replica, timer, col_, cfg.check_invariants);

@@ -253,6 +253,16 @@ TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, sim
   CHECK(all->code == "KVCAP-E109");
   CHECK(all->exit_code == kExitWouldNotStart);
   CHECK_THAT(all->message, Catch::Contains("max_model_len 1024") && Catch::Contains("raise --max-model-len"));
+  // A pool that holds fewer tokens of one request than max_model_len (its null block): the pool's limit is named.
+  const auto pooled = check_rejections(20, 20, p1024, 1008);
+  REQUIRE(pooled);
+  CHECK_THAT(pooled->message, Catch::Contains("their prompt reaches 1008 tokens, all one replica's KV pool holds") &&
+                                  Catch::Contains("add KV memory") && !Catch::Contains("raise --max-model-len"));
+  const auto pooled_cut = check_truncations(3, 20, p1024, 1008);
+  REQUIRE(pooled_cut);
+  CHECK_THAT(pooled_cut->message, Catch::Contains("beyond 1008 tokens") && Catch::Contains("max_model_len 1024"));
+  // A limit at max_model_len is max_model_len's message.
+  CHECK_THAT(check_rejections(20, 20, p1024, 1024)->message, Catch::Contains("raise --max-model-len"));
   // simulate: outputs cut at max_model_len are a warning whatever their share (the prompts were served).
   CHECK_FALSE(check_truncations(0, 100, p1024));
   const auto cut = check_truncations(20, 20, p1024);

@@ -87,7 +87,9 @@ std::vector<Finding> check_request_lengths(double prompt_mean_tokens, double out
 /// Requests vLLM rejects because their prompt reaches max_model_len: some (W204, goodput counts them as failed),
 /// or every one (E109, exit 3: nothing was served, so no latency or throughput means anything). For simulate.
 /// The plan gives max_model_len, the engine and, where TensorRT-LLM lowered its length, what serves longer prompts.
-std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, const MemoryPlan& plan);
+/// `max_request_tokens`: the simulator's longest request (SimResult), when the KV pool holds less than max_model_len.
+std::optional<Finding> check_rejections(std::uint64_t rejected, std::uint64_t arrived, const MemoryPlan& plan,
+                                        std::int64_t max_request_tokens = 0);
 /// Where TensorRT-LLM's budget lowered max_model_len to what its KV cache holds (MemoryPlan::max_model_len_asked):
 /// W208 (check_memory_plan says it too, for every front end that checks a plan).
 std::optional<Finding> check_lowered_length(const MemoryPlan& plan);
@@ -96,7 +98,8 @@ std::optional<Finding> check_lowered_length(const MemoryPlan& plan);
 std::optional<Finding> check_model_max_len(i64 max_model_len, i64 model_max_len);
 /// Requests whose prompt fits but prompt + output exceeds max_model_len: the simulator cuts their outputs (W206),
 /// while vLLM's OpenAI server refuses such a request when the client sets max_tokens (plan and size say E104).
-std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan);
+std::optional<Finding> check_truncations(std::uint64_t truncated, std::uint64_t arrived, const MemoryPlan& plan,
+                                         std::int64_t max_request_tokens = 0);
 
 /// The product identifier in a device name, upper-case: "NVIDIA H100 80GB HBM3" -> "H100",
 /// "AMD Instinct MI300X" -> "MI300X", "NVIDIA GeForce RTX 4090" -> "4090"; "" when there is none.

@@ -188,6 +188,9 @@ struct SimResult {
   std::uint64_t requests_completed = 0;
   std::uint64_t requests_rejected = 0;   ///< prompt >= max_model_len (vLLM rejects them)
   std::uint64_t requests_truncated = 0;  ///< output cut so that prompt + output <= max_model_len
+  /// The longest request (prompt + output) a replica holds: max_model_len, or less when the KV pool holds fewer
+  /// tokens beside a request's sliding-window and state blocks (the limit of the rejections and cuts above).
+  std::int64_t max_request_tokens = 0;
   LatencySummary ttft_s, tpot_s, e2e_s;
   LatencySummary queue_s;                ///< arrival to first scheduled step
   /// Inter-token latency: every gap between two consecutive output tokens of a request, pooled over all requests
