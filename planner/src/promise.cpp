@@ -99,6 +99,13 @@ void check_context_len(const MemoryPlan& plan, i64 s, const char* what, bool is_
   if (s > d.max_model_len)
     throw SpecError(what, std::to_string(s) + " tokens exceeds the deployment's max_model_len " +
                               std::to_string(d.max_model_len) + "; " + longer_requests_text(plan));
+  // A prompt of max_model_len leaves no room for an output token: vLLM's server refuses prompt + max_tokens (>= 1)
+  // beyond max_model_len, and kvcap simulate rejects it the same way (E109/W204).
+  if (is_prompt && s == d.max_model_len)
+    throw SpecError(what, std::to_string(s) +
+                              " tokens is the deployment's whole max_model_len, leaving no room for an "
+                              "output token; " +
+                              longer_requests_text(plan));
   // Every request begins with the deployment's shared prefix (plan's KVCAP-E108, the curve's KVCAP-W203).
   // A prompt may be the whole prefix; a context (prompt + at least one output token) must be longer than it.
   if (d.d.shared_prefix_tokens > 0 && (is_prompt ? s < d.d.shared_prefix_tokens : s <= d.d.shared_prefix_tokens))
@@ -112,7 +119,7 @@ void check_batch_fits(const ModelSpec& m, const MemoryPlan& plan, i64 batch, i64
   const double conc = concurrency_at(m, plan, s);
   if (static_cast<double>(batch) > conc)
     throw SpecError("batch", std::to_string(batch) + " requests of " + std::to_string(s) +
-                                 " tokens do not fit: the KV cache holds " + fmt_num(conc) + " of them per replica");
+                                 " tokens do not fit: the KV cache holds " + fixed(conc, 2) + " of them per replica");
   if (batch > plan.dep.max_num_seqs)
     throw SpecError("batch", std::to_string(batch) + " exceeds max_num_seqs " + std::to_string(plan.dep.max_num_seqs) +
                                  "; " + budget_engine(plan) + " never runs that many sequences in one step");

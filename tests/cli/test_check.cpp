@@ -75,7 +75,7 @@ TEST_CASE("evaluation errors: unknown names, impossible batches, contexts beyond
       "    context_tokens: 128K\n    at_most: 1\n"
       "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, tensor_parallel_size: 3}\n    metric: fits\n"
       "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, max_num_batched_tokens: 1}\n    metric: ttft_s\n"
-      "    prompt_tokens: 128K\n    at_most: 100\n",
+      "    prompt_tokens: 131071\n    at_most: 100\n",
       "r.yaml");
   const auto res = cli::check_requirements(r);
   REQUIRE(res.size() == 5);
@@ -89,5 +89,14 @@ TEST_CASE("evaluation errors: unknown names, impossible batches, contexts beyond
   CHECK(res[2].detail.find("do not fit") != std::string::npos);
   CHECK(res[3].detail.find("r.yaml:14:76: error: tensor_parallel_size: num_attention_heads (32) must be divisible") !=
         std::string::npos);
-  CHECK(res[4].detail.find("prefill chunks") != std::string::npos);  // 131,072 one-token chunks: refused, not run
+  CHECK(res[4].detail.find("prefill chunks") != std::string::npos);  // 131,071 one-token chunks: refused, not run
+  // A prompt of the whole max_model_len leaves no output token: not evaluated, as simulate rejects it (E109).
+  const auto whole = cli::check_requirements(profiles::parse_requirements(
+      "kind: requirements\npromises:\n"
+      "  - deployment: {model: llama-3.1-8b, gpu: h100-sxm, max_model_len: 8K}\n    metric: ttft_s\n"
+      "    prompt_tokens: 8K\n    at_most: 100\n",
+      "r.yaml"));
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].error);
+  CHECK(whole[0].detail.find("leaving no room for an output token") != std::string::npos);
 }
