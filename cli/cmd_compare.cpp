@@ -39,7 +39,7 @@ Target parse_target(const std::string& text) {
     }
     if (!t.flags_text.empty()) t.spec += " " + t.flags_text;
   }
-  const auto at = s.find('@');
+  const auto at = target_split(s);
   if (at == std::string::npos || at == 0 || at + 1 == s.size())
     throw UsageError("--deploy: expected MODEL@GPU or MODEL@NxGPU (e.g. llama-3.1-70b@4xh100-sxm), got '" + s + "'");
   t.model = s.substr(0, at);

@@ -8,6 +8,7 @@
 
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
+#include "kvcap/profiles/profiles.hpp"
 #include "report/plan.hpp"
 
 namespace kvcap::cli {
@@ -38,9 +39,20 @@ void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) 
   }
 }
 
+std::size_t target_split(const std::string& spec) {
+  const auto first = spec.find('@');
+  const auto names = profiles::builtin_model_names();
+  for (auto at = first; at != std::string::npos; at = spec.find('@', at + 1)) {
+    const std::string model = spec.substr(0, at);
+    std::error_code ec;
+    if (std::find(names.begin(), names.end(), model) != names.end() || std::filesystem::is_regular_file(model, ec))
+      return at;
+  }
+  return first;
+}
+
 std::string row_label(const std::string& spec) {
-  // Split where the target parser does (cli parse_target: the first '@').
-  const auto at = spec.find('@');
+  const auto at = target_split(spec);  // where the target parser splits (cmd_compare.cpp parse_target)
   const std::string model = at == std::string::npos ? spec : spec.substr(0, at);
   const auto ext = std::filesystem::path(model).extension();
   if (model.find('/') == std::string::npos && ext != ".json" && ext != ".yaml" && ext != ".yml") return spec;
