@@ -106,6 +106,11 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
       << p.stages[p.binding_stage].layout.group_size << " layers per group) share one pool of " << grouped(p.num_blocks)
       << " blocks\n";
     o << "GPU KV cache size (as vLLM logs it): " << grouped(p.kv_capacity_tokens) << " tokens per replica";
+  } else if (p.kv_capacity_tokens != p.num_blocks * static_cast<u64>(p.kv_groups.front().spec.block_size)) {
+    // A sliding-window model's one group: vLLM logs int(concurrency x max_model_len), not blocks x block size.
+    o << "KV cache: " << grouped(p.num_blocks) << " blocks of " << p.kv_groups.front().spec.block_size << " tokens ("
+      << describe(p.kv_groups.front().spec) << ")\n";
+    o << "GPU KV cache size (as vLLM logs it): " << grouped(p.kv_capacity_tokens) << " tokens per replica";
   } else {
     o << "KV cache: " << grouped(p.num_blocks) << " blocks x " << p.kv_groups.front().spec.block_size << " = "
       << grouped(p.kv_capacity_tokens) << " tokens per replica";
