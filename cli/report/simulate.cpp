@@ -482,7 +482,10 @@ std::string describe_trace(const std::string& name, const sim::Trace& t, double 
   o << "; columns " << t.time_column << ", " << t.prompt_column << ", " << t.output_column;
   if (t.reordered_rows) o << "; " << grouped(t.reordered_rows) << " rows out of time order, sorted";
   o << ")";
-  if (limits.num_requests) o << ", first " << grouped(*limits.num_requests);
+  if (limits.num_requests && *limits.num_requests < t.requests.size())
+    o << ", first " << grouped(*limits.num_requests);
+  else if (limits.num_requests)  // a replay ends with the trace: say so rather than promise more requests
+    o << ", every row (--num-requests " << grouped(*limits.num_requests) << " is more than the trace holds)";
   if (limits.duration_s) o << ", arrivals before " << fixed(*limits.duration_s, 1) << " s";
   return o.str();
 }

@@ -59,20 +59,32 @@ std::string join_names(const std::vector<std::string_view>& h) {
   return r;
 }
 
+/// Column i, unless the header names it twice (case aside): which of the two holds the figures is not known.
+std::size_t unique_column(const std::vector<std::string_view>& header, std::size_t i, const std::string& file,
+                          std::uint64_t line) {
+  for (std::size_t j = 0; j < header.size(); ++j)
+    if (j != i && lower(header[j]) == lower(header[i]))
+      throw TraceError(file, line,
+                       "column '" + std::string(header[i]) + "' appears twice in the header (fields " +
+                           std::to_string(std::min(i, j) + 1) + " and " + std::to_string(std::max(i, j) + 1) +
+                           "); rename one");
+  return i;
+}
+
 std::size_t find_column(const std::vector<std::string_view>& header, const std::string& given,
                         const std::vector<std::string>& candidates, const char* role, const std::string& file,
                         std::uint64_t line) {
   if (!given.empty()) {
     for (std::size_t i = 0; i < header.size(); ++i)
-      if (header[i] == given) return i;
+      if (header[i] == given) return unique_column(header, i, file, line);
     for (std::size_t i = 0; i < header.size(); ++i)
-      if (lower(header[i]) == lower(given)) return i;
+      if (lower(header[i]) == lower(given)) return unique_column(header, i, file, line);
     throw TraceError(file, line, "no column '" + given + "' (the " + role + " column given by --trace-columns); the header has: " +
                                   join_names(header));
   }
   for (const auto& c : candidates)
     for (std::size_t i = 0; i < header.size(); ++i)
-      if (lower(header[i]) == c) return i;
+      if (lower(header[i]) == c) return unique_column(header, i, file, line);
   std::string known;
   for (std::size_t i = 0; i < std::min<std::size_t>(3, candidates.size()); ++i) known += (i ? ", " : "") + candidates[i];
   throw TraceError(file, line, std::string("cannot tell which column holds the ") + role + " (looked for " + known +

@@ -287,3 +287,5 @@ kvcap_golden(sweep_no_kv_memory_json 0 sweep --models kimi-k2 --gpus h100-sxm --
 kvcap_golden(err_simulate_pool_below_max_model_len 3 simulate --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --kv-cache-memory 1GiB --rate inf --prompt-tokens 8176 --output-tokens 20 --num-requests 3 --no-wall-time)
 # A sliding-window model's one group: blocks of 16 and vLLM's logged token figure, not a false product.
 kvcap_golden(plan_sliding_window_only 0 plan --model mistral-7b-v0.1 --gpu h200 --tensor-parallel-size 8 --max-model-len 32K --contexts 32K)
+# --num-requests beyond the trace: the description says every row was replayed, not "first N".
+kvcap_golden(simulate_trace_fewer_rows_than_asked 0 simulate --model llama-3.1-8b --gpu h100-sxm --trace %DATA%/trace_custom_columns.csv --trace-columns sent_at,in_tokens,out_tokens --num-requests 1000 --no-wall-time)

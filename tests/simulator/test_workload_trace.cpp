@@ -143,6 +143,9 @@ TEST_CASE("a trace with bad rows gets a clear error naming the line", "[sim][tra
                                            Contains("--trace-columns"));
   CHECK_THAT(err(head, parse_trace_columns("TIMESTAMP,Prompt,GeneratedTokens")),
              Contains("t.csv:1: error: no column 'Prompt'") && Contains("ContextTokens"));
+  CHECK_THAT(err("TIMESTAMP,ContextTokens,GeneratedTokens,contexttokens\n0,1,2,3\n"),
+             Contains("t.csv:1: error: column 'ContextTokens' appears twice in the header (fields 2 and 4)"));
+  CHECK_THAT(err("t,in,out,out\n0,1,2,3\n", parse_trace_columns("t,in,out")), Contains("column 'out' appears twice"));
   CHECK_THAT(err(""), Contains("t.csv: error: the trace is empty"));
   CHECK_THAT(err("TIMESTAMP,ContextTokens,GeneratedTokens\n"), Contains("no requests"));
   CHECK_THROWS_WITH(read_trace_csv("/nonexistent/trace.csv"), Contains("/nonexistent/trace.csv: error: cannot open"));
