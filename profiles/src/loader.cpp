@@ -1,6 +1,7 @@
 // YAML model and GPU profiles -> planner types. The accepted keys live in one table per kind
 // (model_keys / gpu_keys), which the JSON Schema under profiles/schema/ mirrors (tested).
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <functional>
 
@@ -450,6 +451,43 @@ bool looks_like_path(std::string_view s) {
   return s.find('/') != std::string_view::npos || s.ends_with(".yaml") || s.ends_with(".yml") || s.ends_with(".json");
 }
 
+std::string lowered(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+/// "; did you mean 'x'?" for a name in another case, the names it begins (h100: h100-nvl, h100-pcie, h100-sxm, each
+/// a different GPU), or the closest by edit distance; "" when none is close.
+std::string suggestion(const std::string& a, const std::vector<std::string>& names) {
+  const std::string low = lowered(a);
+  std::vector<std::string> starts;
+  for (const auto& n : names) {
+    if (n == low) return "; did you mean '" + n + "'? (names are lower case)";
+    if (low.size() >= 2 && n.rfind(low, 0) == 0) starts.push_back(n);
+  }
+  if (starts.size() == 1) return "; did you mean '" + starts[0] + "'?";
+  if (starts.size() > 1) {
+    std::string r = "; did you mean one of ";
+    for (std::size_t i = 0; i < starts.size(); ++i) r += (i ? ", '" : "'") + starts[i] + "'";
+    return r + "?";
+  }
+  const std::string s = did_you_mean(low, names);
+  return s.empty() ? "" : "; did you mean '" + s + "'?";
+}
+
+/// A Hugging Face id (meta-llama/Llama-3.1-8B) given as --model: kvcap reads no hub, only a local config.json.
+std::string hub_id_hint(const std::string& a, const std::vector<std::string>& names) {
+  const auto slash = a.find('/');
+  if (slash == std::string::npos || slash == 0 || a.find('/', slash + 1) != std::string::npos || a[0] == '.' ||
+      a.ends_with(".json") || a.ends_with(".yaml") || a.ends_with(".yml"))
+    return "";
+  std::string r = " (a Hugging Face id? kvcap reads no hub: download its config.json, e.g. `huggingface-cli download " +
+                  a + " config.json --local-dir " + a.substr(slash + 1) + "`, and give that file";
+  const std::string s = did_you_mean(lowered(a.substr(slash + 1)), names);
+  if (!s.empty()) r += ", or use the built-in '" + s + "'";
+  return r + ")";
+}
+
 template <class Spec>
 Spec resolve(std::string_view arg, const char* what, const char* folder, std::vector<std::string> names,
              Spec (*load_file)(const std::string&), Spec (*parse)(const std::string&, const std::string&)) {
@@ -458,14 +496,16 @@ Spec resolve(std::string_view arg, const char* what, const char* folder, std::ve
   const std::string rel = std::string(folder) + "/" + a + ".yaml";
   const std::string text = builtin_text(rel);
   if (!text.empty()) return parse(text, "profiles/" + rel + " (built-in)");
-  std::string msg = looks_like_path(a) ? std::string("no such file") : std::string("unknown built-in ") + what;
+  const std::string kind = std::string(what) == "gpu" ? "GPU" : what;
+  std::string msg = looks_like_path(a) ? std::string("no such file") : "unknown built-in " + kind;
   msg += " '" + a + "'";
   if (!looks_like_path(a)) {
-    const std::string s = did_you_mean(a, names);
-    if (!s.empty()) msg += "; did you mean '" + s + "'?";
-    msg += " Built-in " + std::string(what) + "s: ";
+    const std::string s = suggestion(a, names);
+    msg += s + (s.empty() ? ". " : " ") + "Built-in " + kind + "s: ";
     for (std::size_t i = 0; i < names.size(); ++i) msg += (i ? ", " : "") + names[i];
     msg += "; or give a path to a profile";
+  } else if (std::string(what) == "model") {
+    msg += hub_id_hint(a, names);
   }
   throw ProfileError({Diagnostic{"--" + std::string(what), 0, 0, "", msg}});
 }

@@ -115,6 +115,29 @@ TEST_CASE("unknown built-in names suggest the closest", "[profiles][errors]") {
     CHECK(std::string(e.what()).find("did you mean 'llama-3.1-8b'?") != std::string::npos);
   }
   CHECK_THROWS_AS(profiles::resolve_gpu("h1000"), ProfileError);
+  auto message = [](auto resolve, const char* arg) -> std::string {
+    try {
+      resolve(arg);
+    } catch (const ProfileError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // A prefix of several GPUs names each (h100 is three different memories), not the nearest by spelling (h200).
+  CHECK_THAT(message(profiles::resolve_gpu, "h100"),
+             Catch::Contains("did you mean one of 'h100-nvl', 'h100-pcie', 'h100-sxm'?") && !Catch::Contains("'h200'"));
+  CHECK_THAT(message(profiles::resolve_gpu, "a100"), Catch::Contains("did you mean one of 'a100-40gb', 'a100-80gb'?"));
+  // Another case: the name itself, not silently accepted.
+  CHECK_THAT(message(profiles::resolve_model, "LLAMA-3.1-8B"),
+             Catch::Contains("did you mean 'llama-3.1-8b'? (names are lower case)"));
+  // Nothing close: the list follows a full stop.
+  CHECK_THAT(message(profiles::resolve_model, "zzz"),
+             Catch::Contains("unknown built-in model 'zzz'. Built-in models: "));
+  // A Hugging Face id: how to get its config.json, and the built-in of that name.
+  CHECK_THAT(message(profiles::resolve_model, "meta-llama/Llama-3.1-8B"),
+             Catch::Contains("a Hugging Face id?") &&
+                 Catch::Contains("huggingface-cli download meta-llama/Llama-3.1-8B") &&
+                 Catch::Contains("or use the built-in 'llama-3.1-8b'"));
 }
 
 TEST_CASE("GPU profile errors", "[profiles][errors]") {
