@@ -57,6 +57,8 @@ int cmd_import_hf(const std::vector<std::string>& args) {
   ModelSpec m = profiles::load_model_file(path);
   if (vm.count("name")) {
     m.name = vm["name"].as<std::string>();
+    if (m.name.find_first_not_of(" \t") == std::string::npos)
+      throw UsageError("--name: must not be empty (it labels the profile in every report)");
   } else {
     std::string stem = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
     if (stem.size() > 5 && stem.ends_with(".json")) stem.resize(stem.size() - 5);

@@ -411,8 +411,9 @@ int report_usage_error(const std::string& name, const std::string& text) {
 int report_spec_error(const std::string& name, const SpecError& e) {
   // Options the planner checks against the model and the deployment (what-ifs, the host tier): usage errors naming
   // the flag.
-  static const std::array<std::pair<std::string_view, std::string_view>, 5> kFlagFields = {
-      {{"kv_layer_sharing", "--kv-layer-sharing"},
+  static const std::array<std::pair<std::string_view, std::string_view>, 6> kFlagFields = {
+      {{"all2all_backend", "--all2all-backend"},
+       {"kv_layer_sharing", "--kv-layer-sharing"},
        {"kv_eviction", "--kv-eviction"},
        {"kv_quant_group_size", "--kv-quant-group-size"},
        {"kv_offloading_size", "--kv-offloading-size"},

@@ -38,7 +38,10 @@ ImageOptions image_options(const po::variables_map& vm) {
   if (x == std::string::npos) throw UsageError("--size: expected WIDTHxHEIGHT such as 1200x750, got '" + size + "'");
   o.width = parse_int(size.substr(0, x), "--size (width)", 100);
   o.height = parse_int(size.substr(x + 1), "--size (height)", 100);
-  if (o.width > 20000 || o.height > 20000) throw UsageError("--size: at most 20000x20000 pixels, got '" + size + "'");
+  if (o.width > 20000 || o.height > 20000)
+    throw UsageError(
+        "--size: each side at most 20000 pixels and at most 50 million pixels in all (e.g. 8000x6000), got '" + size +
+        "'");
   // Bounded work: a PNG is rendered into one 4-byte-per-pixel image in memory (50 Mpx = 200 MB).
   if (o.width * o.height > 50'000'000)
     throw UsageError("--size: at most 50 million pixels (e.g. 8000x6000; a " + size + " image needs " +

@@ -97,9 +97,11 @@ void check_duplicates(Ctx& c, const YAML::Node& n, const std::string& path, int 
 YAML::Node parse_config(Ctx& c, const std::string& text) {
   if (!precheck_text(c, text)) return {};  // too large, binary or too deeply nested: no parser sees it
   std::optional<nlohmann::json> as_json;
+  std::string json_error;
   try {
     as_json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
+    json_error = e.what();
     // A JSON object with something after it ("{...} garbage"): yaml-cpp would read the object and drop the rest. Other
     // parse errors go on to yaml-cpp, which reads what JSON does not allow but Python's json writes (NaN, Infinity).
     const auto first = text.find_first_not_of(" \t\r\n");
@@ -112,6 +114,11 @@ YAML::Node parse_config(Ctx& c, const std::string& text) {
   }
   c.json_types = as_json.has_value();
   YAML::Node root = parse_text(c, as_json ? untab_json(text) : text);
+  if (!c.diags.empty() && !json_error.empty() && c.diags.front().message.starts_with("YAML syntax error")) {
+    // Neither JSON nor YAML (a // comment, a missing comma): a config.json is JSON, so JSON's complaint is the one.
+    c.diags = {{c.file, 0, 0, "", "not valid JSON: " + json_error}};
+    return {};
+  }
   if (!c.diags.empty() && as_json) {
     // Valid JSON yaml-cpp cannot read (some escapes): rebuilt from nlohmann's tree, positions lost.
     c.diags.clear();

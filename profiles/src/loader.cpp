@@ -123,7 +123,7 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   const auto& keys = model_keys();
   check_keys(c, root, "", keys.at(""));
   check_kind(c, root, "model");
-  set(m.name, get_string(c, root, "", "name", true));
+  set(m.name, get_name(c, root));
   set(m.display_name, get_string(c, root, "", "display_name", false));
   set(m.family, get_string(c, root, "", "family", false));
   set(m.source, get_string(c, root, "", "source", false));
@@ -368,7 +368,7 @@ GpuSpec gpu_from_yaml(Ctx& c, const YAML::Node& root) {
   const auto& keys = gpu_keys();
   check_keys(c, root, "", keys.at(""));
   check_kind(c, root, "gpu");
-  set(g.name, get_string(c, root, "", "name", true));
+  set(g.name, get_name(c, root));
   set(g.display_name, get_string(c, root, "", "display_name", false));
   set(g.vendor, get_string(c, root, "", "vendor", false));
   set(g.architecture, get_string(c, root, "", "architecture", false));
@@ -427,6 +427,8 @@ bool looks_like_hf_config(const YAML::Node& root) {
 ModelSpec parse_model(const std::string& text, const std::string& file) {
   Ctx c{file, {}};
   const YAML::Node root = parse_text(c, text);
+  // A .json file that is not even YAML (JSON is YAML): the JSON reader names what is wrong in JSON's terms.
+  if (!c.diags.empty() && file.ends_with(".json")) return import_hf(text, file);
   c.throw_if_any();
   if (looks_like_hf_config(root)) return import_hf(text, file);
   ModelSpec m = model_from_yaml(c, root);

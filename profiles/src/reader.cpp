@@ -346,6 +346,15 @@ std::optional<std::string> get_string(Ctx& c, const YAML::Node& map, const std::
   return scalar(c, map, path, key, required, "a string");
 }
 
+std::optional<std::string> get_name(Ctx& c, const YAML::Node& root) {
+  auto n = get_string(c, root, "", "name", true);
+  if (n && n->find_first_not_of(" \t") == std::string::npos) {
+    c.error(root["name"], "name", "must not be empty (it labels the profile in every report)");
+    return std::nullopt;
+  }
+  return n;
+}
+
 std::optional<std::vector<std::string>> get_string_list(Ctx& c, const YAML::Node& map, const std::string& path,
                                                         const char* key, bool required) {
   if (!map.IsMap()) return std::nullopt;

@@ -53,6 +53,8 @@ std::optional<double> get_number(Ctx& c, const YAML::Node& map, const std::strin
 std::optional<bool> get_bool(Ctx& c, const YAML::Node& map, const std::string& path, const char* key, bool required);
 std::optional<std::string> get_string(Ctx& c, const YAML::Node& map, const std::string& path, const char* key,
                                       bool required);
+/// The profile's `name`: a required string that is not blank (it labels the profile in every report).
+std::optional<std::string> get_name(Ctx& c, const YAML::Node& root);
 std::optional<std::vector<std::string>> get_string_list(Ctx& c, const YAML::Node& map, const std::string& path,
                                                         const char* key, bool required);
 /// A token count: an integer, or a string as vLLM reads --max-model-len ("32K" = 32,768, "32k" = 32,000;

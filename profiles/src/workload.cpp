@@ -227,7 +227,7 @@ WorkloadSpec workload_from_yaml(Ctx& c, const YAML::Node& root) {
   check_keys(c, root, "", keys.at(""));
   if (auto kind = get_string(c, root, "", "kind", true); kind && *kind != "workload")
     c.error(root["kind"], "kind", "expected 'workload', got '" + *kind + "'");
-  set(w.name, get_string(c, root, "", "name", true));
+  set(w.name, get_name(c, root));
   set(w.description, get_string(c, root, "", "description", false));
 
   const YAML::Node arr = get_map(c, root, "", "arrival", true);

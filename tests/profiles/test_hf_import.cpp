@@ -155,6 +155,10 @@ TEST_CASE("importer strictness: duplicate keys, quoted numbers, tab positions, v
   CHECK_THROWS_WITH(imp(base + "\t\"num_attention_heads\": 32,\n\t\"rope_scaling\": \"yarn\"\n}"),
                     Catch::Contains("config.json:9:18: error: rope_scaling: expected a mapping"));
   CHECK(imp(base + "\t\"num_attention_heads\": 32,\n\t\"rope_scaling\": null\n}").max_position_embeddings == 4096);
+  // Neither JSON nor YAML (a comment line): JSON's complaint, not yaml-cpp's.
+  CHECK_THROWS_WITH(
+      imp("// exported by a tool\n" + base + "\t\"num_attention_heads\": 32\n}"),
+      Catch::Contains("not valid JSON") && Catch::Contains("line 1, column 1") && !Catch::Contains("YAML"));
   // A length key out of range is that one error, not also "no length key is given".
   try {
     imp("{\"model_type\":\"llama\",\"hidden_size\":4096,\"intermediate_size\":11008,\"num_hidden_layers\":32,"

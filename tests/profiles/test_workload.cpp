@@ -186,6 +186,16 @@ conversation: {turns: 3}
   CHECK_THROWS_WITH(validate(w), Catch::StartsWith("arrival.rate_per_s"));
 }
 
+TEST_CASE("a profile's name must not be blank", "[profiles][workload][errors]") {
+  const auto d = errors(
+      "kind: workload\nname: \" \"\nprompt_tokens: 10\noutput_tokens: 10\n"
+      "arrival: {process: poisson, rate_per_s: 1}\n");
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].key_path == "name");
+  CHECK(d[0].line == 2);
+  CHECK(d[0].message.find("must not be empty") != std::string::npos);
+}
+
 TEST_CASE("workload files describe closed loops and rate phases", "[profiles][workload]") {
   const std::string closed = "kind: workload\nname: bench\narrival: {process: closed, concurrency: 64, think_time_s: 2}\n"
                              "prompt_tokens: {distribution: fixed, tokens: 4096}\noutput_tokens: {distribution: fixed, tokens: 512}\n";
