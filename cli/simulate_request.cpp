@@ -246,8 +246,8 @@ void workload_into(const po::variables_map& vm, SimulateCommand& c) {
                      " s of CPU at ~250,000 requests/s; at most " + grouped(kMaxRequests) +
                      " without --force (or give --num-requests)");
   c.info.workload_name = r.workload.name;
-  c.info.workload_desc =
-      describe_workload(r.workload, vm.count("workload") ? str(vm, "workload") : "", r.limits, r.seed);
+  c.info.workload_desc = describe_workload(r.workload, vm.count("workload") ? str(vm, "workload") : "", r.limits,
+                                           r.seed, r.max_concurrency > 0);
   c.timeline_span_s = sim::arrival_span_s(r);
 }
 
@@ -329,8 +329,8 @@ void prefill_into(const po::variables_map& vm, const Deployment& dep, const Mode
   c.info.prefill_desc = std::to_string(w.replicas) + " prefill worker" + (w.replicas == 1 ? "" : "s") + " x (TP " +
                         std::to_string(pd.tensor_parallel_size) + " x PP " + std::to_string(pd.pipeline_parallel_size) +
                         " " + (pgpu.display_name.empty() ? pgpu.name : pgpu.display_name) + "), KV over " +
-                        w.link.name + " (" + fixed(w.link.bandwidth_bytes_per_s / 1e9, 1) + " GB/s per GPU, " +
-                        fixed(w.link.latency_s * 1e6, 1) + " us)";
+                        w.link.name + " (" + amount(w.link.bandwidth_bytes_per_s / 1e9, 1) + " GB/s per GPU, " +
+                        human_seconds(w.link.latency_s) + ")";
   c.info.prefill_gpu = pgpu.name;
   c.info.kv_link = w.link;
   r.prefill = std::move(w);

@@ -15,10 +15,7 @@ namespace kvcap::cli {
 namespace {
 
 std::string secs(double s) {
-  if (s == 0) return "0";
-  if (s < 1e-3) return fixed(s * 1e6, 0) + " us";
-  if (s < 1) return fixed(s * 1e3, s < 0.01 ? 2 : 1) + " ms";
-  return fixed(s, s < 100 ? 2 : 1) + " s";
+  return human_seconds(s);
 }
 
 /// A rate for people: request rates with 2 decimals and token rates as whole numbers from `small` up; below it 3
@@ -431,7 +428,7 @@ void report_simulation_csv(std::ostream& o, const SimulationInfo& in, const sim:
 }
 
 std::string describe_workload(const WorkloadSpec& w, const std::string& file, const sim::SourceLimits& limits,
-                              std::uint64_t seed) {
+                              std::uint64_t seed, bool closed_loop) {
   std::ostringstream o;
   if (!file.empty()) o << "'" << w.name << "' (" << file << "): ";
   // Each arrival starts a conversation: the rate counts conversations.
@@ -439,9 +436,11 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
   if (w.arrival.kind == ArrivalProcess::Kind::closed) {
     o << "closed loop from the file";
   } else if (std::isinf(w.arrival.rate_per_s)) {
-    o << "every request at t = 0";
+    // --max-concurrency without --rate: no pacing, each client sends when its previous request ends.
+    o << (closed_loop ? "no rate cap (clients send as they free up)" : "every request at t = 0");
   } else if (!w.arrival.phases.empty()) {
-    o << to_string(w.arrival.kind) << " arrivals in " << w.arrival.phases.size() << " phases:";
+    o << to_string(w.arrival.kind) << " arrivals in " << w.arrival.phases.size()
+      << (w.arrival.phases.size() == 1 ? " phase:" : " phases:");
     for (std::size_t i = 0; i < w.arrival.phases.size(); ++i)
       o << (i ? "," : "") << " " << w.arrival.phases[i].rate_per_s << per_s << " for " << w.arrival.phases[i].duration_s
         << " s";
@@ -469,7 +468,7 @@ std::string describe_workload(const WorkloadSpec& w, const std::string& file, co
   if (limits.num_requests)
     o << "; " << (w.arrival.phases.empty() && !limits.duration_s ? "" : "at most ") << grouped(*limits.num_requests)
       << " requests";
-  if (limits.duration_s) o << "; arrivals for " << fixed(*limits.duration_s, 1) << " s";
+  if (limits.duration_s) o << "; arrivals for " << amount(*limits.duration_s, 1) << " s";
   o << "; seed " << seed;
   return o.str();
 }
@@ -486,7 +485,7 @@ std::string describe_trace(const std::string& name, const sim::Trace& t, double 
     o << ", first " << grouped(*limits.num_requests);
   else if (limits.num_requests)  // a replay ends with the trace: say so rather than promise more requests
     o << ", every row (--num-requests " << grouped(*limits.num_requests) << " is more than the trace holds)";
-  if (limits.duration_s) o << ", arrivals before " << fixed(*limits.duration_s, 1) << " s";
+  if (limits.duration_s) o << ", arrivals before " << amount(*limits.duration_s, 1) << " s";
   return o.str();
 }
 

@@ -40,7 +40,7 @@ std::string describe_length(const LengthDistribution& d);
 /// A synthetic workload: "'chat' (file): poisson arrivals at 4 req/s; prompt ...; 1,000 requests; seed 0"
 /// (`file` empty for a workload from flags).
 std::string describe_workload(const WorkloadSpec& w, const std::string& file, const sim::SourceLimits& limits,
-                              std::uint64_t seed);
+                              std::uint64_t seed, bool closed_loop = false);
 /// A trace: "trace NAME (N requests over S s; columns ...)".
 std::string describe_trace(const std::string& name, const sim::Trace& t, double speedup,
                            const sim::SourceLimits& limits);

@@ -20,6 +20,13 @@ std::string amount(double v, int decimals) {
   return buf;
 }
 
+std::string human_seconds(double s) {
+  if (s == 0) return "0";
+  if (s < 1e-3) return fixed(s * 1e6, 0) + " us";
+  if (s < 1) return fixed(s * 1e3, s < 0.01 ? 2 : 1) + " ms";
+  return amount(s, s < 100 ? 2 : 1) + " s";
+}
+
 std::string gib(double bytes, int decimals) { return fixed(bytes / 1073741824.0, decimals); }
 
 std::string gib_text(double bytes, int decimals) {

@@ -73,8 +73,7 @@ std::optional<Metric> metric_from_yaml(Ctx& c, const YAML::Node& n, const std::s
   if (const auto metric = metric_from_name(*m)) return metric;
   std::string msg = "unknown metric '" + *m + "'";
   const std::string s = did_you_mean(*m, metric_names());
-  msg += s.empty() ? "" : "; did you mean '" + s + "'?";
-  msg += " Metrics: ";
+  msg += s.empty() ? ". Metrics: " : "; did you mean '" + s + "'? Metrics: ";
   for (std::size_t i = 0; i < metric_names().size(); ++i) msg += (i ? ", " : "") + metric_names()[i];
   c.error(n["metric"], join(path, "metric"), msg);
   return std::nullopt;

@@ -18,6 +18,8 @@ std::string billions(double v);                        ///< "70.55B"
 /// fixed(v, decimals) within a table's width: 3 significant digits ("5.84e+07", "1.28e-07") from 10^5 up, and
 /// for a non-zero value that would print as 0 at `decimals`.
 std::string amount(double v, int decimals);
+/// A duration: "0", "850 us", "12.5 ms", "3.20 s", "1000.0 s" (amount()'s digits from 10^5 s up).
+std::string human_seconds(double s);
 
 /// `s` without leading and trailing blanks (space, tab, CR, LF).
 std::string_view trim(std::string_view s);
