@@ -653,6 +653,8 @@ ReplicaStats Replica::finish(double start, double end) {
     s.waiting_mean = area_waiting_ / span;
   }
   s.kv_utilization_max = kv_.num_blocks() ? static_cast<double>(peak_used_) / static_cast<double>(kv_.num_blocks()) : 0;
+  // The time integral's rounding can put a pool held full all along a last bit above its peak.
+  s.kv_utilization_mean = std::min(s.kv_utilization_mean, s.kv_utilization_max);
   s.kv_used_blocks_end = kv_.num_used();
   if (kv_.num_used() != 0) throw std::logic_error("KV blocks leaked on replica " + std::to_string(index_));
   return s;
