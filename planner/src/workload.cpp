@@ -199,11 +199,18 @@ void validate_arrival(const ArrivalProcess& a) {
       throw SpecError("arrival.think_time_s", "must be a finite number of seconds >= 0");
     if (!a.phases.empty()) throw SpecError("arrival.phases", "apply to open-loop processes (poisson, gamma, fixed_rate), not to closed");
   } else {
+    bool any_arrivals = false;
     for (std::size_t i = 0; i < a.phases.size(); ++i) {
       const std::string f = "arrival.phases[" + std::to_string(i) + "]";
-      finite_positive(a.phases[i].rate_per_s, f + ".rate_per_s", "arrivals per second");
+      const double r = a.phases[i].rate_per_s;
+      // A rate of 0 is an idle gap; others as every rate (a finer one loses the times' precision).
+      if (!(r == 0 || (r >= 1e-9 && r <= 1e9)))
+        throw SpecError(f + ".rate_per_s", "must be 0 (an idle gap) or between 1e-9 and 1e9 arrivals per second");
+      any_arrivals = any_arrivals || r > 0;
       finite_positive(a.phases[i].duration_s, f + ".duration_s", "seconds");
     }
+    if (!a.phases.empty() && !any_arrivals)
+      throw SpecError("arrival.phases", "every phase has rate 0: no request would arrive");
     finite_positive(a.rate_per_s, "arrival.rate_per_s", "mean arrivals per second");
   }
   if (a.kind == ArrivalProcess::Kind::gamma && !(std::isfinite(a.cv) && a.cv > 0 && a.cv <= 100))

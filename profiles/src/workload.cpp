@@ -276,7 +276,8 @@ WorkloadSpec workload_from_yaml(Ctx& c, const YAML::Node& root) {
         }
         check_keys(c, ph[i], path, keys.at("arrival.phases[]"));
         RatePhase r;
-        set(r.rate_per_s, get_number(c, ph[i], path, "rate_per_s", true, 1e-9, 1e9));
+        // 0: an idle gap (a load test's pause); otherwise 1e-9 to 1e9 as every rate (planner validate()).
+        set(r.rate_per_s, get_number(c, ph[i], path, "rate_per_s", true, 0, 1e9));
         set(r.duration_s, get_number(c, ph[i], path, "duration_s", true, 1e-9, 1e9));
         w.arrival.phases.push_back(r);
         w.arrival.rate_per_s = std::max(w.arrival.rate_per_s, r.rate_per_s);

@@ -117,7 +117,10 @@ class SyntheticSource final : public RequestSource {
   }
   std::optional<RequestSpec> next() override {
     if (limits_.num_requests && produced_ >= *limits_.num_requests) return std::nullopt;
-    if (arrived_ > 0) {
+    if (arrived_ == 0 && !w_.arrival.phases.empty()) {
+      // The first arrival at operational time 0: the start of the first phase with a rate (idle ones before it).
+      if (!place_in_phases(op_)) return std::nullopt;
+    } else if (arrived_ > 0) {
       const double gap = arrivals_.gap_s(rng_arrival_);
       // A fixed rate's n-th arrival is at n / rate (with phases n units of the unit-rate clock), not a sum of n
       // rounded gaps (5/s over 2 s: 10 arrivals, not 11).

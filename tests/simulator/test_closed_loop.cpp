@@ -408,9 +408,26 @@ TEST_CASE("rate phases change the rate at the stated times and end the arrivals"
     while (timed->next()) ++n;
     CHECK(n == static_cast<std::uint64_t>(std::llround(rate * seconds)));
   }
-  // Invalid phases are located errors.
-  w.arrival.phases = {{1, 3}, {0, 1}};
+  // A phase of rate 0 is an idle gap, also first: the arrivals start with the first phase that has a rate.
+  w.arrival.kind = ArrivalProcess::Kind::fixed_rate;
+  w.arrival.rate_per_s = 4;
+  w.arrival.phases = {{0, 5}, {2, 2}, {0, 10}, {4, 1}};
+  auto gapped = synthetic_source(w, 1, SourceLimits{});
+  t.clear();
+  while (auto r = gapped->next()) t.push_back(r->arrival_s);
+  CHECK(t == std::vector<double>{5, 5.5, 6, 6.5, 17, 17.25, 17.5, 17.75});
+  w.arrival.kind = ArrivalProcess::Kind::poisson;
+  auto poisson_gap = synthetic_source(w, 3, SourceLimits{});
+  while (auto r = poisson_gap->next()) {
+    CHECK(r->arrival_s >= 5);
+    CHECK_FALSE((r->arrival_s >= 7 && r->arrival_s < 17));
+    CHECK(r->arrival_s < 18);
+  }
+  // Invalid phases are located errors: a rate between 0 and 1e-9, and only idle phases.
+  w.arrival.phases = {{1, 3}, {1e-12, 1}};
   CHECK_THROWS_WITH(synthetic_source(w, 1, SourceLimits{}), Catch::Contains("arrival.phases[1].rate_per_s"));
+  w.arrival.phases = {{0, 3}, {0, 1}};
+  CHECK_THROWS_WITH(synthetic_source(w, 1, SourceLimits{}), Catch::Contains("every phase has rate 0"));
 }
 
 TEST_CASE("exponential think times keep the mean and vary per request", "[sim][load]") {
