@@ -223,6 +223,12 @@ void check_keys(Ctx& c, const YAML::Node& map, const std::string& path, const st
     }
     seen.push_back(k);
     if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    if (k == "<<") {  // yaml-cpp reads a merge key as a plain key: say so rather than suggest a near name
+      c.error(kv.first, path.empty() ? k : path,
+              "YAML merge keys (<<: *anchor) are not supported; write the keys out (a plain alias, key: *anchor, "
+              "works)");
+      continue;
+    }
     std::string msg = "unknown key '" + k + "'";
     const std::string s = did_you_mean(k, allowed);
     if (!s.empty()) msg += "; did you mean '" + s + "'?";

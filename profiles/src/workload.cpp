@@ -138,6 +138,12 @@ LengthDistribution length_from_yaml(Ctx& c, const YAML::Node& root, const char* 
   LengthDistribution d;
   const std::string path = join(parent, key);
   if (root.IsMap() && root[key] && root[key].IsScalar()) return length_from_text(c, root[key], path);
+  if (root.IsMap() && root[key] && root[key].IsSequence()) {  // a list of lengths: the empirical form says how
+    c.error(root[key], path,
+            "expected a length (512, \"uniform:128-2K\", \"empirical:128@0.5,1K@0.5\") or a mapping with "
+            "distribution:, not a list (for several lengths: {distribution: empirical, values: [...]})");
+    return d;
+  }
   const YAML::Node n = get_map(c, root, parent, key, true);
   if (!n.IsMap()) return d;
   check_keys(c, n, path, workload_keys().at(path));

@@ -79,6 +79,16 @@ TEST_CASE("workload errors are located and named", "[profiles][workload][errors]
     CHECK(d[0].key_path == "arrival.rate_per_sec");
     CHECK(d[0].message.find("did you mean 'rate_per_s'") != std::string::npos);
   }
+  SECTION("a list for a length, and a YAML merge key, say what to write instead") {
+    const auto d = errors(
+        "kind: workload\nname: w\nprompt_tokens: [1, 2]\noutput_tokens: 10\n"
+        "arrival: {process: poisson, rate_per_s: 1, <<: {cv: 2}}\n");
+    REQUIRE(d.size() == 2);
+    CHECK(d[0].key_path == "arrival");  // the arrival is read first
+    CHECK(d[0].message.find("YAML merge keys (<<: *anchor) are not supported") != std::string::npos);
+    CHECK(d[1].key_path == "prompt_tokens");
+    CHECK(d[1].message.find("not a list (for several lengths: {distribution: empirical") != std::string::npos);
+  }
   SECTION("unknown distribution") {
     const auto d = errors(replace(kGood, "distribution: uniform", "distribution: unifrom"));
     REQUIRE(d.size() == 1);
