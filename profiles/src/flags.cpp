@@ -282,6 +282,10 @@ Deployment deployment_from_flags(const FlagTexts& f, Deployment d) {
   const auto positive_bytes = [](const std::string& item) {
     const auto b = parse_bytes(item, "--kv-cache-memory");
     if (b == 0) throw InputError("--kv-cache-memory: expected a positive size such as 32.06GiB, got '" + item + "'");
+    // A bare number is bytes (vLLM's unit); one below a mebibyte holds no useful KV cache and is a missing unit.
+    if (b < (1u << 20) && item.find_first_not_of("0123456789. ") == std::string::npos)
+      throw InputError("--kv-cache-memory: '" + item + "' is " + item +
+                       " bytes (a bare number is bytes, as vLLM takes it); give a unit, e.g. " + item + "GiB");
     return b;
   };
   if (given("kv-cache-memory")) {

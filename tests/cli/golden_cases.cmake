@@ -291,3 +291,5 @@ kvcap_golden(plan_sliding_window_only 0 plan --model mistral-7b-v0.1 --gpu h200 
 kvcap_golden(simulate_trace_fewer_rows_than_asked 0 simulate --model llama-3.1-8b --gpu h100-sxm --trace %DATA%/trace_custom_columns.csv --trace-columns sent_at,in_tokens,out_tokens --num-requests 1000 --no-wall-time)
 # --all2all-backend without expert parallelism across DP replicas: a usage error naming the flag (exit 2).
 kvcap_golden(err_plan_all2all_without_dp 2 plan --model deepseek-v3 --gpu h200 --tensor-parallel-size 8 --enable-expert-parallel --all2all-backend deepep_low_latency)
+# --kv-cache-memory 40: bytes, as vLLM reads it; below a mebibyte it is a missing unit (exit 2).
+kvcap_golden(err_plan_kv_cache_memory_no_unit 2 plan --model llama-3.1-8b --gpu h100-sxm --kv-cache-memory 40)
