@@ -27,7 +27,9 @@ std::string human_seconds(double s) {
   return amount(s, s < 100 ? 2 : 1) + " s";
 }
 
-std::string gib(double bytes, int decimals) { return fixed(bytes / 1073741824.0, decimals); }
+std::string gib(double bytes, int decimals) {
+  return fixed(bytes / 1073741824.0, decimals);
+}
 
 std::string gib_text(double bytes, int decimals) {
   return gib(bytes, decimals) + " GiB";
@@ -56,7 +58,9 @@ std::string grouped(std::uint64_t v) {
   return r;
 }
 
-std::string billions(double v) { return fixed(v / 1e9, 2) + "B"; }
+std::string billions(double v) {
+  return fixed(v / 1e9, 2) + "B";
+}
 
 std::string_view trim(std::string_view s) {
   const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
