@@ -95,7 +95,12 @@ std::optional<WorkloadSpec> workload_into(const po::variables_map& vm, SizingWor
       w.concurrent_users > 0)
     std::cerr << "kvcap size: note: the workload's think time (" << spec->arrival.think_time_s
               << " s) is not in size's queueing model: its " << w.concurrent_users
-              << " clients are sized as always busy (conservative); kvcap simulate runs the think time\n";
+              << " clients are sized as always busy"
+              << (spec->arrival.think_time_exponential
+                      ? " (conservative)"
+                      : "; a fixed think time can bring them into step, sending in waves that queue behind each "
+                        "other, which that does not bound")
+              << "; --verify and kvcap simulate run the think time\n";
   return spec;
 }
 
@@ -221,10 +226,16 @@ WorkloadSpec simulated_workload(const std::optional<WorkloadSpec>& spec, const S
       (!spec || s.arrival.kind == ArrivalProcess::Kind::closed || s.arrival.rate_per_s != w.arrival_rate_per_s)) {
     s.arrival = ArrivalProcess::renewal(ArrivalProcess::Kind::poisson, w.arrival_rate_per_s);
   } else if (!w.open_loop()) {
+    const ArrivalProcess file = s.arrival;
     s.arrival = ArrivalProcess{};
     s.arrival.kind = ArrivalProcess::Kind::closed;
     s.arrival.concurrency = w.concurrent_users;
     s.arrival.rate_per_s = std::numeric_limits<double>::infinity();
+    // The file's think time is simulated (the analytic search leaves it out), whoever sets the clients' count.
+    if (spec && file.kind == ArrivalProcess::Kind::closed) {
+      s.arrival.think_time_s = file.think_time_s;
+      s.arrival.think_time_exponential = file.think_time_exponential;
+    }
   }
   return s;
 }
