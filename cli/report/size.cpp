@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -18,13 +19,15 @@ namespace {
 std::string dur(double s) {
   if (!std::isfinite(s)) return "unbounded";
   if (s >= 1) return fixed(s, 2) + " s";
+  if (s < 1e-3) return amount(s * 1e6, 0) + " us";
   return fixed(s * 1e3, s >= 0.1 ? 0 : 1) + " ms";
 }
 
 std::string pct_name(double p) {
-  std::string s = fixed(p * 100, 1);
-  if (s.size() > 2 && s.substr(s.size() - 2) == ".0") s.resize(s.size() - 2);
-  return "p" + s;
+  // As given, to 6 significant digits: p99.99 is not p100, p0.0001 not p0.
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", p * 100);
+  return "p" + std::string(buf);
 }
 
 std::string pad_left(const std::string& s, std::size_t w) {
@@ -429,20 +432,18 @@ std::string ep_groups_text(const SizingCandidate& b) {
 void table_row(std::ostream& out, std::size_t rank, const SizingCandidate& c, bool open) {
   const double cap = open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas)
                           : static_cast<double>(c.max_batch_targets * c.replicas);
-  const auto money = [&](double v, int digits, std::size_t w) {
-    // A figure wider than its column still stands apart from the one before it.
-    const std::string t = c.priced ? amount(v, digits) : "n/a";
-    return t.size() >= w ? " " + t : pad_left(t, w);
-  };
+  // A figure wider than its column still stands apart from the one before it.
+  const auto col = [](const std::string& t, std::size_t w) { return t.size() >= w ? " " + t : pad_left(t, w); };
+  const auto money = [&](double v, int digits, std::size_t w) { return col(c.priced ? amount(v, digits) : "n/a", w); };
   out << pad_left(std::to_string(rank), 5) << "  " << pad_right(escape::terminal_text(c.gpu), 10)
       << pad_left(std::to_string(c.tp), 3) << pad_left(std::to_string(c.pp), 4) << pad_left(ep_column(c), 4) << "  "
       << pad_right(std::string(name(c.weight_dtype)), 9) << pad_right(std::string(name(c.kv_dtype)), 8)
-      << pad_left(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
-      << pad_left(c.prefill ? xpyd(c) : grouped(static_cast<std::uint64_t>(c.replicas)), 10)
-      << pad_left(std::to_string(c.batch), 7) << pad_left(dur(c.ttft_s), 12) << pad_left(dur(c.tpot_s), 10)
-      << pad_left(open ? fixed(cap, cap < 10 ? 2 : 1) : grouped(static_cast<std::uint64_t>(cap)), 11)
-      << pad_left(amount(c.tokens_per_s_per_gpu, 0), 11)
-      << pad_left(std::isfinite(c.tokens_per_s_per_user) ? amount(c.tokens_per_s_per_user, 1) : "-", 12)
+      << col(grouped(static_cast<std::uint64_t>(c.gpus)), 6)
+      << col(c.prefill ? xpyd(c) : grouped(static_cast<std::uint64_t>(c.replicas)), 10)
+      << col(std::to_string(c.batch), 7) << col(dur(c.ttft_s), 12) << col(dur(c.tpot_s), 10)
+      << col(open ? amount(cap, cap < 10 ? 2 : 1) : grouped(static_cast<std::uint64_t>(cap)), 11)
+      << col(amount(c.tokens_per_s_per_gpu, 0), 11)
+      << col(std::isfinite(c.tokens_per_s_per_user) ? amount(c.tokens_per_s_per_user, 1) : "-", 12)
       << money(c.cost_per_hour_usd, 2, 10) << money(c.cost_per_million_input_tokens_usd, 3, 8)
       << money(c.cost_per_million_output_tokens_usd, 3, 9) << money(c.cost_per_million_tokens_usd, 3, 9) << "\n";
   if (!c.prefill) return;
