@@ -268,6 +268,17 @@ void verify_into(const po::variables_map& vm, const std::optional<WorkloadSpec>&
   if (vm.count("num-requests")) {
     o.limits.num_requests =
         static_cast<std::uint64_t>(parse_int(vm["num-requests"].as<std::string>(), "--num-requests", 1, 10'000'000));
+    // A run whose arrivals end within seconds ends before an overloaded count's queue has grown: it can pass.
+    const double span_s = w.open_loop() && o.workload.arrival.phases.empty()
+                              ? static_cast<double>(*o.limits.num_requests) / w.arrival_rate_per_s
+                              : INFINITY;
+    if (span_s < 60)
+      std::cerr << "kvcap size: warning: --verify's runs end their arrivals after " << amount(span_s, 1) << " s ("
+                << grouped(*o.limits.num_requests) << " requests at " << amount(w.arrival_rate_per_s, 2)
+                << " req/s): too short for an overloaded replica count's queue to grow, so one can pass; give at "
+                   "least "
+                << grouped(static_cast<std::uint64_t>(std::ceil(60 * w.arrival_rate_per_s)))
+                << " requests (60 s; the default is 120 s)\n";
   } else if (!o.workload.arrival.phases.empty()) {
     // Rate phases end the arrivals by themselves.
   } else {

@@ -293,3 +293,5 @@ kvcap_golden(simulate_trace_fewer_rows_than_asked 0 simulate --model llama-3.1-8
 kvcap_golden(err_plan_all2all_without_dp 2 plan --model deepseek-v3 --gpu h200 --tensor-parallel-size 8 --enable-expert-parallel --all2all-backend deepep_low_latency)
 # --kv-cache-memory 40: bytes, as vLLM reads it; below a mebibyte it is a missing unit (exit 2).
 kvcap_golden(err_plan_kv_cache_memory_no_unit 2 plan --model llama-3.1-8b --gpu h100-sxm --kv-cache-memory 40)
+# --verify with a run whose arrivals end within a minute: warned (an overloaded count can pass such a run).
+kvcap_golden(size_verify_short_run_warning 0 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 64 --rate 4 --ttft-p 2s --tpot 50ms --gpus h100-sxm --max-tp 1 --max-pp 1 --top 1 --verify 1 --num-requests 20 --threads 1 --no-progress)
