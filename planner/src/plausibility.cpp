@@ -262,6 +262,33 @@ std::vector<Finding> check_calibration(const Calibration& c, const GpuSpec& g, b
                         g.display_name + " (" + want + ")");
     return r;
   }
+  // Same product, another form factor: CUDA names a PCIe or NVL card so ("NVIDIA H100 PCIe", "NVIDIA H100 NVL") and
+  // an SXM module without either ("NVIDIA H100 80GB HBM3"); H100 PCIe and SXM have the same memory, not the same
+  // bandwidth (2.0 vs 3.35 TB/s).
+  const auto form = [](const std::string& name) -> std::string {
+    std::string tok;  // whole words only: GB200's "NVL72" is a rack, not an NVL card
+    for (char ch : name + " ") {
+      if (std::isalnum(static_cast<unsigned char>(ch))) {
+        tok += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        continue;
+      }
+      if (tok == "PCIE" || tok == "NVL") return tok;
+      tok.clear();
+    }
+    return "SXM";
+  };
+  if (form(c.device) != form(g.display_name)) {
+    mismatch("302", "the calibration was measured on '" + c.device + "' (" + form(c.device) + "), the plan is for a " +
+                        g.display_name + " (" + form(g.display_name) + "): another variant of the " + want);
+    return r;
+  }
+  // A measured read rate above the profile's datasheet peak: not this device (10% for the datasheet's rounding).
+  if (c.stream.read_bytes_per_s > 1.1 * g.memory_bandwidth_bytes_per_s && g.memory_bandwidth_bytes_per_s > 0) {
+    mismatch("302", "the calibration's device '" + c.device + "' read " + fixed(c.stream.read_bytes_per_s / 1e12, 2) +
+                        " TB/s, above the " + fixed(g.memory_bandwidth_bytes_per_s / 1e12, 2) + " TB/s peak of the " +
+                        g.display_name + " profile: another device");
+    return r;
+  }
   // Same product, different memory (H100 SXM 80 GB vs H100 NVL 94 GB): different bandwidth too.
   if (c.device_memory_bytes > 0 && g.memory_bytes > 0) {
     const double ratio = static_cast<double>(c.device_memory_bytes) / static_cast<double>(g.memory_bytes);

@@ -142,6 +142,25 @@ TEST_CASE("plausibility: a calibration from another device", "[planner][plausibi
   c.device_memory_bytes = h100.memory_bytes;
   CHECK(check_calibration(c, h100, false).empty());
   CHECK(has(check_calibration(c, profiles::resolve_gpu("h100-nvl"), false), "KVCAP-E302"));  // 94 GB variant
+  // The PCIe card has the SXM module's 80 GB but 2.0 TB/s, not 3.35: the form factor in the names tells them apart.
+  const auto pcie = profiles::resolve_gpu("h100-pcie");
+  const auto sxm_on_pcie = check_calibration(c, pcie, false);
+  REQUIRE(has(sxm_on_pcie, "KVCAP-E302"));
+  CHECK(sxm_on_pcie[0].message.find("(SXM), the plan is for a NVIDIA H100 PCIe 80GB (PCIE)") != std::string::npos);
+  c.device = "NVIDIA H100 PCIe";
+  c.device_memory_bytes = pcie.memory_bytes;
+  CHECK(check_calibration(c, pcie, false).empty());
+  CHECK(has(check_calibration(c, h100, false), "KVCAP-E302"));
+  // A read rate above the profile's peak is another device, whatever its name says.
+  c.device = "NVIDIA H100 PCIe";
+  c.stream.read_bytes_per_s = 3.07e12;
+  CHECK(has(check_calibration(c, pcie, false), "KVCAP-E302"));
+  // GB200's "NVL72" names its rack, not an NVL card.
+  c = Calibration{};
+  c.device_kind = "cuda";
+  c.selftests_passed = true;
+  c.device = "NVIDIA GB200";
+  CHECK(check_calibration(c, profiles::resolve_gpu("gb200"), false).empty());
 }
 
 TEST_CASE("device_product picks the model from driver and profile names", "[planner][plausibility]") {
