@@ -2,6 +2,8 @@
 // Calibration. Only the fitted blocks feed the speed model; device identity, raw points and ratios are
 // checked for shape (so a corrupt file is caught) but otherwise kept for people.
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -17,6 +19,23 @@ constexpr std::int64_t kFormatVersion = 1;
 // Generous physical bounds: no device reads more than 1 PB/s or computes more than 1e18 FLOP/s.
 constexpr double kMaxBandwidth = 1e15;
 constexpr double kMaxFlops = 1e18;
+// Nor does a device that kvcap times read below 0.1 GB/s or compute below 1 GFLOP/s (a CPU core does more): such a
+// figure is a corrupt file, and it would make every step last for hours. 0 is "not measured".
+constexpr double kMinBandwidth = 1e8;
+constexpr double kMinFlops = 1e9;
+
+/// A measured rate: 0 (not measured) or within [lo, hi].
+std::optional<double> rate(Ctx& c, const YAML::Node& map, const std::string& path, const char* key, bool required,
+                           double lo, double hi) {
+  auto v = get_number(c, map, path, key, required, 0, hi);
+  if (v && *v > 0 && *v < lo) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "expected 0 (not measured) or at least %g, got %g", lo, *v);
+    c.error(map[key], join(path, key), buf);
+    return std::nullopt;
+  }
+  return v;
+}
 
 const std::vector<std::string> kTop = {
     "kvcap_calibration", "device",    "build",  "selftest", "date",     "mode", "host", "stream", "decode", "gemm",
@@ -117,12 +136,17 @@ Calibration read(Ctx& c, const YAML::Node& root) {
                (date ? ", " + *date : "") + (host ? ", " + *host : "") + ")";
 
   if (const YAML::Node s = get_map(c, root, "", "stream", false)) {
-    if (auto v = get_number(c, s, "stream", "read_bytes_per_s", false, 0, kMaxBandwidth)) cal.stream.read_bytes_per_s = *v;
-    get_number(c, s, "stream", "copy_bytes_per_s", false, 0, kMaxBandwidth);
+    check_keys(c, s, "stream", {"read_bytes_per_s", "copy_bytes_per_s", "buffer_bytes"});
+    if (auto v = rate(c, s, "stream", "read_bytes_per_s", false, kMinBandwidth, kMaxBandwidth))
+      cal.stream.read_bytes_per_s = *v;
+    rate(c, s, "stream", "copy_bytes_per_s", false, kMinBandwidth, kMaxBandwidth);
   }
   if (const YAML::Node d = get_map(c, root, "", "decode", false)) {
+    check_keys(c, d, "decode",
+               {"t0_s", "bandwidth_bytes_per_s", "fit_rms_relative_error", "holdout_max_relative_error",
+                "holdout_points", "by_variant"});
     if (auto v = get_number(c, d, "decode", "t0_s", true, 0, 1.0)) cal.decode.t0_s = *v;
-    if (auto v = get_number(c, d, "decode", "bandwidth_bytes_per_s", true, 0, kMaxBandwidth))
+    if (auto v = rate(c, d, "decode", "bandwidth_bytes_per_s", true, kMinBandwidth, kMaxBandwidth))
       cal.decode.bandwidth_bytes_per_s = *v;
   }
   if (const YAML::Node g = get_map(c, root, "", "gemm", false)) {
@@ -140,7 +164,7 @@ Calibration read(Ctx& c, const YAML::Node& root) {
         check_keys(c, e, path, {"m_min", "m_max", "flops_per_s", "impl"});
         auto lo = get_int(c, e, path, "m_min", true, 1);
         auto hi = get_int(c, e, path, "m_max", true, 1);
-        auto f = get_number(c, e, path, "flops_per_s", true, 0, kMaxFlops);
+        auto f = rate(c, e, path, "flops_per_s", true, kMinFlops, kMaxFlops);
         if (lo && hi && *hi < *lo)
           c.error(e["m_max"], path + ".m_max", "expected m_max >= m_min (" + std::to_string(*lo) + ")");
         else if (lo && hi && f)
@@ -150,7 +174,7 @@ Calibration read(Ctx& c, const YAML::Node& root) {
   }
   if (const YAML::Node p = get_map(c, root, "", "prefill_attention", false)) {
     check_keys(c, p, "prefill_attention", {"flops_per_s", "tensor_cores"});
-    if (auto v = get_number(c, p, "prefill_attention", "flops_per_s", true, 0, kMaxFlops))
+    if (auto v = rate(c, p, "prefill_attention", "flops_per_s", true, kMinFlops, kMaxFlops))
       cal.prefill_attention.flops_per_s = *v;
     if (auto v = get_bool(c, p, "prefill_attention", "tensor_cores", false)) cal.prefill_attention.tensor_cores = *v;
   }

@@ -114,6 +114,20 @@ TEST_CASE("bad calibration files are rejected with line and key", "[calibration]
     CHECK(d.key_path == "decode.bandwidth_bytes_per_s");
     CHECK(d.line == line);
   }
+  SECTION("a rate too small for any device, a key given twice, a key the block does not have") {
+    std::string t = good;
+    t.replace(t.find("bandwidth_bytes_per_s: 4.1e12"), 29, "bandwidth_bytes_per_s: 1e-300");
+    CHECK(first_error(t).key_path == "decode.bandwidth_bytes_per_s");
+    CHECK(first_error(t).message.find("expected 0 (not measured) or at least 1e+08") != std::string::npos);
+    t = good;
+    const auto at = t.find("t0_s:");
+    t.insert(at, "t0_s: 1.0\n  ");
+    CHECK(first_error(t).key_path == "decode.t0_s");
+    CHECK(first_error(t).message.find("duplicate key") != std::string::npos);
+    t = good;
+    t.insert(t.find("t0_s:"), "bandwith_bytes_per_s: 1e12\n  ");
+    CHECK(first_error(t).key_path == "decode.bandwith_bytes_per_s");
+  }
   SECTION("an inverted GEMM class") {
     std::string t = good;
     t.replace(t.find("{m_min: 17, m_max: 256"), 22, "{m_min: 17, m_max: 16 ");
