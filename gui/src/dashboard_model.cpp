@@ -72,16 +72,27 @@ void DashboardModel::recompute() {
       r.plan.reset();
     }
     if (r.plan) {
-      // The same policy as kvcap plan: a deployment vLLM would not start, a calibration from another device
-      // (the user picked the file, so it is used, with the warning).
+      // The same policy as kvcap plan: a deployment vLLM would not start; a calibration from another device is not
+      // used (kvcap plan refuses it without --calibration-force, which the dashboard does not have): the speeds are
+      // the datasheet's and the panel says why.
       r.findings = check_memory_plan(*gpu_, *r.plan);
+      std::optional<Calibration> used = calibration_;
       if (calibration_) {
-        const auto cal = check_calibration(*calibration_, *gpu_, true);
+        auto cal = check_calibration(*calibration_, *gpu_, false);
+        for (auto& f : cal)
+          if (f.level == Finding::Level::error) {
+            used.reset();
+            f.level = Finding::Level::warning;
+            f.code.replace(f.code.find("-E"), 2, "-W");
+            const auto force = f.message.find("; --calibration-force");
+            if (force != std::string::npos) f.message.resize(force);
+            f.message += "; not used: the speeds are the datasheet's";
+          }
         r.findings.insert(r.findings.end(), cal.begin(), cal.end());
       }
       if (has_errors(r.findings)) r.fit = fit_advice(*r.model, *gpu_, settings_.deployment);
       try {
-        const auto ctx = make_speed_context(*r.model, *gpu_, *r.plan, SpeedOptions{}, calibration_);
+        const auto ctx = make_speed_context(*r.model, *gpu_, *r.plan, SpeedOptions{}, used);
         r.decode = throughput_latency_curve(ctx, settings_.speed_context_tokens);
       } catch (const std::exception& e) {
         r.speed_error = e.what();

@@ -281,7 +281,15 @@ TEST_CASE("the memory bar draws the pool of --num-gpu-blocks-override, which vLL
 TEST_CASE("a calibration file switches the speed view to calibrated, a bad one is shown", "[gui][dashboard]") {
   DashboardWindow w;
   CHECK_THAT(w.status_text().toStdString(), Catch::Contains("recomputed in"));
+  // Measured on an H200: on the default H100 it is not used (kvcap plan refuses it, E302), and the panel says so.
   REQUIRE(w.load_calibration(KVCAP_TEST_DATA "/calibration-example.yaml"));
+  CHECK_THAT(w.decode_chart()->title().toStdString(), Catch::Contains("datasheet"));
+  CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("KVCAP-W302") &&
+                                                        Catch::Contains("not used: the speeds are the datasheet's") &&
+                                                        !Catch::Contains("--calibration-force"));
+  auto s = w.controls()->settings();
+  s.gpu = "h200";
+  w.controls()->set_settings(s);
   CHECK_THAT(w.decode_chart()->title().toStdString(), Catch::Contains("calibrated"));
   CHECK_THAT(w.decode_chart()->title().toStdString(), !Catch::Contains("datasheet"));
   CHECK_THAT(w.plan_command_text().toStdString(), Catch::Contains("--calibration"));
