@@ -371,11 +371,12 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
     }
     c.within->replace(within);
     c.beyond->replace(beyond);
-    QString name = QString::fromStdString(r.label);
+    // Qt Charts draws legend labels and titles as HTML: a name with '<' or '&' is escaped, not markup.
+    QString name = QString::fromStdString(r.label).toHtmlEscaped();
     if (!r.error.empty())
       name += QStringLiteral(" \u2014 error, see the problems panel");
     else if (r.fit && !r.fit->fixes.empty())
-      name += QStringLiteral(" \u2014 does not fit: %1").arg(fix_text(r.fit->fixes.front()));
+      name += QStringLiteral(" \u2014 does not fit: %1").arg(fix_text(r.fit->fixes.front()).toHtmlEscaped());
     else if (within.isEmpty() && beyond.isEmpty())
       name += QStringLiteral(" \u2014 no KV memory left");
     c.within->setName(name);
@@ -424,11 +425,13 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
   apply_visibility();
 
   if (!title_override_.isEmpty()) {
-    chart_->setTitle(display_text(title_override_.toStdString()));  // a --title with control characters
+    // a --title with control characters, or with '<' and '&' (the title is HTML)
+    chart_->setTitle(display_text(title_override_.toStdString()).toHtmlEscaped());
   } else {
-    QString gpu = model.gpu()
-                      ? display_text(model.gpu()->display_name.empty() ? model.gpu()->name : model.gpu()->display_name)
-                      : QString::fromStdString(model.settings().gpu);
+    QString gpu =
+        (model.gpu() ? display_text(model.gpu()->display_name.empty() ? model.gpu()->name : model.gpu()->display_name)
+                     : QString::fromStdString(model.settings().gpu))
+            .toHtmlEscaped();
     const i64 n = dep.num_gpus > 0 ? dep.num_gpus : dep.tensor_parallel_size * dep.pipeline_parallel_size;
     QString kv = dep.kv_cache_dtype == DType::auto_
                      ? QStringLiteral("model dtype")

@@ -206,8 +206,8 @@ void DecodeSpeedChart::refresh(const DashboardModel& model) {
     }
     c.throughput->replace(tput);
     c.tpot->replace(tpot);
-    c.throughput->setName(QString::fromStdString(r.label));
-    c.tpot->setName(QString::fromStdString(r.label) + QStringLiteral(" TPOT"));
+    c.throughput->setName(QString::fromStdString(r.label).toHtmlEscaped());  // legend labels are HTML
+    c.tpot->setName(QString::fromStdString(r.label).toHtmlEscaped() + QStringLiteral(" TPOT"));
   }
   set_hidden(model.hidden());
   draw_baseline(model);
