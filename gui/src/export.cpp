@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QPainter>
 #include <QSvgGenerator>
+#include <QTextDocumentFragment>
 #include <stdexcept>
 
 #include "kvcap/escape.hpp"
@@ -106,7 +107,9 @@ void save_chart(QChartView* view, const QString& path, QSize size) {
     }
     ~WhiteBackground() { v->setBackgroundBrush(old); }
   } white(view);
-  save_widget(view, path, size, view->chart() ? view->chart()->title() : QString());
+  // The chart's title is HTML (names in it escaped): the file's title is its plain text.
+  save_widget(view, path, size,
+              view->chart() ? QTextDocumentFragment::fromHtml(view->chart()->title()).toPlainText() : QString());
 }
 
 void save_text(const QString& path, const QByteArray& text) {
