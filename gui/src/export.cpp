@@ -7,6 +7,7 @@
 #include <QPainter>
 #include <QSvgGenerator>
 #include <QTextDocumentFragment>
+#include <QTextDocumentFragment>
 #include <stdexcept>
 
 #include "kvcap/escape.hpp"
