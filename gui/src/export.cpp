@@ -7,7 +7,6 @@
 #include <QPainter>
 #include <QSvgGenerator>
 #include <QTextDocumentFragment>
-#include <QTextDocumentFragment>
 #include <stdexcept>
 
 #include "kvcap/escape.hpp"
