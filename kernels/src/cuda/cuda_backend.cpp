@@ -89,7 +89,13 @@ class CudaBackend final : public Backend {
  public:
   CudaBackend(int ordinal, std::uint64_t seed) : ordinal_(ordinal), rng_(seed), seed_(seed) {
     int count = 0;
-    cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    // No driver or no GPU (cudaErrorInsufficientDriver, cudaErrorNoDevice): say so and how to measure the CPU.
+    if (const cudaError_t e = cudaGetDeviceCount(&count); e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+      throw std::runtime_error("cuda:" + std::to_string(ordinal) + ": no usable CUDA GPU on this machine (" +
+                               cudaGetErrorString(e) + "); --device cpu calibrates the CPU");
+    } else {
+      cuda_check(e, "cudaGetDeviceCount");
+    }
     if (ordinal < 0 || ordinal >= count) {
       throw std::runtime_error("cuda:" + std::to_string(ordinal) + ": no such device (" + std::to_string(count) +
                                " CUDA device(s) visible)");
