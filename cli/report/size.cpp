@@ -428,6 +428,19 @@ std::string ep_groups_text(const SizingCandidate& b) {
          std::to_string(b.expert_parallel_size()) + " GPUs\n";
 }
 
+/// Open loop: the requests in a replica vary about their mean (Poisson: by its square root), and beyond what the KV
+/// cache holds vLLM preempts and recomputes their prompts, which costs the capacity the model counted on. A warning
+/// line when the mean plus three standard deviations exceeds the cache's requests ("" otherwise).
+std::string kv_burst_text(const SizingCandidate& b, bool open) {
+  if (!open || b.max_batch_memory <= 0) return "";
+  const double mean = static_cast<double>(b.batch), burst = mean + 3 * std::sqrt(mean);
+  if (burst <= static_cast<double>(b.max_batch_memory)) return "";
+  return "  warning: the KV cache holds " + std::to_string(b.max_batch_memory) + " requests per replica and " +
+         std::to_string(b.batch) + " decode on average; Poisson bursts reach it (mean + 3 sd = " + fixed(burst, 0) +
+         "), and vLLM then preempts requests and recomputes their prompts, which can cut the capacity below the load: "
+         "--verify simulates it\n";
+}
+
 /// One feasible candidate, `rank` its place in the ranking (1 = cheapest).
 void table_row(std::ostream& out, std::size_t rank, const SizingCandidate& c, bool open) {
   const double cap = open ? c.max_rate_per_replica_per_s * static_cast<double>(c.replicas)
@@ -596,7 +609,7 @@ void table_cheapest(std::ostream& out, const SizingCandidate& b, bool open, bool
       << dur(b.prefill_s) << " alone, " << fixed(b.prefill_utilization * 100, 0)
       << "% of GPU time on prefill, decode step " << dur(b.decode_step_s) << " (" << to_string(b.decode_bound)
       << "-bound)\n"
-      << ep_groups_text(b)
+      << ep_groups_text(b) << kv_burst_text(b, open)
       << (lockstep ? "batch: the users per replica, in lockstep (a prefill-first engine): TTFT is a prompt's place in "
                      "their prefill wave; docs/sizing.md.\n"
                    : "batch: requests decoding at once per replica (Little's law); TTFT includes the prefill queue "
