@@ -11,6 +11,7 @@
 #include <limits>
 #include <thread>
 
+#include "kvcap/escape.hpp"
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -403,6 +404,9 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   c.request.targets = targets_of(vm, spec);
   c.request.model = profiles::resolve_model(vm["model"].as<std::string>());
   c.request.space = space_of(vm);
+  if (c.request.space.base.enable_expert_parallel && !c.request.model.moe.enabled())
+    std::cerr << "kvcap size: note: --enable-expert-parallel: " << escape::terminal_text(c.request.model.name)
+              << " has no experts, so its plain layouts are searched (vLLM ignores the flag on a dense model)\n";
   if (c.request.space.disaggregated && !c.request.workload.open_loop())
     throw UsageError(
         "--disagg sizes prefill and decode pools from an arrival rate: give --rate, a trace, or a workload "

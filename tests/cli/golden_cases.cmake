@@ -297,3 +297,5 @@ kvcap_golden(err_plan_kv_cache_memory_no_unit 2 plan --model llama-3.1-8b --gpu 
 kvcap_golden(size_verify_short_run_warning 0 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 64 --rate 4 --ttft-p 2s --tpot 50ms --gpus h100-sxm --max-tp 1 --max-pp 1 --top 1 --verify 1 --num-requests 20 --threads 1 --no-progress)
 # The cheapest's mean batch within Poisson bursts of its KV limit: warned (preemption and recompute can collapse it).
 kvcap_golden(size_kv_burst_warning 0 size --model mixtral-8x7b --prompt-tokens 16K --output-tokens 512 --rate 2 --ttft-p 2s --tpot 50ms --gpus h100-sxm --max-tp 1 --max-pp 1 --engine vllm --top 1 --no-progress)
+# size --enable-expert-parallel on a dense model: a note, and its plain layouts.
+kvcap_golden(size_expert_parallel_dense_note 0 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 64 --rate 4 --ttft-p 2s --tpot 50ms --gpus h100-sxm --max-tp 1 --max-pp 1 --enable-expert-parallel --top 1 --no-progress)
