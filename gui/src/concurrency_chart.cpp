@@ -445,8 +445,7 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
       extra +=
           QStringLiteral(" \u00b7 what-if KV sharing %1").arg(QString::fromStdString(dep.kv_layer_sharing.describe()));
     chart_->setTitle(
-        QStringLiteral(
-            "Maximum concurrency vs context length \u2014 %1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4%5 \u00b7 KV %6")
+        QStringLiteral("Max concurrency vs context \u2014 %1\u00d7 %2 \u00b7 TP %3 \u00b7 PP %4%5 \u00b7 KV %6")
             .arg(n)
             .arg(gpu)
             .arg(dep.tensor_parallel_size)

@@ -48,6 +48,9 @@ KvUtilizationChart::KvUtilizationChart(QWidget* parent)
   style_axis(y_waiting_, QStringLiteral("waiting (dashed)"));
   y_waiting_->setGridLineVisible(false);
   y_waiting_->setLabelFormat(QStringLiteral("%.0f"));
+  // Whole requests: a range of 0-4 over 5 ticks (the default 0-1 printed "0 0 1 1 1").
+  y_waiting_->setRange(0, 4);
+  y_waiting_->setTickCount(5);
   waiting_->setName(QStringLiteral("waiting"));
   waiting_->setPen(QPen(QColor(0x505050), 1.2, Qt::DashLine));
   preemptions_->setName(QStringLiteral("preempted"));
