@@ -14,9 +14,10 @@ QString display_text(std::string_view s) {
 
 namespace {
 // Okabe-Ito: blue, vermillion, reddish purple, orange, sky blue, black, bluish green, yellow. Bluish green
-// comes late because the memory breakdown uses it for the KV cache.
-constexpr std::array<QRgb, 8> kOkabeIto = {0x0072B2, 0xD55E00, 0xCC79A7, 0xE69F00,
-                                           0x56B4E9, 0x000000, 0x009E73, 0xF0E442};
+// comes late because the memory breakdown uses it for the KV cache. Then four of Paul Tol's muted scheme (wine,
+// teal, olive, indigo), so that twelve models get twelve colours before the line styles repeat them.
+constexpr std::array<QRgb, 12> kOkabeIto = {0x0072B2, 0xD55E00, 0xCC79A7, 0xE69F00, 0x56B4E9, 0x000000,
+                                            0x009E73, 0xF0E442, 0x882255, 0x44AA99, 0x999933, 0x332288};
 }  // namespace
 
 QColor model_colour(std::size_t i) {
@@ -28,13 +29,13 @@ std::size_t palette_size() {
 }
 
 Qt::PenStyle model_pen_style(std::size_t i) {
-  switch ((i / kOkabeIto.size()) % 3) {
+  // Not DashLine, which marks the curve beyond max_model_len, nor DotLine (one request) or DashDotLine (the
+  // max_num_seqs cap).
+  switch ((i / kOkabeIto.size()) % 2) {
     case 0:
       return Qt::SolidLine;
-    case 1:
-      return Qt::DashLine;
     default:
-      return Qt::DotLine;
+      return Qt::DashDotDotLine;
   }
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Colours, pens and number formats shared by the dashboard's charts.
 // Model series use the Okabe & Ito (2008) colour-blind-safe palette, ordered for contrast on white
-// (yellow last); the memory breakdown uses greys plus the palette's green for KV, so a memory term never
-// wears a model's colour.
+// (yellow last), then four of Paul Tol's muted colours (12 in all); the memory breakdown uses greys plus the palette's
+// green for KV, so a memory term never wears a model's colour.
 #include <QColor>
 #include <QFont>
 #include <QString>
