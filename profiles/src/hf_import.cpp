@@ -659,8 +659,10 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
 
   derive_max_model_len(c, cfg, p, t, m);
 
-  // Sliding window: honoured unless the config switches it off (Qwen2: use_sliding_window false).
-  bool use_sw = true;
+  // Sliding window: honoured unless the config switches it off (use_sliding_window false). The Qwen2/Qwen3 config
+  // classes default it to off (transformers Qwen2Config, Qwen3Config and their MoE twins: use_sliding_window=False),
+  // so a Qwen config that gives a window without the switch does not slide.
+  bool use_sw = !(t == "qwen2" || t == "qwen2_moe" || t == "qwen3" || t == "qwen3_moe");
   if (auto u = get_bool(c, cfg, p, "use_sliding_window", false)) use_sw = *u;
   if (use_sw && present(cfg, "sliding_window")) set(m.sliding_window, get_int(c, cfg, p, "sliding_window", false, 1, kMaxDim));
   if (m.sliding_window > 0) sliding_layers(c, cfg, p, t, m);

@@ -104,6 +104,10 @@ TEST_CASE("which layers slide: gpt-oss's even layers, max_window_layers, layer_t
   CHECK(layer_attention(q, 20) == LayerAttention::full);
   CHECK(layer_attention(q, 21) == LayerAttention::sliding);
   CHECK(layer_attention(q, 27) == LayerAttention::sliding);
+  // Without use_sliding_window a Qwen config does not slide (the config class defaults it to False).
+  std::string unswitched = qwen;
+  unswitched.replace(unswitched.find("\"use_sliding_window\":true,"), 26, "");
+  CHECK(imp(unswitched + R"("max_window_layers":21})").sliding_window == 0);
   // max_window_layers at the layer count: no layer slides.
   const auto none = imp(qwen + R"("max_window_layers":28})");
   CHECK(none.sliding_window == 0);
