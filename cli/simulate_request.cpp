@@ -330,7 +330,7 @@ void prefill_into(const po::variables_map& vm, const Deployment& dep, const Mode
                         std::to_string(pd.tensor_parallel_size) + " x PP " + std::to_string(pd.pipeline_parallel_size) +
                         " " + (pgpu.display_name.empty() ? pgpu.name : pgpu.display_name) + "), KV over " +
                         w.link.name + " (" + amount(w.link.bandwidth_bytes_per_s / 1e9, 1) + " GB/s per GPU, " +
-                        human_seconds(w.link.latency_s) + ")";
+                        (w.link.latency_s > 0 ? human_seconds(w.link.latency_s) : std::string("no latency")) + ")";
   c.info.prefill_gpu = pgpu.name;
   c.info.kv_link = w.link;
   r.prefill = std::move(w);

@@ -280,12 +280,15 @@ void verify_into(const po::variables_map& vm, const std::optional<WorkloadSpec>&
                 << " req/s): too short for an overloaded replica count's queue to grow, so one can pass; give at "
                    "least "
                 << grouped(static_cast<std::uint64_t>(std::ceil(30 * w.arrival_rate_per_s)))
-                << " requests (30 s; the default is 120 s)\n";
+                << " requests (30 s; without --num-requests the runs take 120 s of arrivals, or 50,000 requests "
+                   "and at least 30 s)\n";
   } else if (!o.workload.arrival.phases.empty()) {
     // Rate phases end the arrivals by themselves.
   } else {
+    // 120 s of arrivals within 2,000 to 50,000 requests, and never less than 30 s (the short-run warning above).
     const double n = w.open_loop() ? 120 * w.arrival_rate_per_s : 10.0 * static_cast<double>(w.concurrent_users);
-    o.limits.num_requests = static_cast<std::uint64_t>(std::clamp(n, 2000.0, 50000.0));
+    const double at_least = w.open_loop() ? std::min(30 * w.arrival_rate_per_s, 1e7) : 0;
+    o.limits.num_requests = static_cast<std::uint64_t>(std::ceil(std::max(std::clamp(n, 2000.0, 50000.0), at_least)));
   }
 }
 
@@ -365,7 +368,7 @@ po::options_description size_options() {
                                                              "percentile and mean TPOT meet the targets")
     ("trace", po::value<std::string>(), "CSV trace (kvcap simulate's columns): size for its mean lengths and arrival rate, and verify by replaying it")
     ("num-requests", po::value<std::string>(), "requests per simulation (default: the whole trace; drawn: 120 s of arrivals, "
-                                              "2,000 to 50,000; closed loop: 10 per user, 2,000 to 50,000)")
+                                              "2,000 to 50,000 but at least 30 s; closed loop: 10 per user, 2,000 to 50,000)")
     ("seed", po::value<std::string>()->default_value("1"), "random seed of the drawn workload")
     ("threads", po::value<std::string>(), "candidates simulated at once (default: the machine's hardware threads)")
     ("mpi", "under mpirun: split the candidates simulated over the MPI ranks (each with --threads); rank 0 prints "

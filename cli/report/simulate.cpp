@@ -483,7 +483,7 @@ std::string describe_trace(const std::string& name, const sim::Trace& t, double 
   o << ")";
   if (limits.num_requests && *limits.num_requests < t.requests.size())
     o << ", first " << grouped(*limits.num_requests);
-  else if (limits.num_requests)  // a replay ends with the trace: say so rather than promise more requests
+  else if (limits.num_requests && *limits.num_requests > t.requests.size())  // a replay ends with the trace
     o << ", every row (--num-requests " << grouped(*limits.num_requests) << " is more than the trace holds)";
   if (limits.duration_s) o << ", arrivals before " << amount(*limits.duration_s, 1) << " s";
   return o.str();

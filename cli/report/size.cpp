@@ -432,7 +432,8 @@ std::string ep_groups_text(const SizingCandidate& b) {
 /// cache holds vLLM preempts and recomputes their prompts, which costs the capacity the model counted on. A warning
 /// line when the mean plus three standard deviations exceeds the cache's requests ("" otherwise).
 std::string kv_burst_text(const SizingCandidate& b, bool open) {
-  if (!open || b.max_batch_memory <= 0) return "";
+  // Beyond max_num_seqs vLLM queues instead: no preemption, and the queue is in the model's TTFT.
+  if (!open || b.max_batch_memory <= 0 || !b.kv_limited) return "";
   const double mean = static_cast<double>(b.batch), burst = mean + 3 * std::sqrt(mean);
   if (burst <= static_cast<double>(b.max_batch_memory)) return "";
   return "  warning: the KV cache holds " + std::to_string(b.max_batch_memory) + " requests per replica and " +

@@ -41,6 +41,9 @@ void DashboardModel::recompute() {
   } catch (const std::exception& e) {
     gpu_error_ = e.what();
   }
+  calibration_in_use_.reset();
+  if (calibration_ && gpu_ && !has_errors(check_calibration(*calibration_, *gpu_, false)))
+    calibration_in_use_ = calibration_;
   const auto grid = concurrency_contexts();
   std::size_t index = 0;
   for (const auto& key : settings_.models) {
@@ -76,12 +79,10 @@ void DashboardModel::recompute() {
       // used (kvcap plan refuses it without --calibration-force, which the dashboard does not have): the speeds are
       // the datasheet's and the panel says why.
       r.findings = check_memory_plan(*gpu_, *r.plan);
-      std::optional<Calibration> used = calibration_;
       if (calibration_) {
         auto cal = check_calibration(*calibration_, *gpu_, false);
         for (auto& f : cal)
-          if (f.level == Finding::Level::error) {
-            used.reset();
+          if (f.level == Finding::Level::error) {  // calibration_in_use_ is none
             f.level = Finding::Level::warning;
             f.code.replace(f.code.find("-E"), 2, "-W");
             const auto force = f.message.find("; --calibration-force");
@@ -92,7 +93,7 @@ void DashboardModel::recompute() {
       }
       if (has_errors(r.findings)) r.fit = fit_advice(*r.model, *gpu_, settings_.deployment);
       try {
-        const auto ctx = make_speed_context(*r.model, *gpu_, *r.plan, SpeedOptions{}, used);
+        const auto ctx = make_speed_context(*r.model, *gpu_, *r.plan, SpeedOptions{}, calibration_in_use_);
         r.decode = throughput_latency_curve(ctx, settings_.speed_context_tokens);
       } catch (const std::exception& e) {
         r.speed_error = e.what();
@@ -179,12 +180,13 @@ QString DashboardModel::rate_source_text() const {
                          ? QStringLiteral("calibrated")
                          : QStringLiteral("memory %1, compute %2")
                                .arg(QString::fromStdString(s.memory), QString::fromStdString(s.compute));
-      if (calibration_ && !calibration_->device.empty()) what += " on " + QString::fromStdString(calibration_->device);
+      if (calibration_in_use_ && !calibration_in_use_->device.empty())
+        what += " on " + QString::fromStdString(calibration_in_use_->device);
       return what;
     }
     return QStringLiteral("datasheet \u00d7 default efficiency");
   }
-  return calibration_ ? QStringLiteral("calibrated") : QStringLiteral("datasheet \u00d7 default efficiency");
+  return calibration_in_use_ ? QStringLiteral("calibrated") : QStringLiteral("datasheet \u00d7 default efficiency");
 }
 
 void DashboardModel::set_timeline(Timeline t) {

@@ -78,6 +78,10 @@ class DashboardModel : public QObject {
   void clear_calibration();
   const std::optional<Calibration>& calibration() const { return calibration_; }
   const std::string& calibration_path() const { return calibration_path_; }
+  /// The calibration the speeds use: the loaded one when it was measured on the selected GPU (check_calibration
+  /// finds no error), else none (kvcap plan refuses it; the panel says why). The speed view, the simulation and the
+  /// copied plan command all read this.
+  const std::optional<Calibration>& calibration_in_use() const { return calibration_in_use_; }
   /// "calibrated (device)" or "datasheet x default efficiency", as the speed model reports its rate source.
   QString rate_source_text() const;
 
@@ -121,7 +125,7 @@ class DashboardModel : public QObject {
   std::optional<Baseline> baseline_;
   std::optional<GpuSpec> gpu_;
   std::string gpu_error_;
-  std::optional<Calibration> calibration_;
+  std::optional<Calibration> calibration_, calibration_in_use_;
   std::string calibration_path_, calibration_error_;
   std::optional<Timeline> timeline_;
   std::optional<Timeline> previous_timeline_;

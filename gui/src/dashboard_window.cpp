@@ -250,8 +250,9 @@ void DashboardWindow::redraw() {
                        .arg(model_.results().size())
                        .arg(model_.last_recompute_ms(), 0, 'f', 1));
   rates_->setText(QStringLiteral("speed rates: ") + model_.rate_source_text() +
-                  (model_.calibration() ? QStringLiteral(" (") + QString::fromStdString(model_.calibration_path()) + ")"
-                                        : QString()));
+                  (model_.calibration_in_use()
+                       ? QStringLiteral(" (") + QString::fromStdString(model_.calibration_path()) + ")"
+                       : QString()));
 }
 
 QString DashboardWindow::status_message() const {
@@ -444,7 +445,9 @@ void DashboardWindow::export_main_csv(const QString& path) {
 
 QString DashboardWindow::plan_command_text() const {
   QStringList lines;
-  for (const auto& l : plan_command_lines(model_.settings(), model_.calibration_path()))
+  // The calibration only when the speeds use it: kvcap plan refuses one from another device (E302).
+  for (const auto& l :
+       plan_command_lines(model_.settings(), model_.calibration_in_use() ? model_.calibration_path() : std::string()))
     lines << QString::fromStdString(l);
   return lines.join(QLatin1Char('\n'));
 }

@@ -233,7 +233,7 @@ void DecodeSpeedChart::refresh(const DashboardModel& model) {
       cap = std::max(cap, r.plan->dep.max_num_seqs);
   x_->setTitleText(cap > 0 ? QStringLiteral("batch (\u2264 max_num_seqs %1)").arg(grouped(cap))
                            : QStringLiteral("batch (concurrent requests decoding)"));
-  const QString source = model.calibration() ? model.rate_source_text() : QStringLiteral("datasheet rates");
+  const QString source = model.calibration_in_use() ? model.rate_source_text() : QStringLiteral("datasheet rates");
   chart_->setTitle(QStringLiteral("Decode at %1 context \u2014 %2")
                        .arg(tokens_label(model.settings().speed_context_tokens), source));
 }

@@ -94,7 +94,7 @@ sim::SimulationRequest simulation_request(const DashboardModel& model, const Sim
     throw std::runtime_error(
         "the dashboard simulates without a shared prefix: set it to 0, or use kvcap simulate --shared-prefix-tokens");
   sim::SimulationRequest q;
-  q.speed = make_speed_context(*m->model, *model.gpu(), *m->plan, SpeedOptions{}, model.calibration());
+  q.speed = make_speed_context(*m->model, *model.gpu(), *m->plan, SpeedOptions{}, model.calibration_in_use());
   q.limits.duration_s = spec.duration_s;
   q.seed = spec.seed;
   QString workload;

@@ -104,7 +104,9 @@ std::string why_request_does_not_fit(const MemoryPlan& p) {
   std::string head = "one request of max_model_len " + grouped(static_cast<u64>(p.dep.max_model_len)) + " tokens ";
   // No room at all (memory.cpp concurrency_from): the shared prefix, or --kv-eviction's prefill reserve, takes the
   // whole pool before a request's own blocks, so no ratio of one request to the pool says it.
-  if (p.startup_concurrency <= 0)
+  if (p.startup_concurrency <= 0 && p.num_blocks_from_memory == 0)
+    head += "finds no room: its memory holds not one whole block of ";
+  else if (p.startup_concurrency <= 0)
     head += "finds no room: the shared prefix (and any eviction reserve) fills ";
   else
     head += "needs " + fixed(1.0 / p.startup_concurrency, 2) + "x ";

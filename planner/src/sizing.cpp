@@ -278,6 +278,7 @@ ReplicaModel::ReplicaModel(SpeedContext c, const SizingWorkload& w, double ttft_
   const double conc = concurrency_at(c_.model, c_.plan, mean_context_);
   const i64 seqs = c_.plan.dep.max_num_seqs;
   max_batch_ = conc >= dbl(seqs) ? seqs : static_cast<i64>(std::floor(conc));
+  kv_limited_ = conc < dbl(seqs);
   const PrefillResult pr = prefill(c_, std::max<i64>(1, std::llround(w.prompt_tokens)));
   prefill_s_ = pr.ttft_s;
   chunks_ = static_cast<i64>(pr.chunks.size());
@@ -523,6 +524,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
     const i64 max_len = plan.dep.max_model_len;
     rm.emplace(make_speed_context(m, *k.gpu, std::move(plan), s.speed, s.calibration), w, t.ttft_percentile);
     r.max_batch_memory = rm->max_batch_memory();
+    r.kv_limited = rm->kv_limited();
     if (!rm->context().plan.fits() || rm->max_batch_memory() < 1) {
       r.status = CandidateStatus::does_not_fit;
       r.reason = does_not_fit_reason(rm->context().plan, max_len, rm->mean_context_tokens());

@@ -287,9 +287,12 @@ TEST_CASE("a calibration file switches the speed view to calibrated, a bad one i
   CHECK_THAT(w.error_panel()->text().toStdString(), Catch::Contains("KVCAP-W302") &&
                                                         Catch::Contains("not used: the speeds are the datasheet's") &&
                                                         !Catch::Contains("--calibration-force"));
+  CHECK_FALSE(w.model().calibration_in_use());  // the simulation and the speed view read this
+  CHECK_THAT(w.plan_command_text().toStdString(), !Catch::Contains("--calibration"));
   auto s = w.controls()->settings();
   s.gpu = "h200";
   w.controls()->set_settings(s);
+  CHECK(w.model().calibration_in_use());
   CHECK_THAT(w.decode_chart()->title().toStdString(), Catch::Contains("calibrated"));
   CHECK_THAT(w.decode_chart()->title().toStdString(), !Catch::Contains("datasheet"));
   CHECK_THAT(w.plan_command_text().toStdString(), Catch::Contains("--calibration"));

@@ -120,6 +120,15 @@ TEST_CASE("a shared prefix that fills the pool leaves no room, not a huge ratio"
   CHECK(a->why.find("finds no room: the shared prefix") != std::string::npos);
   CHECK(a->why.find("needs") == std::string::npos);
   for (const auto& f : a->fixes) CHECK(vllm_starts(m, g, f.deployment));
+  // No prefix, a pool of less than one block: the pool is what has no room.
+  Deployment tiny;
+  tiny.tensor_parallel_size = 4;
+  tiny.kv_cache_memory_bytes = {1 << 20};
+  const auto t = fit_advice(profiles::resolve_model("llama-3.1-70b"), profiles::resolve_gpu("h100-sxm"), tiny);
+  REQUIRE(t);
+  REQUIRE(t->reason == FitAdvice::Reason::request_does_not_fit);
+  CHECK(t->why.find("holds not one whole block") != std::string::npos);
+  CHECK(t->why.find("shared prefix") == std::string::npos);
 }
 
 TEST_CASE("a fix is offered only when kvcap plan's whole policy accepts it", "[fit]") {

@@ -418,11 +418,14 @@ TEST_CASE("rate phases change the rate at the stated times and end the arrivals"
   CHECK(t == std::vector<double>{5, 5.5, 6, 6.5, 17, 17.25, 17.5, 17.75});
   w.arrival.kind = ArrivalProcess::Kind::poisson;
   auto poisson_gap = synthetic_source(w, 3, SourceLimits{});
+  std::uint64_t gapped_arrivals = 0;
   while (auto r = poisson_gap->next()) {
+    ++gapped_arrivals;
     CHECK(r->arrival_s >= 5);
     CHECK_FALSE((r->arrival_s >= 7 && r->arrival_s < 17));
     CHECK(r->arrival_s < 18);
   }
+  CHECK(gapped_arrivals >= 3);  // 2 x 2 + 4 x 1 = 8 expected
   // Invalid phases are located errors: a rate between 0 and 1e-9, and only idle phases.
   w.arrival.phases = {{1, 3}, {1e-12, 1}};
   CHECK_THROWS_WITH(synthetic_source(w, 1, SourceLimits{}), Catch::Contains("arrival.phases[1].rate_per_s"));

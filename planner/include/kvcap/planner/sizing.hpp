@@ -118,6 +118,7 @@ struct SizingCandidate {
   i64 gpus = 0;                           ///< replicas x TP x PP
   i64 kv_capacity_tokens = 0;             ///< per replica
   i64 max_batch_memory = 0;               ///< min(floor(concurrency at the mean context), max_num_seqs)
+  bool kv_limited = false;                ///< max_batch_memory is the KV cache's (below max_num_seqs)
   i64 max_batch_targets = 0;              ///< largest in-flight batch per replica that still meets the targets
   double max_rate_per_replica_per_s = 0;  ///< open loop: arrival rate one replica sustains within the targets
 
@@ -224,6 +225,9 @@ class ReplicaModel {
   i64 mean_context_tokens() const { return mean_context_; }
   /// min(floor(concurrency at the mean context), max_num_seqs); 0: not one request fits.
   i64 max_batch_memory() const { return max_batch_; }
+  /// Whether the KV cache, not max_num_seqs, sets max_batch_memory() (beyond it vLLM preempts; beyond
+  /// max_num_seqs it queues).
+  bool kv_limited() const { return kv_limited_; }
   double prefill_s() const { return prefill_s_; }            ///< T_prefill, idle replica
   double prefill_busy_s() const { return prefill_busy_s_; }  ///< C_prefill per pipeline stage
   i64 prefill_chunks() const { return chunks_; }
@@ -254,6 +258,7 @@ class ReplicaModel {
   double p_ = 0.9;
   i64 mean_context_ = 0;
   i64 max_batch_ = 0;
+  bool kv_limited_ = false;
   double prefill_s_ = 0;
   double prefill_busy_s_ = 0;
   i64 chunks_ = 0;
