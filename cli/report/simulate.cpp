@@ -14,10 +14,6 @@ namespace kvcap::cli {
 
 namespace {
 
-std::string secs(double s) {
-  return human_seconds(s);
-}
-
 /// A rate for people: request rates with 2 decimals and token rates as whole numbers from `small` up; below it 3
 /// significant digits, so a run at 0.002 req/s does not read as 0.
 std::string rate(double v, double small) {
@@ -75,7 +71,7 @@ void disaggregation_lines(std::ostream& o, const SimulationInfo& in, const sim::
   for (const auto& s : r.prefill_replicas) busy += s.busy_s, waiting += s.waiting_mean;
   const auto n = static_cast<double>(std::max<std::size_t>(1, r.prefill_replicas.size()));
   o << "KV transfer  " << grouped(r.kv_transfers) << " requests' KV moved to the decode workers, mean "
-    << secs(r.kv_transfer_s_mean) << " for "
+    << human_seconds(r.kv_transfer_s_mean) << " for "
     << grouped(static_cast<std::uint64_t>(std::llround(r.kv_transfer_tokens_mean))) << " tokens (in TTFT)\n";
   o << "Prefill pool busy " << fixed(span > 0 ? 100 * busy / n / span : 0.0, 1) << "% (mean over "
     << r.prefill_replicas.size() << (r.prefill_replicas.size() == 1 ? " worker" : " workers") << "), waiting mean "
@@ -88,7 +84,7 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
   o << "Latency             mean       p50       p90       p99       max\n";
   auto row = [&](const char* name, const sim::LatencySummary& s) {
     char buf[200];
-    const auto t = [&](double x) { return s.count ? secs(x) : std::string("-"); };  // no request: no latency
+    const auto t = [&](double x) { return s.count ? human_seconds(x) : std::string("-"); };  // no request: no latency
     std::snprintf(buf, sizeof buf, "  %-10s %10s%10s%10s%10s%10s\n", name, t(s.mean).c_str(), t(s.p50).c_str(),
                   t(s.p90).c_str(), t(s.p99).c_str(), t(s.max).c_str());
     o << buf;
@@ -102,9 +98,9 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
     const auto n = std::to_string(b->clients);
     o << "Benchmark    the table is the steady state, the clients drifted apart; a benchmark whose " << n
       << " clients send their\n             first requests together (AIPerf, vllm bench serve) reads over these "
-      << grouped(b->requests) << " requests:\n             mean TTFT " << secs(b->ttft_s) << " (the first " << n << ": "
-      << secs(b->first_wave_ttft_s.mean) << "), TPOT " << (std::isnan(b->tpot_s) ? "-" : secs(b->tpot_s)) << ", E2E "
-      << secs(b->e2e_s) << "\n";
+      << grouped(b->requests) << " requests:\n             mean TTFT " << human_seconds(b->ttft_s) << " (the first " << n << ": "
+      << human_seconds(b->first_wave_ttft_s.mean) << "), TPOT " << (std::isnan(b->tpot_s) ? "-" : human_seconds(b->tpot_s)) << ", E2E "
+      << human_seconds(b->e2e_s) << "\n";
   }
   if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
 
@@ -182,9 +178,9 @@ void report_simulation_table(std::ostream& o, const SimulationInfo& in, const si
     << " output tokens/s, " << rate(r.prompt_tokens_per_s, 10) << " prompt tokens/s\n";
   if (in.cfg.slo.ttft_s || in.cfg.slo.tpot_s) {
     o << "Goodput      " << rate(r.goodput_requests_per_s, 0.01) << " req/s meeting";
-    if (in.cfg.slo.ttft_s) o << " TTFT <= " << secs(*in.cfg.slo.ttft_s);
+    if (in.cfg.slo.ttft_s) o << " TTFT <= " << human_seconds(*in.cfg.slo.ttft_s);
     if (in.cfg.slo.ttft_s && in.cfg.slo.tpot_s) o << " and";
-    if (in.cfg.slo.tpot_s) o << " TPOT <= " << secs(*in.cfg.slo.tpot_s);
+    if (in.cfg.slo.tpot_s) o << " TPOT <= " << human_seconds(*in.cfg.slo.tpot_s);
     // Over every request that arrived: a rejected request (longer than max_model_len) met no target.
     o << " ("
       << fixed(
@@ -234,8 +230,8 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
     char buf[320];
     std::snprintf(buf, sizeof buf, "  %-12s %13.1f%% %13.1f %12lld %12.1f%% %7.2f %9s %9s %9s %12s\n", name,
                   100 * r.kv_waste_fraction, r.running_mean, static_cast<long long>(r.running_max),
-                  100 * r.kv_utilization_mean, r.requests_per_s, secs(r.ttft_s.p50).c_str(), secs(r.ttft_s.p99).c_str(),
-                  secs(r.e2e_s.p99).c_str(), grouped(r.preemptions).c_str());
+                  100 * r.kv_utilization_mean, r.requests_per_s, human_seconds(r.ttft_s.p50).c_str(), human_seconds(r.ttft_s.p99).c_str(),
+                  human_seconds(r.e2e_s.p99).c_str(), grouped(r.preemptions).c_str());
     o << buf;
   };
   row("paged", p);
@@ -246,7 +242,7 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
   if (paged.benchmark && contiguous.benchmark)
     o << "A benchmark whose " << paged.benchmark->clients
       << " clients send their first requests together reads (first wave and steady state, docs/simulator.md):\n"
-      << "mean TTFT " << secs(paged.benchmark->ttft_s) << " paged, " << secs(contiguous.benchmark->ttft_s)
+      << "mean TTFT " << human_seconds(paged.benchmark->ttft_s) << " paged, " << human_seconds(contiguous.benchmark->ttft_s)
       << " contiguous.\n";
   if (paged.wall_s && contiguous.wall_s)
     o << "\nSimulated 2 x " << grouped(p.requests_arrived) << " requests in "
