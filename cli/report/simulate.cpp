@@ -98,9 +98,9 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
     const auto n = std::to_string(b->clients);
     o << "Benchmark    the table is the steady state, the clients drifted apart; a benchmark whose " << n
       << " clients send their\n             first requests together (AIPerf, vllm bench serve) reads over these "
-      << grouped(b->requests) << " requests:\n             mean TTFT " << human_seconds(b->ttft_s) << " (the first " << n << ": "
-      << human_seconds(b->first_wave_ttft_s.mean) << "), TPOT " << (std::isnan(b->tpot_s) ? "-" : human_seconds(b->tpot_s)) << ", E2E "
-      << human_seconds(b->e2e_s) << "\n";
+      << grouped(b->requests) << " requests:\n             mean TTFT " << human_seconds(b->ttft_s) << " (the first "
+      << n << ": " << human_seconds(b->first_wave_ttft_s.mean) << "), TPOT "
+      << (std::isnan(b->tpot_s) ? "-" : human_seconds(b->tpot_s)) << ", E2E " << human_seconds(b->e2e_s) << "\n";
   }
   if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
 
@@ -230,8 +230,9 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
     char buf[320];
     std::snprintf(buf, sizeof buf, "  %-12s %13.1f%% %13.1f %12lld %12.1f%% %7.2f %9s %9s %9s %12s\n", name,
                   100 * r.kv_waste_fraction, r.running_mean, static_cast<long long>(r.running_max),
-                  100 * r.kv_utilization_mean, r.requests_per_s, human_seconds(r.ttft_s.p50).c_str(), human_seconds(r.ttft_s.p99).c_str(),
-                  human_seconds(r.e2e_s.p99).c_str(), grouped(r.preemptions).c_str());
+                  100 * r.kv_utilization_mean, r.requests_per_s, human_seconds(r.ttft_s.p50).c_str(),
+                  human_seconds(r.ttft_s.p99).c_str(), human_seconds(r.e2e_s.p99).c_str(),
+                  grouped(r.preemptions).c_str());
     o << buf;
   };
   row("paged", p);
@@ -242,8 +243,8 @@ void report_allocator_comparison(std::ostream& o, const SimulationInfo& paged, c
   if (paged.benchmark && contiguous.benchmark)
     o << "A benchmark whose " << paged.benchmark->clients
       << " clients send their first requests together reads (first wave and steady state, docs/simulator.md):\n"
-      << "mean TTFT " << human_seconds(paged.benchmark->ttft_s) << " paged, " << human_seconds(contiguous.benchmark->ttft_s)
-      << " contiguous.\n";
+      << "mean TTFT " << human_seconds(paged.benchmark->ttft_s) << " paged, "
+      << human_seconds(contiguous.benchmark->ttft_s) << " contiguous.\n";
   if (paged.wall_s && contiguous.wall_s)
     o << "\nSimulated 2 x " << grouped(p.requests_arrived) << " requests in "
       << fixed(*paged.wall_s + *contiguous.wall_s, 2) << " s wall\n";
