@@ -62,7 +62,7 @@ int cmd_import_hf(const std::vector<std::string>& args) {
   } else {
     std::string stem = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
     if (stem.size() > 5 && stem.ends_with(".json")) stem.resize(stem.size() - 5);
-    for (auto& ch : stem) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    stem = lowercase(stem);
     m.name = stem == "config" ? m.name : stem;
   }
   const auto pc = param_counts(m);

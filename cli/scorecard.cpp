@@ -40,9 +40,7 @@ std::optional<i64> opt_integer(const nlohmann::json& j, const char* k) {
 /// "meta-" prefix, no checkpoint-format or tuning suffix ("-instruct", "-fp8", "-nvfp4", "-hf", "-it"), so that
 /// nvidia/Llama-3.1-8B-Instruct-FP8 and meta-llama/Llama-3.1-8B name the same architecture.
 std::string architecture_key(std::string_view hf) {
-  std::string s;
-  for (char c : hf.substr(hf.rfind('/') == std::string_view::npos ? 0 : hf.rfind('/') + 1))
-    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string s = lowercase(hf.substr(hf.rfind('/') == std::string_view::npos ? 0 : hf.rfind('/') + 1));
   if (s.starts_with("meta-")) s.erase(0, 5);
   for (bool cut = true; cut;) {
     cut = false;
@@ -323,10 +321,9 @@ Point point_of(const nlohmann::json& j) {
   if (auto v = opt_number(j, "ttft_ms")) p.ttft_s = *v / 1000;
   p.output_tokens_per_s = opt_number(j, "output_tok_s");
   p.medians = p.note.find("median") != std::string::npos;
-  std::string lower = p.note;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string note = lowercase(p.note);
   p.median_itl =
-      lower.find("tpot_ms = median itl") != std::string::npos || lower.find("tpot = median itl") != std::string::npos;
+      note.find("tpot_ms = median itl") != std::string::npos || note.find("tpot = median itl") != std::string::npos;
   const std::string kind = j.value("kind", "serving");
   p.static_batch = kind == "static_batch";
   check_point(p, kind);

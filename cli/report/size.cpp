@@ -62,6 +62,11 @@ nlohmann::ordered_json candidate_json(const SizingCandidate& c, bool open_loop) 
   j["kv_capacity_tokens_per_replica"] = c.kv_capacity_tokens;
   j["max_batch_memory"] = c.max_batch_memory;
   j["max_batch_targets"] = c.max_batch_targets;
+  if (open_loop) {
+    const double burst = kv_burst_requests(c, true);
+    j["kv_burst_warning"] = burst > 0;
+    j["kv_burst_requests_per_replica"] = burst > 0 ? nlohmann::ordered_json(burst) : nlohmann::ordered_json(nullptr);
+  }
   if (open_loop) j["max_rate_per_replica_per_s"] = c.max_rate_per_replica_per_s;
   j["rate_per_replica_per_s"] = c.rate_per_replica_per_s;
   j["batch_per_replica"] = c.batch;
@@ -241,7 +246,7 @@ const char* kCsvHeader =
     "e2e_s,output_tokens_per_s,cost_per_hour_usd,cost_per_million_output_tokens_usd,input_tokens_per_s,"
     "tokens_per_s_per_gpu,tokens_per_s_per_user,cost_per_million_input_tokens_usd,cost_per_million_tokens_usd,pareto,"
     "best_for_gpu_type,mode,prefill_gpu,prefill_tensor_parallel_size,prefill_replicas,prefill_gpus,kv_transfer_s,"
-    "expert_parallel_size,ep_group_replicas";
+    "expert_parallel_size,ep_group_replicas,kv_burst_warning";
 
 std::string csv_num(double v) {
   if (!std::isfinite(v)) return "";
@@ -341,7 +346,8 @@ void report_sizing_csv(std::ostream& out, const SizingRequest& q, const SizingRe
           << c.prefill->gpus << "," << csv_num(c.prefill->kv_transfer_s);
     else
       out << ",,,,";
-    out << "," << c.expert_parallel_size() << "," << c.ep_group_replicas;
+    out << "," << c.expert_parallel_size() << "," << c.ep_group_replicas << ","
+        << (kv_burst_requests(c, open) > 0 ? "true" : "false");
     if (o.emit) {
       std::string line;
       if (ok && c.prefill && c.prefill->deployment)
@@ -428,14 +434,11 @@ std::string ep_groups_text(const SizingCandidate& b) {
          std::to_string(b.expert_parallel_size()) + " GPUs\n";
 }
 
-/// Open loop: the requests in a replica vary about their mean (Poisson: by its square root), and beyond what the KV
-/// cache holds vLLM preempts and recomputes their prompts, which costs the capacity the model counted on. A warning
-/// line when the mean plus three standard deviations exceeds the cache's requests ("" otherwise).
+/// A warning line when a replica's Poisson bursts exceed the requests its KV cache holds (kv_burst_requests; ""
+/// otherwise).
 std::string kv_burst_text(const SizingCandidate& b, bool open) {
-  // Beyond max_num_seqs vLLM queues instead: no preemption, and the queue is in the model's TTFT.
-  if (!open || b.max_batch_memory <= 0 || !b.kv_limited) return "";
-  const double mean = static_cast<double>(b.batch), burst = mean + 3 * std::sqrt(mean);
-  if (burst <= static_cast<double>(b.max_batch_memory)) return "";
+  const double burst = kv_burst_requests(b, open);
+  if (burst <= 0) return "";
   return "  warning: the KV cache holds " + std::to_string(b.max_batch_memory) + " requests per replica and " +
          std::to_string(b.batch) + " decode on average; Poisson bursts reach it (mean + 3 sd = " + fixed(burst, 0) +
          "), and vLLM then preempts requests and recomputes their prompts, which can cut the capacity below the load: "

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kvcap/planner/text.hpp"
+
 namespace kvcap {
 
 namespace {
@@ -70,8 +72,7 @@ std::string str(i64 v) {
 // GPUs with >= 70 GiB that are not A100s default to 8192 batched tokens and 1024 sequences,
 // others to 2048 and 256.
 bool large_gpu(const GpuSpec& g) {
-  std::string n = g.name + " " + g.display_name;
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string n = lowercase(g.name + " " + g.display_name);
   return g.memory_bytes >= 70ull * (1ull << 30) && n.find("a100") == std::string::npos;
 }
 }  // namespace
@@ -140,13 +141,9 @@ namespace {
 // 128. Ampere, Ada (Triton MLA) and AMD keep the block (ROCm's AITER rules are not modelled). Models with
 // linear-attention layers size their block in HybridAttentionMambaModelConfig instead.
 void force_mla_block_size(const ModelSpec& m, const GpuSpec& g, ResolvedDeployment& r) {
-  const auto lower = [](std::string s) {
-    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
-  if (m.attention != AttentionType::mla || has_linear_layers(m) || lower(g.vendor) != "nvidia") return;
+  if (m.attention != AttentionType::mla || has_linear_layers(m) || lowercase(g.vendor) != "nvidia") return;
   const bool sparse = m.index_head_dim > 0, legacy = vllm_minor(r.d.vllm_version) < 12;
-  const std::string arch = lower(g.architecture);
+  const std::string arch = lowercase(g.architecture);
   const bool blackwell = arch == "blackwell", hopper = arch == "hopper";
   const i64 given = r.block_size;
   std::string backend;

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "kvcap/planner/text.hpp"
+
 namespace kvcap {
 
 void throw_overflow(std::string_view what) {
@@ -52,12 +54,6 @@ const std::vector<DTypeInfo> kTable = {
      "KV only: int4 packed two per byte with an fp32 scale per token and head"},
 };
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  std::transform(r.begin(), r.end(), r.begin(), [](unsigned char c) { return std::tolower(c); });
-  return r;
-}
-
 u64 group_bits(u64 elements, unsigned group, unsigned bits) {
   if (group == 0) return 0;
   return mul(ceil_div(elements, group), bits, "dtype metadata bits");
@@ -75,7 +71,7 @@ const DTypeInfo& info(DType d) {
 std::string_view name(DType d) { return info(d).name; }
 
 std::optional<DType> parse_dtype(std::string_view s) {
-  const std::string v = lower(s);
+  const std::string v = lowercase(s);
   if (v == "auto") return DType::auto_;
   if (v == "fp32" || v == "float32" || v == "float") return DType::fp32;
   if (v == "bf16" || v == "bfloat16") return DType::bf16;

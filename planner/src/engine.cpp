@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/text.hpp"
 
 namespace kvcap {
 
@@ -44,11 +45,6 @@ EngineProfile prefill_first(EngineProfile e) {
 EngineProfile free_fraction(EngineProfile e, double fraction) {
   e.free_gpu_memory_fraction = fraction;
   return e;
-}
-std::string lower(std::string_view s) {
-  std::string r;
-  for (char c : s) r += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
 }
 }  // namespace
 
@@ -125,7 +121,7 @@ std::string error_band(const EngineProfile& e) {
 }
 
 const EngineProfile& engine_profile(std::string_view name) {
-  std::string n = lower(name);
+  std::string n = lowercase(name);
   if (n == "tensorrt-llm" || n == "trt-llm" || n == "tensorrt_llm") n = "trtllm";
   for (const auto& e : engine_profiles())
     if (e.name == n) return e;
@@ -135,7 +131,7 @@ const EngineProfile& engine_profile(std::string_view name) {
 }
 
 const EngineProfile& engine_profile_for(std::string_view label) {
-  const std::string l = lower(label);
+  const std::string l = lowercase(label);
   if (l.find("tensorrt") != std::string::npos || l.find("nim") != std::string::npos) return engine_profile("trtllm");
   if (l.find("sglang") != std::string::npos) return engine_profile("sglang");
   if (l.find("vllm") != std::string::npos) return engine_profile("vllm");

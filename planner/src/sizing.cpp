@@ -19,6 +19,12 @@ std::string ep_text(const SizingCandidate& c) {
              : "";
 }
 
+double kv_burst_requests(const SizingCandidate& c, bool open_loop) {
+  if (!open_loop || c.status != CandidateStatus::ok || c.max_batch_memory <= 0 || !c.kv_limited) return 0;
+  const double mean = static_cast<double>(c.batch), burst = mean + 3 * std::sqrt(mean);
+  return burst > static_cast<double>(c.max_batch_memory) ? burst : 0;
+}
+
 namespace sizing_detail {
 std::string dur(double s) {
   if (!std::isfinite(s)) return "unbounded";

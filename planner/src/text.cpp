@@ -1,5 +1,6 @@
 #include "kvcap/planner/text.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -67,6 +68,12 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && blank(s.front())) s.remove_prefix(1);
   while (!s.empty() && blank(s.back())) s.remove_suffix(1);
   return s;
+}
+
+std::string lowercase(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
 }
 
 }  // namespace kvcap

@@ -7,6 +7,7 @@
 
 #include "kvcap/planner/error.hpp"
 #include "kvcap/planner/params.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "reader.hpp"
 
@@ -453,15 +454,10 @@ bool looks_like_path(std::string_view s) {
   return s.find('/') != std::string_view::npos || s.ends_with(".yaml") || s.ends_with(".yml") || s.ends_with(".json");
 }
 
-std::string lowered(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
 /// "; did you mean 'x'?" for a name in another case, the names it begins (h100: h100-nvl, h100-pcie, h100-sxm, each
 /// a different GPU), or the closest by edit distance; "" when none is close.
 std::string suggestion(const std::string& a, const std::vector<std::string>& names) {
-  const std::string low = lowered(a);
+  const std::string low = lowercase(a);
   std::vector<std::string> starts;
   for (const auto& n : names) {
     if (n == low) return "; did you mean '" + n + "'? (names are lower case)";
@@ -485,7 +481,7 @@ std::string hub_id_hint(const std::string& a, const std::vector<std::string>& na
     return "";
   std::string r = " (a Hugging Face id? kvcap reads no hub: download its config.json, e.g. `huggingface-cli download " +
                   a + " config.json --local-dir " + a.substr(slash + 1) + "`, and give that file";
-  const std::string s = did_you_mean(lowered(a.substr(slash + 1)), names);
+  const std::string s = did_you_mean(lowercase(a.substr(slash + 1)), names);
   if (!s.empty()) r += ", or use the built-in '" + s + "'";
   return r + ")";
 }

@@ -39,12 +39,6 @@ void split(std::string_view line, std::vector<std::string_view>& out) {
   }
 }
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
 // Auto-detected names, case-insensitive, in order of preference.
 const std::vector<std::string> kTimeNames = {"timestamp", "arrival_time_s", "arrival_time", "arrival_s",
                                              "time_s", "time", "arrived_at"};
@@ -63,7 +57,7 @@ std::string join_names(const std::vector<std::string_view>& h) {
 std::size_t unique_column(const std::vector<std::string_view>& header, std::size_t i, const std::string& file,
                           std::uint64_t line) {
   for (std::size_t j = 0; j < header.size(); ++j)
-    if (j != i && lower(header[j]) == lower(header[i]))
+    if (j != i && lowercase(header[j]) == lowercase(header[i]))
       throw TraceError(file, line,
                        "column '" + std::string(header[i]) + "' appears twice in the header (fields " +
                            std::to_string(std::min(i, j) + 1) + " and " + std::to_string(std::max(i, j) + 1) +
@@ -78,13 +72,13 @@ std::size_t find_column(const std::vector<std::string_view>& header, const std::
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == given) return unique_column(header, i, file, line);
     for (std::size_t i = 0; i < header.size(); ++i)
-      if (lower(header[i]) == lower(given)) return unique_column(header, i, file, line);
+      if (lowercase(header[i]) == lowercase(given)) return unique_column(header, i, file, line);
     throw TraceError(file, line, "no column '" + given + "' (the " + role + " column given by --trace-columns); the header has: " +
                                   join_names(header));
   }
   for (const auto& c : candidates)
     for (std::size_t i = 0; i < header.size(); ++i)
-      if (lower(header[i]) == c) return unique_column(header, i, file, line);
+      if (lowercase(header[i]) == c) return unique_column(header, i, file, line);
   std::string known;
   for (std::size_t i = 0; i < std::min<std::size_t>(3, candidates.size()); ++i) known += (i ? ", " : "") + candidates[i];
   throw TraceError(file, line, std::string("cannot tell which column holds the ") + role + " (looked for " + known +

@@ -286,6 +286,50 @@ TEST_CASE("open loop: the replica count is the smallest that meets the targets",
   }
 }
 
+TEST_CASE("open loop: Poisson bursts beyond the KV cache are flagged, never beyond max_num_seqs",
+          "[sizing][search][burst]") {
+  SizingCandidate c;
+  c.status = CandidateStatus::ok;
+  c.batch = 16;
+  c.max_batch_memory = 25;
+  c.kv_limited = true;
+  // 16 + 3 x sqrt(16) = 28 requests in a burst against 25 the cache holds.
+  CHECK(kv_burst_requests(c, true) == Approx(28));
+  CHECK(kv_burst_requests(c, false) == 0);  // a closed loop holds its clients, no Poisson bursts
+  c.max_batch_memory = 28;
+  CHECK(kv_burst_requests(c, true) == 0);  // a burst that fits
+  c.max_batch_memory = 25;
+  c.kv_limited = false;  // max_num_seqs is the limit: vLLM queues, it does not preempt
+  CHECK(kv_burst_requests(c, true) == 0);
+  c.kv_limited = true;
+  c.status = CandidateStatus::does_not_fit;
+  CHECK(kv_burst_requests(c, true) == 0);
+
+  // The search's own candidate: Mixtral 8x7B with 16K prompts at 2 req/s on single H100s.
+  SizingWorkload w;
+  w.prompt_tokens = 16384;
+  w.output_tokens = 512;
+  w.arrival_rate_per_s = 2;
+  SizingTargets t;
+  t.ttft_s = 2;
+  t.ttft_percentile = 0.9;
+  t.tpot_s = 0.05;
+  SizingSpace s;
+  s.gpus = {profiles::resolve_gpu("h100-sxm")};
+  s.max_tp = 1;
+  s.max_pp = 1;
+  s.speed = engine_profile("vllm").speed;
+  const auto r = size_cluster(profiles::resolve_model("mixtral-8x7b"), w, t, s);
+  REQUIRE(r.feasible > 0);
+  const auto& best = r.candidates.front();
+  INFO(best.replicas << " x " << best.gpu << ": batch " << best.batch << ", KV holds " << best.max_batch_memory);
+  REQUIRE(best.kv_limited);
+  const double mean = static_cast<double>(best.batch);
+  // A mean of 16 decoding against 25 the cache holds (docs/sizing.md): the burst, 28, is beyond it.
+  CHECK(mean + 3 * std::sqrt(mean) > static_cast<double>(best.max_batch_memory));
+  CHECK(kv_burst_requests(best, true) == Approx(mean + 3 * std::sqrt(mean)));
+}
+
 TEST_CASE("rejected candidates say why", "[sizing][search]") {
   SizingWorkload w;
   w.prompt_tokens = 2048;

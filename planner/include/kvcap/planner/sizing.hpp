@@ -156,6 +156,11 @@ struct SizingCandidate {
 std::string xpyd(const SizingCandidate& c);
 /// " EP8 (DP 8)" for an expert-parallel candidate (EP size, data-parallel replicas per group), "" otherwise.
 std::string ep_text(const SizingCandidate& c);
+/// Open loop (`open_loop`): a replica's decoding requests vary about their mean `batch` (Poisson: by its square root).
+/// Their mean plus three standard deviations when that exceeds the requests its KV cache holds (kv_limited: not
+/// max_num_seqs, beyond which vLLM queues), 0 otherwise. Beyond the cache vLLM preempts requests and recomputes their
+/// prompts (vllm/v1/core/sched/scheduler.py, preemption), which can cut the capacity below the load.
+double kv_burst_requests(const SizingCandidate& c, bool open_loop);
 
 struct SizingResult {
   std::vector<SizingCandidate> candidates;  ///< feasible first (cheapest first), then the rejected

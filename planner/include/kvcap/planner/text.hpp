@@ -23,5 +23,7 @@ std::string human_seconds(double s);
 
 /// `s` without leading and trailing blanks (space, tab, CR, LF).
 std::string_view trim(std::string_view s);
+/// `s` in lower case (ASCII letters only; other bytes, UTF-8 included, unchanged).
+std::string lowercase(std::string_view s);
 
 }  // namespace kvcap
