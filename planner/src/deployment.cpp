@@ -405,6 +405,13 @@ void resolve_linear_states(const ModelSpec& m, const Deployment& d, ResolvedDepl
 
 }  // namespace
 
+DType serving_dtype(const ModelSpec& m, DType requested) {
+  if (requested != DType::auto_) return requested;
+  // --dtype auto serves float32 checkpoints in the platform's preferred half type: bf16 on CUDA GPUs of
+  // compute capability >= 8.0 (vllm/config/model.py _resolve_auto_dtype; Gemma 2/3 float32 checkpoints).
+  return m.dtype == DType::fp32 ? DType::bf16 : m.dtype;
+}
+
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
   Deployment& d = r.d;
@@ -445,10 +452,7 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
     throw SpecError("block_size",
                     "must be one of vLLM's block sizes 1, 8, 16, 32, 64 or 128 tokens (got " + str(d.block_size) + ")");
 
-  r.dtype = d.dtype == DType::auto_ ? m.dtype : d.dtype;
-  // --dtype auto serves float32 checkpoints in the platform's preferred half type: bf16 on CUDA GPUs of
-  // compute capability >= 8.0 (vllm/config/model.py _resolve_auto_dtype; Gemma 2/3 float32 checkpoints).
-  if (d.dtype == DType::auto_ && r.dtype == DType::fp32) r.dtype = DType::bf16;
+  r.dtype = serving_dtype(m, d.dtype);
   if (!info(r.dtype).activation_ok)
     throw SpecError("dtype", "must be auto, bf16, fp16 or fp32 (got " + std::string(name(r.dtype)) +
                                  "); weight formats go in quantization");

@@ -39,7 +39,7 @@ std::vector<i64> powers_of_two(i64 max) {
   return r;
 }
 
-Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, const Key& k) {
+Deployment candidate_deployment(const ModelSpec& m, const SizingWorkload& w, const SizingSpace& s, const Key& k) {
   Deployment d = s.base;
   // One replica; with expert parallelism one EP group (its replicas share the routed experts).
   d.enable_expert_parallel = k.ep_group_replicas > 0;
@@ -50,7 +50,8 @@ Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, c
   if (!d.enable_expert_parallel) d.enable_eplb = false, d.num_redundant_experts = 0;
   d.tensor_parallel_size = k.tp;
   d.pipeline_parallel_size = k.pp;
-  d.quantization = k.wq;
+  // An unquantised checkpoint served as it is: no --quantization (its weights take --dtype, as resolve() does).
+  d.quantization = m.quantization == DType::auto_ && k.wq == serving_dtype(m, s.base.dtype) ? DType::auto_ : k.wq;
   d.kv_cache_dtype = k.kv;
   // --kv-quant-group-size is the group of the KIVI formats (int4, int2): the other candidates' formats have none.
   if (!kv_group_size_settable(k.kv)) d.kv_quant_group_size = 0;
@@ -517,7 +518,7 @@ SizingCandidate evaluate(const ModelSpec& m, const SizingWorkload& w, const Sizi
   // the same load (the speed model's balanced routing), so counts round up to a multiple of the group.
   const i64 unit = std::max<i64>(1, k.ep_group_replicas);
   r.priced = k.gpu->price_per_gpu_hour_usd > 0;
-  const Deployment d = sizing_detail::candidate_deployment(w, s, k);
+  const Deployment d = sizing_detail::candidate_deployment(m, w, s, k);
   std::optional<ReplicaModel> rm;
   try {
     MemoryPlan plan = plan_memory(m, *k.gpu, d, {});
@@ -694,7 +695,9 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
 
   // Weight formats: the checkpoint's, plus fp8 (vLLM --quantization fp8 quantises a 16-bit checkpoint online).
   std::vector<DType> wq = s.weight_dtypes;
-  const DType checkpoint = m.quantization == DType::auto_ ? m.dtype : m.quantization;
+  // An unquantised checkpoint's weights take the serving dtype (--dtype float32 holds them in fp32).
+  const DType act = serving_dtype(m, s.base.dtype);
+  const DType checkpoint = m.quantization == DType::auto_ ? act : m.quantization;
   if (wq.empty()) {
     wq.push_back(checkpoint);
     if (info(checkpoint).payload_bits >= 16) wq.push_back(DType::fp8);
@@ -702,7 +705,6 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
   for (auto& q : wq)
     if (q == DType::auto_) q = checkpoint;
   std::vector<DType> kv = s.kv_dtypes.empty() ? std::vector<DType>{DType::auto_, DType::fp8} : s.kv_dtypes;
-  const DType act = s.base.dtype == DType::auto_ ? m.dtype : s.base.dtype;
   for (auto& k : kv)
     if (k == DType::auto_) k = act;
   auto dedupe = [](std::vector<DType>& v) {

@@ -27,7 +27,7 @@ std::vector<PrefillOption> prefill_options(const ModelSpec& m, const SizingWorkl
         for (DType k : kv_dtypes) {
           PrefillOption o{Key{&g, tp, 1, q, k, 0}, nullptr};
           try {
-            MemoryPlan plan = plan_memory(m, g, candidate_deployment(w, s, o.key), {});
+            MemoryPlan plan = plan_memory(m, g, candidate_deployment(m, w, s, o.key), {});
             if (plan.fits())
               o.model = std::make_shared<const ReplicaModel>(
                   make_speed_context(m, g, std::move(plan), s.speed, s.calibration), w, t.ttft_percentile);
@@ -112,7 +112,7 @@ std::optional<SizingCandidate> evaluate_disaggregated(const ModelSpec& m, const 
                                                       const std::vector<PrefillOption>& prefill) {
   std::optional<ReplicaModel> rm;
   try {
-    MemoryPlan plan = plan_memory(m, *k.gpu, candidate_deployment(w, s, k), {});
+    MemoryPlan plan = plan_memory(m, *k.gpu, candidate_deployment(m, w, s, k), {});
     if (!plan.fits()) return std::nullopt;
     rm.emplace(make_speed_context(m, *k.gpu, std::move(plan), s.speed, s.calibration), w, t.ttft_percentile);
     if (rm->max_batch_memory() < 1) return std::nullopt;

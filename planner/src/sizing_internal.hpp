@@ -28,7 +28,7 @@ struct Key {
 };
 
 /// The deployment a key stands for: the search's base flags, its layout and formats, max_model_len from the workload.
-Deployment candidate_deployment(const SizingWorkload& w, const SizingSpace& s, const Key& k);
+Deployment candidate_deployment(const ModelSpec& m, const SizingWorkload& w, const SizingSpace& s, const Key& k);
 /// Throughput, tokens/s/GPU and /user, and the costs of a candidate serving `requests_per_s` (r.gpus and r.tpot_s set).
 void fill_throughput_and_cost(SizingCandidate& r, const SizingWorkload& w, double requests_per_s,
                               double cost_per_hour_usd);

@@ -475,6 +475,17 @@ TEST_CASE("the default search space: weight and KV formats, TP x PP within a nod
   // The cheapest Llama-3.1-8B deployment for 4 req/s is a single H200 (a whole node would be wasted).
   REQUIRE(r.feasible > 0);
   CHECK(r.candidates.front().gpus == 1);
+
+  // --dtype float32: vLLM casts an unquantised checkpoint's weights to it, so the searched formats are fp32 (served
+  // without --quantization) and fp8, never bf16 weights beside fp32 activations.
+  s.base.dtype = DType::fp32;
+  const auto f = size_cluster(profiles::resolve_model("llama-3.1-8b"), w, t, s);
+  CHECK(f.candidates.size() == 40);
+  for (const auto& c : f.candidates) {
+    CHECK((c.weight_dtype == DType::fp32 || c.weight_dtype == DType::fp8));
+    CHECK((c.kv_dtype == DType::fp32 || c.kv_dtype == DType::fp8));
+    if (c.deployment) CHECK(c.deployment->quantization == (c.weight_dtype == DType::fp32 ? DType::auto_ : DType::fp8));
+  }
 }
 
 TEST_CASE("expert-parallel candidates come in whole groups, launch one group, and hold more KV than TP",

@@ -180,5 +180,8 @@ bool kv_dtype_skipped(const ModelSpec& m, const Deployment& d, i64 layer);
 
 /// Fills vLLM's defaults and validates (throws SpecError naming the flag-like field).
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& d);
+/// The dtype vLLM serves `m` in with --dtype `requested`: that one, or for auto the checkpoint's, a float32 checkpoint
+/// in bf16 (vllm/config/model.py _resolve_auto_dtype). An unquantised checkpoint's weights are cast to it.
+DType serving_dtype(const ModelSpec& m, DType requested);
 
 }  // namespace kvcap
