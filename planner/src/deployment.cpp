@@ -412,6 +412,12 @@ DType serving_dtype(const ModelSpec& m, DType requested) {
   return m.dtype == DType::fp32 ? DType::bf16 : m.dtype;
 }
 
+DType auto_kv_dtype(const ModelSpec& m, const Deployment& d) {
+  // A ModelOpt checkpoint's kv_cache_quant_algo: vllm#29980 (merged December 2025, after 0.12) resolves auto to it.
+  if (m.kv_cache_dtype != DType::auto_ && vllm_minor(d.vllm_version) >= 13) return m.kv_cache_dtype;
+  return serving_dtype(m, d.dtype);
+}
+
 ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deployment& in) {
   ResolvedDeployment r{in, DType::bf16, DType::bf16, DType::bf16, 1, 0, 0, 0};
   Deployment& d = r.d;
@@ -461,8 +467,9 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   if (!info(r.weight_dtype).weights_ok)
     throw SpecError("quantization", std::string(name(r.weight_dtype)) + " is not a weight format; expected one of " +
                                         dtype_names([](const DTypeInfo& i) { return i.weights_ok; }));
-  // --kv-cache-dtype auto is the model dtype, even when the weights are quantised (vllm/config/cache.py).
-  r.kv_dtype = d.kv_cache_dtype == DType::auto_ ? r.dtype : d.kv_cache_dtype;
+  // --kv-cache-dtype auto is the model dtype, even when the weights are quantised (vllm/config/cache.py), unless the
+  // checkpoint names a KV format (auto_kv_dtype).
+  r.kv_dtype = d.kv_cache_dtype == DType::auto_ ? auto_kv_dtype(m, d) : d.kv_cache_dtype;
   // vLLM's nvfp4 KV cache runs on Blackwell's fp4 attention kernels only (FlashInfer TRTLLM-gen, SM100).
   if (r.kv_dtype == DType::nvfp4 && !(g.fp4_dense_flops > 0))
     vllm_refuses("kv_cache_dtype", "nvfp4 KV needs a GPU with fp4 tensor cores (Blackwell); " + g.name + " has none");

@@ -116,8 +116,8 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
                         std::string(name(d.quantization)) +
                         " (no engine quantises to it online): serve that checkpoint");
   }
-  // KV: the model dtype is the default (auto).
-  const DType act = d.dtype == DType::auto_ ? (m.dtype == DType::fp32 ? DType::bf16 : m.dtype) : d.dtype;
+  // KV: the default (auto) is the model dtype, or the format the checkpoint names (auto_kv_dtype).
+  const DType act = auto_kv_dtype(m, d);
   if (d.kv_cache_dtype != DType::auto_ && d.kv_cache_dtype != act) {
     // The engines' spellings (vllm/config/cache.py CacheDType; SGLang's --kv-cache-dtype fp8_e4m3 | fp8_e5m2). A KV
     // format that differs from the activations only in 16/32 bits, or that is kvcap's what-if (int8, int4, int2 of

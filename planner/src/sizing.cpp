@@ -705,8 +705,9 @@ SizingResult size_cluster(const ModelSpec& m, const SizingWorkload& w, const Siz
   for (auto& q : wq)
     if (q == DType::auto_) q = checkpoint;
   std::vector<DType> kv = s.kv_dtypes.empty() ? std::vector<DType>{DType::auto_, DType::fp8} : s.kv_dtypes;
+  const DType auto_kv = auto_kv_dtype(m, s.base);
   for (auto& k : kv)
-    if (k == DType::auto_) k = act;
+    if (k == DType::auto_) k = auto_kv;
   auto dedupe = [](std::vector<DType>& v) {
     std::vector<DType> r;
     for (DType x : v)

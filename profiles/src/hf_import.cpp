@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "reader.hpp"
 
@@ -134,6 +135,26 @@ void set(T& field, const std::optional<U>& v) {
   if (v) field = static_cast<T>(*v);
 }
 
+// The KV-cache format a ModelOpt quantization_config names (vllm/utils/torch_utils.py get_kv_cache_quant_algo_string):
+// kv_cache_scheme or kv_cache_quant_algo, in its `quantization` mapping or at its top; "FP8" (any case), or a scheme
+// {dynamic: false, num_bits: 8, type: float}, is fp8. vLLM maps no other (it warns and keeps auto): auto here too.
+DType modelopt_kv_format(const YAML::Node& q) {
+  const YAML::Node inner = q["quantization"] && q["quantization"].IsMap() ? q["quantization"] : q;
+  std::optional<YAML::Node> found;  // yaml-cpp's Node::operator= writes through to the node: hold a copy instead
+  for (const YAML::Node& where : {inner, q})
+    for (const char* key : {"kv_cache_scheme", "kv_cache_quant_algo"})
+      if (!found && present(where, key)) found.emplace(where[key]);
+  if (!found) return DType::auto_;
+  const YAML::Node& kv = *found;
+  if (kv.IsMap()) {
+    const bool fp8 = kv["dynamic"] && kv["dynamic"].IsScalar() && kv["dynamic"].Scalar() == "false" && kv["num_bits"] &&
+                     kv["num_bits"].IsScalar() && kv["num_bits"].Scalar() == "8" && kv["type"] &&
+                     kv["type"].IsScalar() && kv["type"].Scalar() == "float";
+    return fp8 ? DType::fp8 : DType::auto_;
+  }
+  return kv.IsScalar() && lowercase(kv.Scalar()) == "fp8" ? DType::fp8 : DType::auto_;
+}
+
 // The checkpoint's weight format from quantization_config (vLLM model_executor/layers/quantization: the method
 // named by quant_method, its bits or scheme). A method kvcap cannot size is an error at the key: read as 16-bit,
 // a 4-bit checkpoint's weights would be counted four times over.
@@ -163,8 +184,11 @@ void checkpoint_format(Ctx& c, const YAML::Node& q, ModelSpec& m) {
   } else if (*qm == "modelopt_fp4") {
     d = DType::nvfp4;  // vLLM's name for ModelOpt NVFP4
   } else if (*qm == "modelopt") {
-    // ModelOpt checkpoints name the format in quant_algo (hf_quant_config.json style): NVFP4 or FP8.
-    const auto qa = get_string(c, q, path, "quant_algo", false);
+    // ModelOpt checkpoints name the format in quant_algo: NVFP4 or FP8, at the top or (hf_quant_config.json style)
+    // in its `quantization` mapping (vLLM modelopt.py reads both).
+    const bool nested = q["quantization"] && q["quantization"].IsMap() && !present(q, "quant_algo");
+    const auto qa =
+        get_string(c, nested ? q["quantization"] : q, nested ? path + ".quantization" : path, "quant_algo", false);
     d = qa && *qa == "NVFP4" ? std::optional(DType::nvfp4)
         : qa && *qa == "FP8" ? std::optional(DType::fp8)
                              : std::nullopt;
@@ -200,6 +224,7 @@ void checkpoint_format(Ctx& c, const YAML::Node& q, ModelSpec& m) {
   }
   if (d) {
     m.quantization = *d;
+    if (qm->rfind("modelopt", 0) == 0) m.kv_cache_dtype = modelopt_kv_format(q);
     return;
   }
   c.error(q["quant_method"], path + ".quant_method",
@@ -567,6 +592,11 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
     p = "text_config";
     if (auto tt = get_string(c, cfg, p, "model_type", false); tt && known(*tt)) t = *tt;
   }
+  // A multimodal Gemma 3 or Llama 4 config without its text_config would plan transformers' default text model (a
+  // 3B Gemma, say), whatever the checkpoint is: refused.
+  if ((t == "gemma3" || t == "llama4") && !(present(root, "text_config") && root["text_config"].IsMap()))
+    c.error(root, "text_config",
+            "a " + t + " (multimodal) config holds its language model in text_config; it is missing or null");
   if (t == "gemma3") t = "gemma3_text";
   if (t == "llama4") t = "llama4_text";
   const std::string stem = file_stem(file);
@@ -581,8 +611,10 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
   // intermediate_size 8192, intermediate_size_mlp 16384, num_hidden_layers 48, num_attention_heads 40,
   // num_key_value_heads 8, head_dim 128, max_position_embeddings 4096 x 32, num_local_experts 16,
   // num_experts_per_tok 1, interleave_moe_layer_step 1, attention_chunk_size 8192.
+  // GptOssConfig (transformers/models/gpt_oss/configuration_gpt_oss.py): sliding_window 128.
+  // A key set to null stays null, as transformers keeps it (vLLM then reads None: no window, its fallbacks).
   const auto dflt = [&](const char* key, std::int64_t v) {
-    if (!present(cfg, key)) cfg[key] = v;
+    if (!std::as_const(cfg)[key].IsDefined()) cfg[key] = v;
   };
   if (t == "gemma3_text") {
     for (const auto& [key, v] : {std::pair<const char*, std::int64_t>{"vocab_size", 262208},
@@ -595,6 +627,8 @@ ModelSpec import_hf(const std::string& text, const std::string& file) {
                                  {"max_position_embeddings", 131072},
                                  {"sliding_window", 4096}})
       dflt(key, v);
+  } else if (t == "gpt_oss") {
+    dflt("sliding_window", 128);
   } else if (t == "llama4_text") {
     for (const auto& [key, v] : {std::pair<const char*, std::int64_t>{"vocab_size", 202048},
                                  {"hidden_size", 5120},

@@ -24,6 +24,7 @@ const std::map<std::string, std::vector<std::string>>& model_keys() {
         "source",
         "dtype",
         "quantization",
+        "kv_cache_dtype",
         "hidden_size",
         "intermediate_size",
         "num_layers",
@@ -130,6 +131,8 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.source, get_string(c, root, "", "source", false));
   m.dtype = read_dtype(c, root, "", "dtype", DType::bf16, [](const DTypeInfo& i) { return i.activation_ok && i.dtype != DType::auto_; }, "dtype");
   m.quantization = read_dtype(c, root, "", "quantization", DType::auto_, [](const DTypeInfo& i) { return i.weights_ok; }, "weight format");
+  m.kv_cache_dtype = read_dtype(
+      c, root, "", "kv_cache_dtype", DType::auto_, [](const DTypeInfo& i) { return i.kv_ok; }, "KV-cache format");
   set(m.hidden_size, get_int(c, root, "", "hidden_size", true, 1, kMaxDim));
   set(m.intermediate_size, get_int(c, root, "", "intermediate_size", false, 0, kMaxDim));
   set(m.num_layers, get_int(c, root, "", "num_layers", true, 1, 1'000'000));

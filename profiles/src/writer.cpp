@@ -89,6 +89,9 @@ std::string to_yaml(const ModelSpec& m, const std::string& header_comment) {
   o << "source: " << quote(m.source) << "\n";
   o << "dtype: " << name(m.dtype) << "                 # torch_dtype\n";
   if (m.quantization != DType::auto_) o << "quantization: " << name(m.quantization) << "     # checkpoint weight format\n";
+  if (m.kv_cache_dtype != DType::auto_)
+    o << "kv_cache_dtype: " << name(m.kv_cache_dtype)
+      << "   # the checkpoint's KV format (vLLM's --kv-cache-dtype auto)\n";
   o << "hidden_size: " << m.hidden_size << "\n";
   if (m.intermediate_size > 0) o << "intermediate_size: " << m.intermediate_size << "\n";
   o << "num_layers: " << m.num_layers << "              # num_hidden_layers\n";

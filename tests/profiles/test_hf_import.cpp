@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kvcap/planner/deployment.hpp"
+#include "kvcap/planner/launch.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/params.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -254,6 +255,24 @@ TEST_CASE("2026 configs: architectures fallback, Kimi-K2, Llama 4, DeepSeek-V3.2
   CHECK(l4d.moe.experts_per_token == 1);
   CHECK(l4d.vocab_size == 202048);
   CHECK(l4d.attention_chunk_size == 8192);
+  // A key set to null stays null, as transformers keeps it: vLLM's get_total_num_kv_heads then falls back to the
+  // attention heads, and gemma3.py's sliding layers get no window (every layer is full).
+  const auto g3n = imp(R"({"model_type":"gemma3","text_config":{"model_type":"gemma3_text","num_key_value_heads":null,
+    "sliding_window":null}})");
+  CHECK(g3n.num_kv_heads == g3n.num_heads);
+  CHECK(g3n.sliding_window == 0);
+  CHECK(layer_attention(g3n, 0) == LayerAttention::full);
+  // A multimodal config without its text_config would plan the default text model whatever the checkpoint is.
+  for (const char* cfg : {R"({"model_type":"gemma3"})", R"({"model_type":"gemma3","text_config":null})",
+                          R"({"model_type":"llama4","hidden_size":5120})"})
+    CHECK_THROWS_WITH(imp(cfg), Catch::Contains("text_config: a ") && Catch::Contains("missing or null"));
+  // gpt-oss without sliding_window: GptOssConfig's 128 on the even layers.
+  const auto oss = imp(R"({"model_type":"gpt_oss","hidden_size":2880,"intermediate_size":2880,"num_hidden_layers":24,
+    "num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,"vocab_size":201088,"max_position_embeddings":131072,
+    "num_local_experts":32,"num_experts_per_tok":4,"torch_dtype":"bfloat16"})");
+  CHECK(oss.sliding_window == 128);
+  CHECK(layer_attention(oss, 0) == LayerAttention::sliding);
+  CHECK(layer_attention(oss, 1) == LayerAttention::full);
   // A float32 checkpoint is served in bf16 under --dtype auto.
   const auto f32 = imp(R"({"model_type":"gemma2","hidden_size":3584,"intermediate_size":14336,"num_hidden_layers":42,
     "num_attention_heads":16,"num_key_value_heads":8,"head_dim":256,"vocab_size":256000,"max_position_embeddings":8192,
@@ -341,6 +360,50 @@ TEST_CASE("Gemma (v1): GeGLU, tied embeddings, MQA on 2B", "[hf]") {
   Deployment d;
   d.kv_cache_memory_bytes = {1ull << 30};
   CHECK(plan_memory(g2, profiles::resolve_gpu("l4"), d, {}).kv_bytes_per_token_per_rank == 18u * 2 * 1 * 256 * 2);
+}
+
+TEST_CASE("a ModelOpt checkpoint's KV format is what vLLM's --kv-cache-dtype auto serves (0.13 on)",
+          "[hf][quantization][kv]") {
+  const std::string base =
+      R"({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+    "torch_dtype": "bfloat16", "quantization_config": )";
+  const auto kv = [&](const std::string& cfg) { return imp(base + cfg + "}").kv_cache_dtype; };
+  // vllm/utils/torch_utils.py get_kv_cache_quant_algo_string: kv_cache_scheme or kv_cache_quant_algo, in the nested
+  // `quantization` mapping or at the top; "FP8" in any case, or a static 8-bit float scheme.
+  CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"})") == DType::fp8);
+  CHECK(kv(R"({"quant_method": "modelopt_fp4", "kv_cache_quant_algo": "fp8"})") == DType::fp8);
+  CHECK(kv(R"({"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}})") ==
+        DType::fp8);
+  CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8",
+                "kv_cache_scheme": {"dynamic": false, "num_bits": 8, "type": "float"}})") == DType::fp8);
+  // vLLM maps nothing else (it warns and keeps auto), and reads only ModelOpt checkpoints.
+  CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "NVFP4"})") == DType::auto_);
+  CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8",
+                "kv_cache_scheme": {"dynamic": true, "num_bits": 8, "type": "float"}})") == DType::auto_);
+  CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8"})") == DType::auto_);
+  CHECK(kv(R"({"quant_method": "fp8", "kv_cache_quant_algo": "FP8"})") == DType::auto_);
+
+  const auto m = imp(base + R"({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})");
+  const auto g = profiles::resolve_gpu("h100-sxm");
+  Deployment d;
+  CHECK(resolve(m, g, d).kv_dtype == DType::fp8);
+  CHECK(auto_kv_dtype(m, d) == DType::fp8);
+  d.vllm_version = "0.12";  // before vllm#29980
+  CHECK(resolve(m, g, d).kv_dtype == DType::bf16);
+  d.vllm_version = "current";
+  d.kv_cache_dtype = DType::bf16;  // an explicit format wins
+  CHECK(resolve(m, g, d).kv_dtype == DType::bf16);
+  // The launch command names bf16, since auto would serve fp8; fp8 needs no flag.
+  const auto has = [](const LaunchCommand& c, const std::string& w) {
+    return std::find(c.argv.begin(), c.argv.end(), w) != c.argv.end();
+  };
+  CHECK(has(launch_command(LaunchEngine::vllm, m, d), "bfloat16"));
+  d.kv_cache_dtype = DType::fp8;
+  CHECK_FALSE(has(launch_command(LaunchEngine::vllm, m, d), "--kv-cache-dtype"));
+  // A profile keeps it: written by import-hf, read back.
+  const auto back = profiles::parse_model(profiles::to_yaml(m), "m.yaml");
+  CHECK(back.kv_cache_dtype == DType::fp8);
 }
 
 TEST_CASE("checkpoint formats from quantization_config, an unknown method an error at the key", "[hf][quantization]") {

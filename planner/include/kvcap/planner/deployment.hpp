@@ -183,5 +183,9 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
 /// The dtype vLLM serves `m` in with --dtype `requested`: that one, or for auto the checkpoint's, a float32 checkpoint
 /// in bf16 (vllm/config/model.py _resolve_auto_dtype). An unquantised checkpoint's weights are cast to it.
 DType serving_dtype(const ModelSpec& m, DType requested);
+/// What --kv-cache-dtype auto gives `m` under `d`: the checkpoint's KV format where it names one
+/// (ModelSpec::kv_cache_dtype: vllm/utils/torch_utils.py resolve_kv_cache_dtype_string, vLLM 0.13 on), else the
+/// serving dtype (vllm/config/cache.py).
+DType auto_kv_dtype(const ModelSpec& m, const Deployment& d);
 
 }  // namespace kvcap

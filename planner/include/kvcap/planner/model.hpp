@@ -134,6 +134,9 @@ struct ModelSpec {
   std::string source;        ///< where the numbers come from (config.json citation)
   DType dtype = DType::bf16;           ///< torch_dtype: the activation / unquantised weight dtype
   DType quantization = DType::auto_;   ///< linear-layer weight format of the checkpoint (auto: = dtype)
+  /// The KV-cache format a ModelOpt checkpoint's kv_cache_quant_algo names (fp8), which vLLM's --kv-cache-dtype auto
+  /// serves from 0.13 on (auto_kv_dtype); auto: none named, auto is the model dtype.
+  DType kv_cache_dtype = DType::auto_;
 
   i64 hidden_size = 0;              ///< hidden_size
   i64 intermediate_size = 0;        ///< intermediate_size (dense MLP width)
