@@ -240,14 +240,19 @@ namespace {
 struct Demand {
   u64 per_request = 0;
   u64 shared = 0;
-  u64 prefill_reserve = 0;  ///< --kv-eviction: one step's prefill chunks held beyond the kept tokens
+  u64 prefill_reserve = 0;  ///< one step's prefill chunks held beyond the kept tokens (--kv-eviction) or windows
 };
 // `startup`: vLLM's own charge (MambaSpec.max_memory_usage_bytes), which its startup check and logged concurrency
 // use; otherwise what a running request holds. They differ only for mamba_cache_mode "all": vLLM charges a state
 // group a checkpoint block per block_size tokens, but a running request keeps only its latest state
 // (MambaManager.get_num_skipped_tokens = num_computed_tokens - 1: the blocks before it go back to the pool, cached
 // and evictable), and the block the step writes: state_blocks.
-Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap, bool startup = false) {
+// `running`: what a decoding request holds of a sliding or chunked-local group, its window and the block it writes:
+// vLLM frees the blocks that leave the window (vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager /
+// ChunkedLocalAttentionManager remove_skipped_blocks), as the simulator does (ReplicaConfig::side_blocks). vLLM's
+// own charge, the curve's, adds a whole step's tokens to every request (SlidingWindowSpec.max_memory_usage_bytes:
+// sliding_window - 1 + max_num_batched_tokens); running, one step's chunks are held once, as the pool's reserve.
+Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap, bool startup = false, bool running = false) {
   Demand r;
   // Linear-attention states in mamba_cache_mode "none" run without prefix caching, so a shared prefix
   // is then held by every request; in "align" and "all" the attention blocks of the prefix are shared.
@@ -257,6 +262,11 @@ Demand demand_at(const MemoryPlan& p, i64 s, i64 hit_cap, bool startup = false) 
   for (const auto& g : p.kv_groups) {
     u64 blocks = g.spec.state_per_block && !startup ? u(g.spec.state_blocks)
                                                     : spec_blocks_per_request(g.spec, s, p.dep.max_num_batched_tokens);
+    if (running && (g.spec.kind == KvSpecKind::sliding || g.spec.kind == KvSpecKind::chunked)) {
+      const u64 decoding = std::min(blocks, spec_blocks_per_request(g.spec, s, 1));
+      r.prefill_reserve += blocks - decoding;
+      blocks = decoding;
+    }
     if (sharing && g.spec.kind == KvSpecKind::full && p.dep.d.shared_prefix_tokens > 0) {
       // A cache hit covers at most num_tokens - 1 tokens: the last token is always computed, so a request owns
       // at least the block that holds it (vllm/v1/core/kv_cache_manager.py get_computed_blocks,
@@ -378,6 +388,11 @@ double concurrency_at(const ModelSpec&, const MemoryPlan& p, i64 s, i64 prompt_t
   // get_max_concurrency_for_kv_cache_config with max_model_len = S (the curve), each group charged what a running
   // request holds.
   return concurrency_from(p, demand_at(p, s, std::clamp<i64>(prompt_tokens, 1, s) - 1));
+}
+
+double running_concurrency_at(const MemoryPlan& p, i64 s, i64 prompt_tokens) {
+  if (s < 1) throw SpecError("context_tokens", "must be >= 1 (got " + std::to_string(s) + ")");
+  return concurrency_from(p, demand_at(p, s, std::clamp<i64>(prompt_tokens, 1, s) - 1, false, true));
 }
 
 namespace {

@@ -282,7 +282,9 @@ double wait_percentile_s(double rho, double mean_wait_s, double p) {
 ReplicaModel::ReplicaModel(SpeedContext c, const SizingWorkload& w, double ttft_percentile)
     : c_(std::move(c)), w_(w), p_(ttft_percentile) {
   mean_context_ = std::max<i64>(1, std::llround(w.prompt_tokens + w.output_tokens / 2));
-  const double conc = concurrency_at(c_.model, c_.plan, mean_context_);
+  // What the replica decodes at once: sliding windows hold their window only (running_concurrency_at); vLLM's logged
+  // concurrency charges them a whole step's tokens each, about half the capacity for Gemma 3 and gpt-oss.
+  const double conc = running_concurrency_at(c_.plan, mean_context_, mean_context_);
   const i64 seqs = c_.plan.dep.max_num_seqs;
   max_batch_ = conc >= dbl(seqs) ? seqs : static_cast<i64>(std::floor(conc));
   kv_limited_ = conc < dbl(seqs);

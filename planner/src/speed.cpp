@@ -719,7 +719,7 @@ BatchLimit max_batch_for_tpot(const SpeedContext& c, double tpot_target_s, i64 c
     throw SpecError("tpot_target_s", "must be a positive, finite number of seconds (got " + str(tpot_target_s) + ")");
   check_context(c, context_tokens, "context_tokens");
   BatchLimit r;
-  const double conc = concurrency_at(c.model, c.plan, context_tokens);
+  const double conc = running_concurrency_at(c.plan, context_tokens, context_tokens);
   const i64 seqs = c.plan.dep.max_num_seqs;
   const bool seq_bound = !(conc < dbl(seqs));
   r.memory_limit = seq_bound ? seqs : static_cast<i64>(std::floor(conc));
@@ -747,7 +747,7 @@ BatchLimit max_batch_for_tpot(const SpeedContext& c, double tpot_target_s, i64 c
 std::vector<DecodeStep> throughput_latency_curve(const SpeedContext& c, i64 context_tokens, i64 max_batch) {
   check_context(c, context_tokens, "context_tokens");
   if (max_batch < 0) throw SpecError("max_batch", "must be >= 0 (0: the memory limit)");
-  const double conc = concurrency_at(c.model, c.plan, context_tokens);
+  const double conc = running_concurrency_at(c.plan, context_tokens, context_tokens);
   i64 limit = std::min<i64>(c.plan.dep.max_num_seqs, conc < dbl(c.plan.dep.max_num_seqs)
                                                          ? static_cast<i64>(std::floor(conc))
                                                          : c.plan.dep.max_num_seqs);

@@ -180,13 +180,15 @@ std::vector<std::int64_t> parse_token_list(const std::string& s, const std::stri
 
 double parse_seconds(const std::string& in, const std::string& what) {
   auto [v, unit] = number_and_unit(in, what, "a duration with a unit such as 2s, 50ms or 800us");
+  // Not positive: no unit would help (a bare 0 was told to write 0ms, which is refused next).
+  if (!(v > 0))
+    throw InputError(what + ": expected a positive duration with a unit such as 2s or 50ms, got '" + in + "'");
   // A bare number is ambiguous (is --tpot 40 forty seconds or forty milliseconds?): a unit is required.
   if (unit.empty())
     throw InputError(what + ": '" + in + "' has no unit; write " + std::string(trim(in)) + "ms or " +
                      std::string(trim(in)) + "s (a bare number is ambiguous)");
   const auto mult = seconds_unit_multiplier(unit);
   if (!mult) throw InputError(what + ": unknown unit '" + unit + "'; " + kSecondsUnitsHelp);
-  if (!(v > 0)) throw InputError(what + ": expected a positive duration, got '" + in + "'");
   const double s = v * *mult;
   if (!(s <= 3.2e9)) throw InputError(what + ": at most 100 years, got '" + in + "'");
   return s;

@@ -35,7 +35,7 @@ double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens
       ss && ss->rate_per_s > 0 && std::isfinite(ss->rate_per_s))
     return static_cast<double>(clients) / ss->rate_per_s + think_time_s;
   // At most what the engine runs at once: max_num_seqs and the requests its KV cache holds at full length.
-  const double fit = concurrency_at(c.model, c.plan, prompt + output);
+  const double fit = running_concurrency_at(c.plan, prompt + output, prompt);
   const i64 cap =
       std::max<i64>(1, std::min<i64>(c.plan.dep.max_num_seqs, std::isfinite(fit) ? static_cast<i64>(fit) : clients));
   const i64 batch = std::max<i64>(1, std::min(clients, cap));
@@ -48,9 +48,13 @@ double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens
 void apply_speed_model(SimConfig& cfg, const SpeedContext& c, i64 mean_prompt_tokens, i64 mean_output_tokens,
                        bool staggered) {
   cfg.request_overhead_s = c.options.request_overhead_s;
+  // One cycle of a replica's share of the clients (the router spreads them): a cycle of every client on one replica
+  // would start the last ones after a short run had ended, with the replicas below their load.
+  const std::uint32_t replicas = std::max<std::uint32_t>(1, cfg.num_replicas);
+  const i64 per_replica = (cfg.max_concurrency + replicas - 1) / replicas;
   if (cfg.max_concurrency > 0 && staggered)
     cfg.client_stagger_s =
-        closed_loop_cycle_s(c, cfg.max_concurrency, mean_prompt_tokens, mean_output_tokens, cfg.think_time_s);
+        closed_loop_cycle_s(c, per_replica, mean_prompt_tokens, mean_output_tokens, cfg.think_time_s);
 }
 
 }  // namespace kvcap::sim

@@ -161,6 +161,26 @@ TEST_CASE("sliding window: Mistral 7B v0.1's concurrency stops falling past its 
   CHECK(spec_blocks_per_request(g, 1024, 2048) == 65);
 }
 
+TEST_CASE("running: a decoding request holds its window, one step's chunk held once for the pool",
+          "[memory][sliding][running]") {
+  const auto m = builtin("mistral-7b-v0.1");
+  Deployment d;
+  d.max_num_batched_tokens = 2048;
+  const auto p = plan_memory(m, h100(), d, {8192});
+  // vLLM's charge (the curve): ceil((4096 - 1 + 2048) / 16) + 1 = 385 blocks a request. Decoding, a request holds
+  // ceil(4096 / 16) + 1 = 257 (SlidingWindowManager frees what left the window); the 128 more of one step's chunk
+  // are held once.
+  CHECK(p.curve[0].max_concurrency == Approx(static_cast<double>(p.num_blocks) / 385));
+  CHECK(running_concurrency_at(p, 8192, 8192) == Approx(static_cast<double>(p.num_blocks - 128) / 257));
+  // Below the window nothing leaves it and vLLM's charge is the request's own tokens: the same figure.
+  CHECK(running_concurrency_at(p, 1024, 1024) == Approx(static_cast<double>(p.num_blocks) / 65));
+  // A full-attention model: the same figure as the curve's.
+  const auto l = builtin("llama-3.1-8b");
+  const auto pl = plan_memory(l, h100(), Deployment{}, {4096, 32768});
+  CHECK(running_concurrency_at(pl, 4096, 4096) == pl.curve[0].max_concurrency);
+  CHECK(running_concurrency_at(pl, 32768, 1000) == concurrency_at(l, pl, 32768, 1000));
+}
+
 TEST_CASE("hybrid layers: gpt-oss-20b alternates sliding (128) and full layers", "[memory][sliding]") {
   const auto m = hf(kGptOss20B);
   Deployment d;

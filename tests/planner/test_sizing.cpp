@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kvcap/planner/engine.hpp"
+#include "kvcap/planner/memory.hpp"
 #include "kvcap/planner/sizing.hpp"
 #include "kvcap/planner/sweep.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -328,6 +329,36 @@ TEST_CASE("open loop: Poisson bursts beyond the KV cache are flagged, never beyo
   // A mean of 16 decoding against 25 the cache holds (docs/sizing.md): the burst, 28, is beyond it.
   CHECK(mean + 3 * std::sqrt(mean) > static_cast<double>(best.max_batch_memory));
   CHECK(kv_burst_requests(best, true) == Approx(mean + 3 * std::sqrt(mean)));
+}
+
+TEST_CASE("sliding windows: the sizer's batch is what the replica decodes at once, not vLLM's worst case",
+          "[sizing][search][sliding]") {
+  // Gemma 3 27B (5 sliding layers of 1,024 tokens to 1 full): vLLM's logged concurrency charges each sliding group
+  // a step's 8,192 tokens beyond its window; a decoding request holds its window (a red-team case: 8 per H100 sized
+  // 32 GPUs where the simulator served 16 per replica without preemption).
+  SizingWorkload w;
+  w.prompt_tokens = 2048;
+  w.output_tokens = 512;
+  w.concurrent_users = 256;
+  SizingTargets t;
+  t.ttft_s = 2;
+  t.ttft_percentile = 0.9;
+  t.tpot_s = 0.06;
+  SizingSpace s;
+  s.gpus = {profiles::resolve_gpu("h100-sxm")};
+  s.weight_dtypes = {DType::bf16};
+  s.kv_dtypes = {DType::bf16};
+  s.max_tp = 1;
+  s.max_pp = 1;
+  const auto m = profiles::resolve_model("gemma-3-27b");
+  const auto r = size_cluster(m, w, t, s);
+  REQUIRE(r.feasible > 0);
+  const auto& c = r.candidates.front();
+  REQUIRE(c.deployment);
+  const auto plan = plan_memory(m, s.gpus.front(), *c.deployment, {});
+  const i64 mean_context = 2048 + 256;
+  CHECK(c.max_batch_memory == static_cast<i64>(std::floor(running_concurrency_at(plan, mean_context, mean_context))));
+  CHECK(static_cast<double>(c.max_batch_memory) > 1.5 * concurrency_at(m, plan, mean_context));
 }
 
 TEST_CASE("rejected candidates say why", "[sizing][search]") {

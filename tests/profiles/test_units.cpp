@@ -57,6 +57,10 @@ TEST_CASE("flag values: one grammar, errors that name the flag and say what was 
   CHECK(message([] { parse_tokens("32KiB", "--max-model-len"); }).rfind("--max-model-len: unknown unit 'KiB'", 0) == 0);
   CHECK(message([] { parse_seconds("40", "--tpot"); }) ==
         "--tpot: '40' has no unit; write 40ms or 40s (a bare number is ambiguous)");
+  // Zero or less: no unit would help, so the message does not suggest one ('0' was told to write 0ms).
+  for (const char* v : {"0", "0ms", "-2s"})
+    CHECK(message([&] { parse_seconds(v, "--tpot"); }) ==
+          std::string("--tpot: expected a positive duration with a unit such as 2s or 50ms, got '") + v + "'");
   CHECK(message([] { parse_int("1e3", "--num-gpus", 1, 100000); }) ==
         "--num-gpus: expected an integer between 1 and 100000, got '1e3'");
   CHECK(split_list(" a, b,,c ") == std::vector<std::string>{"a", "b", "c"});

@@ -93,6 +93,16 @@ TEST_CASE("a workload's closed loop, one wave, and the goodput targets reach the
   CHECK(cfg.slo.ttft_s == 1.0);
   CHECK(cfg.slo.tpot_s == 0.05);
   CHECK(cfg.client_stagger_s > 0.5);  // one cycle: a request's end-to-end time plus the think time
+  CHECK(cfg.client_stagger_s == closed_loop_cycle_s(req.speed, 16, 1000, 160, 0.5));
+  // Over 4 replicas the stagger is the cycle of a replica's share of the clients: a short run over every client's
+  // cycle on one replica ended before the last ones started (a red-team case: 20 GPUs passed --verify at 81 of 103
+  // users per replica running, and missed TPOT at steady state).
+  req.replicas = 4;
+  CHECK(config_for(req).client_stagger_s == closed_loop_cycle_s(req.speed, 4, 1000, 160, 0.5));
+  CHECK(config_for(req).client_stagger_s < cfg.client_stagger_s);
+  req.replicas = 3;  // 16 clients over 3: 6 on the busiest
+  CHECK(config_for(req).client_stagger_s == closed_loop_cycle_s(req.speed, 6, 1000, 160, 0.5));
+  req.replicas.reset();
   CHECK_FALSE(one_wave(req));
   req.limits.num_requests = 31;  // fewer than 2 x 16: one wave of the benchmark, the clients start together
   CHECK(one_wave(req));

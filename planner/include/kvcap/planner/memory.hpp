@@ -164,5 +164,11 @@ double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 context_token
 /// The same for requests of `prompt_tokens` (<= S) growing to S: the hit is at most prompt_tokens - 1, as vLLM
 /// looks the prompt up at admission.
 double concurrency_at(const ModelSpec& m, const MemoryPlan& p, i64 context_tokens, i64 prompt_tokens);
+/// The requests of `prompt_tokens` growing to context S that a replica decodes at once in steady state: as
+/// concurrency_at, but a sliding-window or chunked-local group holds only a decoding request's window (vLLM frees the
+/// blocks that leave it), one step's prefill chunks held once for the pool, as the simulator allocates. The curve's
+/// concurrency_at charges every request vLLM's worst case, a step's tokens beyond its window. Equal for models
+/// without such layers.
+double running_concurrency_at(const MemoryPlan& p, i64 context_tokens, i64 prompt_tokens);
 
 }  // namespace kvcap

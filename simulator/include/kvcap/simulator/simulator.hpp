@@ -144,8 +144,9 @@ struct SimConfig {
 double closed_loop_cycle_s(const SpeedContext& c, i64 clients, i64 prompt_tokens, i64 output_tokens, double think_time_s);
 
 /// What the speed model decides of a run, the one place front ends take it from: the engine profile's front-end
-/// cost per request, and for a closed loop started `staggered` the stagger of one cycle (closed_loop_cycle_s over
-/// the workload's mean lengths and cfg.think_time_s). Call after max_concurrency and think_time_s are set.
+/// cost per request, and for a closed loop started `staggered` the stagger of one cycle (closed_loop_cycle_s of a
+/// replica's share of the clients over the workload's mean lengths and cfg.think_time_s). Call after num_replicas,
+/// max_concurrency and think_time_s are set.
 void apply_speed_model(SimConfig& cfg, const SpeedContext& c, i64 mean_prompt_tokens, i64 mean_output_tokens, bool staggered);
 
 /// Time-weighted over [first arrival, end] unless said otherwise.
