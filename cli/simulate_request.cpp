@@ -7,12 +7,23 @@
 
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/plausibility.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/simulator/trace.hpp"
 
 namespace kvcap::cli {
 
 namespace {
+/// A deployment vLLM would not start (KVCAP-E101, E102, E110: planner/plausibility.hpp) has nothing to simulate: its
+/// finding, with its code and exit status 3, as `plan` reports it. `pool` names the prefill workers' ("" otherwise).
+void check_starts(const GpuSpec& g, const MemoryPlan& plan, const std::string& pool = "") {
+  for (auto f : check_memory_plan(g, plan))
+    if (f.level == Finding::Level::error) {
+      if (!pool.empty()) f.message = pool + ": " + f.message;
+      throw FindingError(f);
+    }
+  sim::check_fits(plan);
+}
 
 /// Bounded work: 10^7 requests take about 40 s of CPU (bench/bench_simulate: ~250,000 requests per CPU-second).
 constexpr std::uint64_t kMaxRequests = 10'000'000;
@@ -298,7 +309,7 @@ void prefill_into(const po::variables_map& vm, const Deployment& dep, const Mode
   if (vm.count("prefill-tp")) pdep.tensor_parallel_size = parse_int(str(vm, "prefill-tp"), "--prefill-tp", 1, 1024);
   try {
     w.speed = speed_context_from(vm, model, pgpu, plan_memory(model, pgpu, pdep, {}));
-    sim::check_fits(w.speed.plan);
+    check_starts(pgpu, w.speed.plan, "prefill workers");
   } catch (const SpecError& e) {
     throw UsageError("the prefill workers (--prefill-gpu " + pgpu.name + ", --prefill-tp " +
                      std::to_string(pdep.tensor_parallel_size) + "): " + e.field() + ": " + e.reason());
@@ -464,7 +475,7 @@ SimulateCommand simulate_command_from(const po::variables_map& vm) {
   const ModelSpec model = profiles::resolve_model(str(vm, "model"));
   const GpuSpec gpu = profiles::resolve_gpu(str(vm, "gpu"));
   r.speed.plan = plan_memory(model, gpu, dep, {});
-  sim::check_fits(r.speed.plan);
+  check_starts(gpu, r.speed.plan);
   c.info.model = model.name;
   c.info.model_display = model.display_name.empty() ? model.name : model.display_name;
   c.info.gpu = gpu.name;
