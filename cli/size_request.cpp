@@ -422,8 +422,16 @@ SizeCommand size_command_from(const po::variables_map& vm) {
   }
   // Every candidate's max_model_len within the model's derived maximum (E111).
   if (const auto len = sizing_max_model_len(c.request.workload, c.request.space.base.max_model_len))
-    if (auto beyond = check_model_max_len(*len, c.request.model.max_position_embeddings))
+    if (auto beyond = check_model_max_len(*len, c.request.model.max_position_embeddings)) {
+      // Without --max-model-len the length is the workload's: say which lengths made it.
+      if (!c.request.space.base.max_model_len)
+        beyond->message += " (max_model_len is the workload's longest request: " +
+                           (vm.count("trace")      ? std::string("the trace's longest prompt + output")
+                            : vm.count("workload") ? std::string("the workload file's longest prompt + output")
+                                                   : std::string("--prompt-tokens + --output-tokens")) +
+                           ")";
       c.report.findings.push_back(*beyond);
+    }
   what_if_findings(c.request, c.report.findings);
   c.mpi = vm.count("mpi") > 0;
   if (c.mpi && !vm.count("verify") && !vm.count("trace"))
