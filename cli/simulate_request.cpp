@@ -376,6 +376,11 @@ void client_start_into(const po::variables_map& vm, SimulateCommand& c) {
   const std::string start = str(vm, "client-start");
   if (start != "auto" && start != "staggered" && start != "together")
     throw UsageError("--client-start: expected auto, staggered or together, got '" + start + "'");
+  const bool closed = r.max_concurrency > 0 || (!r.trace && r.workload.arrival.kind == ArrivalProcess::Kind::closed);
+  if (start != "auto" && !closed)
+    throw UsageError("--client-start " + start +
+                     " applies to a closed loop: give --max-concurrency N too (or a workload file's arrival: "
+                     "{process: closed, ...})");
   if (start == "staggered" && r.max_concurrency > 0 && sim::arrivals_paced(r))
     throw UsageError(
         "--client-start staggered: the arrivals (a finite --rate, rate phases or a trace) already pace the "

@@ -123,6 +123,7 @@ kvcap_golden(err_simulate_closed_flags_duration 2 simulate --model llama-3.1-8b 
 kvcap_golden(err_simulate_prompt_too_long 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 1 --prompt-tokens 99999999999 --output-tokens 10 --num-requests 5)
 # Arrivals at a rate pace the clients: staggering them is refused, naming what it applies to.
 kvcap_golden(err_simulate_stagger_paced 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 10 --max-concurrency 4 --client-start staggered --prompt-tokens 1K --output-tokens 128 --num-requests 10)
+kvcap_golden(err_simulate_client_start_open_loop 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 5 --client-start together --prompt-tokens 1K --output-tokens 128 --num-requests 10)
 kvcap_golden(err_simulate_think_open_loop 2 simulate --model llama-3.1-8b --gpu h100-sxm --rate 2 --think-time 1s --prompt-tokens 1K --output-tokens 128 --num-requests 10)
 # A max_model_len beyond the model's derived maximum: vLLM refuses it (KVCAP-E111, exit 3), in plan and in size.
 kvcap_golden(err_plan_beyond_model_max_len 3 plan --model llama-3.1-8b --gpu h200 --max-model-len 200K --format json)
