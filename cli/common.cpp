@@ -53,7 +53,7 @@ po::options_description deployment_options(bool with_model_gpu) {
     ("free-gpu-memory-fraction", po::value<std::string>(), kFreeFractionHelp)
     ("dtype", po::value<std::string>()->default_value("auto"), "model dtype: auto, bf16, fp16, fp32")
     ("quantization,q", po::value<std::string>()->default_value("auto"), "weight format: auto (checkpoint's), bf16, fp8, int4 (AWQ/GPTQ), mxfp4, nvfp4 (fp4 GEMMs on GPUs with fp4 tensor cores)")
-    ("kv-cache-dtype", po::value<std::string>()->default_value("auto"), "KV format: auto (= model dtype), bf16, fp16, fp8, fp8_e5m2, nvfp4, fp8_per_token_head, int8_per_token_head, int4_per_token_head; int8, int4, int2 (KIVI-style groups)")
+    ("kv-cache-dtype", po::value<std::string>()->default_value("auto"), "KV format: auto (= model dtype, or a ModelOpt checkpoint's fp8 KV), bf16, fp16, fp8, fp8_e5m2, nvfp4, fp8_per_token_head, int8_per_token_head, int4_per_token_head; int8, int4, int2 (KIVI-style groups)")
     ("kv-cache-dtype-skip-layers", po::value<std::string>(), "attention layers kept in the model dtype under --kv-cache-dtype: layer indices and/or sliding_window, comma-separated (vLLM's flag)")
     ("block-size", po::value<std::string>()->default_value("16"), "tokens per KV block")
     ("max-model-len", po::value<std::string>(), "context limit per request (default: the model's max_position_embeddings); 32K = 32768, 32k = 32000")

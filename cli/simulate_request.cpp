@@ -14,8 +14,10 @@
 namespace kvcap::cli {
 
 namespace {
-/// A deployment vLLM would not start (KVCAP-E101, E102, E110: planner/plausibility.hpp) has nothing to simulate: its
-/// finding, with its code and exit status 3, as `plan` reports it. `pool` names the prefill workers' ("" otherwise).
+/// A deployment with an error among its memory findings (planner/plausibility.hpp check_memory_plan: vLLM would not
+/// start it, E101, E102, E103, E106, E110, E111, or never schedules a request of max_model_len, E102 under
+/// --num-gpu-blocks-override) has nothing to simulate: the first such finding, with its code and exit status, as
+/// `plan` reports it. `pool` names the prefill workers' ("" otherwise).
 void check_starts(const GpuSpec& g, const MemoryPlan& plan, const std::string& pool = "") {
   for (auto f : check_memory_plan(g, plan))
     if (f.level == Finding::Level::error) {

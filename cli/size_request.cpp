@@ -299,7 +299,7 @@ po::options_description size_search_options() {
   search.add_options()
     ("gpus", po::value<std::string>(), "GPU types (built-in names or YAML profiles), comma-separated (default: all built-in)")
     ("quantization,q", po::value<std::string>(), "weight formats to try (default: the checkpoint's, plus fp8 for 16-bit checkpoints); e.g. auto,fp8,int4")
-    ("kv-cache-dtype", po::value<std::string>()->default_value("auto,fp8"), "KV formats to try (auto = the model dtype)")
+    ("kv-cache-dtype", po::value<std::string>()->default_value("auto,fp8"), "KV formats to try (auto = the model dtype, or a ModelOpt checkpoint's fp8 KV)")
     ("max-tp", po::value<std::string>()->default_value("8"), "largest tensor-parallel size (1, 2, 4, ... are tried)")
     ("max-pp", po::value<std::string>()->default_value("8"), "largest pipeline-parallel size (1, 2, 4, ... are tried)")
     ("max-gpus-per-replica", po::value<std::string>()->default_value("8"), "TP x PP limit, and the GPUs of one expert-parallel group: one node")

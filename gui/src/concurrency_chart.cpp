@@ -434,7 +434,7 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
             .toHtmlEscaped();
     const i64 n = dep.num_gpus > 0 ? dep.num_gpus : dep.tensor_parallel_size * dep.pipeline_parallel_size;
     QString kv = dep.kv_cache_dtype == DType::auto_
-                     ? QStringLiteral("model dtype")
+                     ? QStringLiteral("auto")
                      : QString::fromUtf8(name(dep.kv_cache_dtype).data(), qsizetype(name(dep.kv_cache_dtype).size()));
     QString extra;
     if (dep.decode_context_parallel_size > 1)

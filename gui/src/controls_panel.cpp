@@ -144,7 +144,7 @@ void ControlsPanel::build_form(QFormLayout* form) {
   kv_dtype_ = new QComboBox;
   kv_dtype_->setObjectName(QStringLiteral("kvCacheDtype"));
   fill_dtypes(
-      kv_dtype_, [](const DTypeInfo& i) { return i.kv_ok; }, QStringLiteral("auto (model dtype)"));
+      kv_dtype_, [](const DTypeInfo& i) { return i.kv_ok; }, QStringLiteral("auto (model dtype or checkpoint's)"));
   // Wider than vLLM accepts, so that a value out of range is shown with vLLM's reason instead of clamped.
   utilization_ = new QDoubleSpinBox;
   utilization_->setObjectName(QStringLiteral("gpuMemoryUtilization"));

@@ -174,7 +174,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
   return r;
 }
 
-std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 batch, i64 prompt_tokens,
+std::vector<Finding> check_batch(const ModelSpec& /*m*/, const MemoryPlan& p, i64 batch, i64 prompt_tokens,
                                  i64 output_tokens) {
   std::vector<Finding> r;
   const auto& d = p.dep;
@@ -192,7 +192,8 @@ std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 ba
                   " tokens is longer than the prompt of " + std::to_string(prompt_tokens) +
                   " tokens: every prompt begins with the shared prefix (--shared-prefix-tokens <= --prompt-tokens)",
               kExitUsage));
-  const double fit = context > 0 ? concurrency_at(m, p, context, prompt_tokens) : 0;
+  // What decodes at once (sliding windows hold their window: running_concurrency_at), as size and simulate count it.
+  const double fit = context > 0 ? running_concurrency_at(p, context, prompt_tokens) : 0;
   if (static_cast<double>(batch) > fit)
     r.push_back(error("KVCAP-E105", "a batch of " + std::to_string(batch) + " requests of " + std::to_string(context) +
                                         " tokens does not fit in the KV cache (at most " + fixed(std::floor(fit), 0) +

@@ -114,9 +114,10 @@ void check_context_len(const MemoryPlan& plan, i64 s, const char* what, bool is_
                               " tokens; every request begins with the prefix and a context adds an output to it");
 }
 
-// A decode batch must fit: B requests at context S need B x blocks(S) blocks, and vLLM runs at most max_num_seqs.
-void check_batch_fits(const ModelSpec& m, const MemoryPlan& plan, i64 batch, i64 s) {
-  const double conc = concurrency_at(m, plan, s);
+// A decode batch must fit: B requests at context S need B x blocks(S) blocks (a sliding window's only its window:
+// running_concurrency_at), and vLLM runs at most max_num_seqs.
+void check_batch_fits(const ModelSpec&, const MemoryPlan& plan, i64 batch, i64 s) {
+  const double conc = running_concurrency_at(plan, s, s);
   if (static_cast<double>(batch) > conc)
     throw SpecError("batch", std::to_string(batch) + " requests of " + std::to_string(s) +
                                  " tokens do not fit: the KV cache holds " + fixed(conc, 2) + " of them per replica");

@@ -39,7 +39,9 @@ void sweep_grid(const SpeedContext& c, const std::vector<i64>& contexts, const s
     p.context_tokens = s;
     p.max_concurrency = concurrency_at(c.model, c.plan, s);
     p.ttft_s = ttfts[i];
-    const double limit = std::floor(p.max_concurrency);
+    // A batch fits what decodes at once (sliding windows hold their window), which for such models exceeds the
+    // curve's concurrency, vLLM's charge.
+    const double limit = std::floor(running_concurrency_at(c.plan, s, s));
     StepLoad one;  // one request decoding at context s; a batch of B identical ones is B times each sum
     if (fast) fast->add(one, s - 1, 1, true);
     for (i64 b : batches) {

@@ -140,16 +140,27 @@ void set(T& field, const std::optional<U>& v) {
 // {dynamic: false, num_bits: 8, type: float}, is fp8. vLLM maps no other (it warns and keeps auto): auto here too.
 DType modelopt_kv_format(const YAML::Node& q) {
   const YAML::Node inner = q["quantization"] && q["quantization"].IsMap() ? q["quantization"] : q;
+  // vLLM's order: kv_cache_scheme (nested, then top), then kv_cache_quant_algo (nested, then top); Python's `or`
+  // passes over null, "" and {}.
+  const auto given = [](const YAML::Node& n) {
+    return n && !n.IsNull() && !(n.IsScalar() && n.Scalar().empty()) && !(n.IsMap() && n.size() == 0);
+  };
   std::optional<YAML::Node> found;  // yaml-cpp's Node::operator= writes through to the node: hold a copy instead
-  for (const YAML::Node& where : {inner, q})
-    for (const char* key : {"kv_cache_scheme", "kv_cache_quant_algo"})
-      if (!found && present(where, key)) found.emplace(where[key]);
+  for (const char* key : {"kv_cache_scheme", "kv_cache_quant_algo"})
+    for (const YAML::Node& where : {inner, q})
+      if (!found && where.IsMap() && given(where[key])) found.emplace(where[key]);
   if (!found) return DType::auto_;
   const YAML::Node& kv = *found;
   if (kv.IsMap()) {
-    const bool fp8 = kv["dynamic"] && kv["dynamic"].IsScalar() && kv["dynamic"].Scalar() == "false" && kv["num_bits"] &&
-                     kv["num_bits"].IsScalar() && kv["num_bits"].Scalar() == "8" && kv["type"] &&
-                     kv["type"].IsScalar() && kv["type"].Scalar() == "float";
+    // {dynamic: false, num_bits: 8, type: float}: num_bits compared as a number (8.0 is 8), dynamic as a boolean.
+    const auto scalar = [&](const char* k) { return kv[k] && kv[k].IsScalar() ? kv[k].Scalar() : std::string(); };
+    double bits = 0;
+    try {
+      bits = std::stod(scalar("num_bits"));
+    } catch (const std::exception&) {
+      bits = 0;
+    }
+    const bool fp8 = scalar("dynamic") == "false" && bits == 8 && scalar("type") == "float";
     return fp8 ? DType::fp8 : DType::auto_;
   }
   return kv.IsScalar() && lowercase(kv.Scalar()) == "fp8" ? DType::fp8 : DType::auto_;

@@ -131,8 +131,10 @@ ModelSpec model_from_yaml(Ctx& c, const YAML::Node& root) {
   set(m.source, get_string(c, root, "", "source", false));
   m.dtype = read_dtype(c, root, "", "dtype", DType::bf16, [](const DTypeInfo& i) { return i.activation_ok && i.dtype != DType::auto_; }, "dtype");
   m.quantization = read_dtype(c, root, "", "quantization", DType::auto_, [](const DTypeInfo& i) { return i.weights_ok; }, "weight format");
+  // What a checkpoint can name for vLLM's auto (vllm/utils/torch_utils.py MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP): fp8.
   m.kv_cache_dtype = read_dtype(
-      c, root, "", "kv_cache_dtype", DType::auto_, [](const DTypeInfo& i) { return i.kv_ok; }, "KV-cache format");
+      c, root, "", "kv_cache_dtype", DType::auto_,
+      [](const DTypeInfo& i) { return i.dtype == DType::auto_ || i.dtype == DType::fp8; }, "checkpoint KV format");
   set(m.hidden_size, get_int(c, root, "", "hidden_size", true, 1, kMaxDim));
   set(m.intermediate_size, get_int(c, root, "", "intermediate_size", false, 0, kMaxDim));
   set(m.num_layers, get_int(c, root, "", "num_layers", true, 1, 1'000'000));

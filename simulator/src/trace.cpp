@@ -123,7 +123,11 @@ std::optional<TraceTime> parse_trace_time(std::string_view s) {
     if (!digits(s, 0, 4, y) || !digits(s, 5, 2, mo) || !digits(s, 8, 2, d) || !digits(s, 11, 2, h) ||
         !digits(s, 14, 2, mi) || !digits(s, 17, 2, se))
       return std::nullopt;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return std::nullopt;
+    // The month's days (the Gregorian leap rule): 2023-02-30 is no date, not 2 March.
+    const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || h > 23 || mi > 59 || se > 60) return std::nullopt;
+    if (d < 1 || d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) return std::nullopt;
     std::string_view rest = s.substr(19);
     if (!rest.empty() && rest.back() == 'Z') rest.remove_suffix(1);
     double frac = 0;
@@ -140,9 +144,11 @@ std::optional<TraceTime> parse_trace_time(std::string_view s) {
     t.seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
                 std::int64_t{h} * 3600 + std::int64_t{mi} * 60 + se;
     t.fraction = frac;
+    t.date_time = true;
     return t;
   }
-  // Seconds as a number.
+  // Seconds as a decimal number (strtod would also read hexadecimal, "0x10" as 16).
+  if (s.find_first_of("xXpP") != std::string_view::npos) return std::nullopt;
   const std::string str(s);
   errno = 0;
   char* end = nullptr;
@@ -203,7 +209,9 @@ Trace parse_trace_csv(std::istream& in, const std::string& file, const TraceOpti
     ++line_no;
     if (unquote(line).empty()) continue;
     split(line, f);
-    if (f.size() < need)
+    // Fewer fields than the columns read, or more than the header names (a row whose fields are shifted, or a quoted
+    // comma this reader does not take apart): the row is not what the header says.
+    if (f.size() < need || f.size() > h.size())
       throw TraceError(file, line_no, "expected " + std::to_string(h.size()) + " comma-separated fields like the header, got " +
                                           std::to_string(f.size()));
     Row r{};
@@ -212,6 +220,11 @@ Trace parse_trace_csv(std::istream& in, const std::string& file, const TraceOpti
       throw TraceError(file, line_no, "column '" + t.time_column + "': expected seconds (e.g. 12.5) or a date-time (e.g. 2023-11-16 18:15:46.6805900), got '" +
                                           std::string(f[ti]) + "'");
     r.time = *tt;
+    if (!rows.empty() && tt->date_time != rows.front().time.date_time)
+      throw TraceError(file, line_no,
+                       "column '" + t.time_column + "': '" + std::string(f[ti]) + "' is " +
+                           (tt->date_time ? "a date-time" : "a number of seconds") + " where the first row's is " +
+                           (tt->date_time ? "a number of seconds" : "a date-time") + "; a trace uses one of the two");
     auto tokens = [&](std::size_t i, const std::string& name, i64 min) {
       std::int64_t v = 0;
       if (!parse_i64(f[i], v) || v < min || v > 1'000'000'000)

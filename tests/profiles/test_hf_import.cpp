@@ -383,6 +383,17 @@ TEST_CASE("a ModelOpt checkpoint's KV format is what vLLM's --kv-cache-dtype aut
                 "kv_cache_scheme": {"dynamic": true, "num_bits": 8, "type": "float"}})") == DType::auto_);
   CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8"})") == DType::auto_);
   CHECK(kv(R"({"quant_method": "fp8", "kv_cache_quant_algo": "FP8"})") == DType::auto_);
+  // vLLM's order: a scheme anywhere before an algo anywhere; null and "" pass over; num_bits is a number.
+  CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8", "quantization": {"kv_cache_quant_algo": "FP8"},
+                "kv_cache_scheme": {"dynamic": true, "num_bits": 8, "type": "float"}})") == DType::auto_);
+  CHECK(
+      kv(R"({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_scheme": null, "kv_cache_quant_algo": "FP8"})") ==
+      DType::fp8);
+  CHECK(
+      kv(R"({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_scheme": "", "kv_cache_quant_algo": "FP8"})") ==
+      DType::fp8);
+  CHECK(kv(R"({"quant_method": "modelopt", "quant_algo": "FP8",
+                "kv_cache_scheme": {"dynamic": false, "num_bits": 8.0, "type": "float"}})") == DType::fp8);
 
   const auto m = imp(base + R"({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})");
   const auto g = profiles::resolve_gpu("h100-sxm");
@@ -395,12 +406,13 @@ TEST_CASE("a ModelOpt checkpoint's KV format is what vLLM's --kv-cache-dtype aut
   d.kv_cache_dtype = DType::bf16;  // an explicit format wins
   CHECK(resolve(m, g, d).kv_dtype == DType::bf16);
   // The launch command names bf16, since auto would serve fp8; fp8 needs no flag.
-  const auto has = [](const LaunchCommand& c, const std::string& w) {
-    return std::find(c.argv.begin(), c.argv.end(), w) != c.argv.end();
+  const auto kv_flag = [](const LaunchCommand& c) {
+    const auto it = std::find(c.argv.begin(), c.argv.end(), "--kv-cache-dtype");
+    return it == c.argv.end() || it + 1 == c.argv.end() ? std::string("(none)") : *(it + 1);
   };
-  CHECK(has(launch_command(LaunchEngine::vllm, m, d), "bfloat16"));
+  CHECK(kv_flag(launch_command(LaunchEngine::vllm, m, d)) == "bfloat16");
   d.kv_cache_dtype = DType::fp8;
-  CHECK_FALSE(has(launch_command(LaunchEngine::vllm, m, d), "--kv-cache-dtype"));
+  CHECK(kv_flag(launch_command(LaunchEngine::vllm, m, d)) == "(none)");
   // A profile keeps it: written by import-hf, read back.
   const auto back = profiles::parse_model(profiles::to_yaml(m), "m.yaml");
   CHECK(back.kv_cache_dtype == DType::fp8);

@@ -91,6 +91,18 @@ TEST_CASE("date-times and seconds parse exactly", "[sim][trace]") {
   CHECK(!parse_trace_time("2023-13-16 18:15:46"));
   CHECK(!parse_trace_time("yesterday"));
   CHECK(!parse_trace_time("-3"));
+  // A day the month does not have is no date (it was read as 2 March); 29 February only in a leap year.
+  CHECK(!parse_trace_time("2023-02-30 00:00:00"));
+  CHECK(!parse_trace_time("2023-02-29 00:00:00"));
+  CHECK(parse_trace_time("2024-02-29 00:00:00"));
+  CHECK(!parse_trace_time("2023-04-31 12:00:00"));
+  CHECK(!parse_trace_time("2100-02-29 00:00:00"));
+  CHECK(parse_trace_time("2000-02-29 00:00:00"));
+  // Seconds are decimal: strtod's hexadecimal ("0x10" = 16) is refused.
+  CHECK(!parse_trace_time("0x10"));
+  CHECK(parse_trace_time("1e3")->seconds == 1000);
+  CHECK(parse_trace_time("2023-11-16 18:15:46")->date_time);
+  CHECK_FALSE(parse_trace_time("12.5")->date_time);
 }
 
 TEST_CASE("the Azure conversation trace loads, relative to its first request", "[sim][trace]") {
@@ -139,6 +151,14 @@ TEST_CASE("a trace with bad rows gets a clear error naming the line", "[sim][tra
              Contains("t.csv:4: error: column 'GeneratedTokens'") && Contains(">= 1"));
   CHECK_THAT(err(head + "2023-11-16 25:15:50,396,10\n"), Contains("t.csv:3: error: column 'TIMESTAMP'"));
   CHECK_THAT(err(head + "2023-11-16 18:15:50.9951690,396\n"), Contains("t.csv:3: error: expected 3 comma-separated fields"));
+  // More fields than the header names: a shifted row (or a quoted comma), not what the header says.
+  CHECK_THAT(err(head + "2023-11-16 18:15:50.9951690,396,20,garbage\n"),
+             Contains("t.csv:3: error: expected 3 comma-separated fields like the header, got 4"));
+  // Date-times and seconds in one trace: 1.7e9 s apart, which no trace means.
+  CHECK_THAT(err(head + "5.0,396,20\n"),
+             Contains("t.csv:3: error: column 'TIMESTAMP': '5.0' is a number of seconds where the first row's is a "
+                      "date-time"));
+  CHECK_THAT(err(head + "2023-02-30 00:00:00,396,20\n"), Contains("t.csv:3: error: column 'TIMESTAMP'"));
   CHECK_THAT(err("when,a,b\n1,2,3\n"), Contains("t.csv:1: error: cannot tell which column holds the arrival time") &&
                                            Contains("--trace-columns"));
   CHECK_THAT(err(head, parse_trace_columns("TIMESTAMP,Prompt,GeneratedTokens")),

@@ -196,7 +196,7 @@ RequestEstimate estimate_request(const SpeedContext& c, i64 batch, i64 prompt_to
 /// The largest batch whose TPOT at context S meets a target, bounded by memory.
 struct BatchLimit {
   i64 batch = 0;            ///< 0: not even one request meets the target (or fits)
-  i64 memory_limit = 0;     ///< min(floor(concurrency_at(S)), max_num_seqs)
+  i64 memory_limit = 0;     ///< min(floor(running_concurrency_at(S)), max_num_seqs)
   std::string limited_by;   ///< "tpot" | "memory" | "max_num_seqs" | "none fits"
   DecodeStep step;          ///< at `batch` (at 1 when batch is 0 and memory allows one)
 };

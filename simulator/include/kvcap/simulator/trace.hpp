@@ -52,6 +52,7 @@ Trace parse_trace_csv(std::istream& in, const std::string& file, const TraceOpti
 struct TraceTime {
   std::int64_t seconds = 0;
   double fraction = 0;
+  bool date_time = false;  ///< written as a date-time (else as seconds): one trace uses one of the two
 };
 std::optional<TraceTime> parse_trace_time(std::string_view s);
 
