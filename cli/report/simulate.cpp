@@ -96,11 +96,19 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
   row("queueing", r.queue_s);
   if (const auto& b = in.benchmark) {
     const auto n = std::to_string(b->clients);
-    o << "Benchmark    the table is the steady state, the clients drifted apart; a benchmark whose " << n
+    o << "Benchmark    the table is the steady state of clients started apart; a benchmark whose " << n
       << " clients send their\n             first requests together (AIPerf, vllm bench serve) reads over these "
       << grouped(b->requests) << " requests:\n             mean TTFT " << human_seconds(b->ttft_s) << " (the first "
       << n << ": " << human_seconds(b->first_wave_ttft_s.mean) << "), TPOT "
       << (std::isnan(b->tpot_s) ? "-" : human_seconds(b->tpot_s)) << ", E2E " << human_seconds(b->e2e_s) << "\n";
+  }
+  // Clients in lockstep (SimResult::coincident_sends): worth a line from a tenth of the sends on.
+  if (in.cfg.max_concurrency > 0 && r.requests_arrived > 0 && 10 * r.coincident_sends >= r.requests_arrived) {
+    o << "Lockstep     "
+      << fixed(100.0 * static_cast<double>(r.coincident_sends) / static_cast<double>(r.requests_arrived), 1)
+      << "% of the sends came at the instant of the one before: clients whose requests finish in one step send\n"
+      << "             together again, and with equal lengths stay together (real clients' timing jitter may part "
+         "them;\n             a think-time distribution, e.g. --think-time exp:2s, or varied lengths do)\n";
   }
   if (!in.expected_error.empty()) o << "Expected error: " << in.expected_error << "\n";
 
@@ -347,6 +355,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   if (in.cfg.max_concurrency > 0) {
     j["workload"]["max_concurrency"] = in.cfg.max_concurrency;
     j["workload"]["think_time_s"] = in.cfg.think_time_s;
+    j["workload"]["coincident_sends"] = r.coincident_sends;
   }
   j["step_time"] = in.step_time_source;
   if (!in.expected_error.empty()) j["expected_error"] = in.expected_error;

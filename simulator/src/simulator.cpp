@@ -148,6 +148,7 @@ class EventLoop {
   // another client's later (staggered) first send.
   Rng think_rng_;
   double start_s_ = 0, now_ = 0;
+  double last_send_s_ = -1;  ///< closed loop: the last client's send (SimResult::coincident_sends)
   std::uint64_t arrived_ = 0;
   /// A conversation between its turns (planner/workload.hpp ConversationSpec).
   struct Conversation {
@@ -303,6 +304,10 @@ void EventLoop::on_arrival(std::uint32_t target) {
   spec.arrival_s = now_ - cfg_.request_overhead_s;
   pending_ = source_.next();
   const double sent_s = spec.arrival_s;
+  if (closed_) {
+    if (sent_s == last_send_s_) ++res_.coincident_sends;
+    last_send_s_ = sent_s;
+  }
   if (spec.conversation >= 0 && closed_)
     throw SpecError("max_concurrency",
                     "a closed loop of clients cannot also run conversations; give the workload an "

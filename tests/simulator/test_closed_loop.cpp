@@ -460,3 +460,32 @@ TEST_CASE("exponential think times keep the mean and vary per request", "[sim][l
   CHECK(mean == Approx(2.0).epsilon(0.08));  // sd of the mean ~ 2.2%
   CHECK(sd == Approx(2.0).epsilon(0.12));    // exponential: sd = mean
 }
+
+TEST_CASE("clients that finish in one step send together again: coincident sends are counted", "[sim][load]") {
+  // 16 clients of equal requests with a fixed think time: clients whose requests finish in one step send at one
+  // instant, are prefilled together and finish together again (lockstep); an exponential think time parts them.
+  auto coincident = [](double think, bool exponential, bool staggered) {
+    SimConfig cfg;
+    cfg.replica = roomy_replica();
+    cfg.max_concurrency = 16;
+    cfg.think_time_s = think;
+    cfg.think_time_exponential = exponential;
+    cfg.think_seed = 3;
+    if (staggered) cfg.client_stagger_s = 1.0;
+    const WorkloadSpec w = fixed_workload(500, 50);
+    auto src = synthetic_source(w, 1, SourceLimits{3000, std::nullopt});
+    return simulate(cfg, StepTimer::linear(0.001), *src).coincident_sends;
+  };
+  // Started together: the 2,048-token budget prefills 4 of the 500-token prompts a step, so the clients move in 4
+  // groups of 4, and 3 of each group's 4 sends come with another.
+  CHECK(coincident(0.5, false, false) >= 3000 * 3 / 4 - 16);
+  CHECK(coincident(0.5, false, false) <= 3000 * 3 / 4 + 16);
+  // Exponential think times part them: only the first wave's 15 sends after the first coincide, and none staggered.
+  CHECK(coincident(0.5, true, false) == 15);
+  CHECK(coincident(0.5, true, true) == 0);
+  // No closed loop, no count.
+  SimConfig open;
+  open.replica = roomy_replica();
+  auto src = synthetic_source(offline_workload(), 1, SourceLimits{200, std::nullopt});
+  CHECK(simulate(open, StepTimer::linear(0.001), *src).coincident_sends == 0);
+}

@@ -201,6 +201,10 @@ struct SimResult {
   LatencySummary itl_s;
   double first_arrival_s = 0, end_s = 0; ///< end: the last completion
   double last_arrival_s = 0;             ///< the last request sent
+  /// Closed loop: sends at the very instant of the send before them. Clients whose requests finish in one step send
+  /// together again after a fixed think time, are prefilled together and, with equal lengths, finish together: in a
+  /// deterministic run such clients stay in lockstep (the report says how many sends did).
+  std::uint64_t coincident_sends = 0;
   double requests_per_s = 0;             ///< completed / (end - first arrival)
   double output_tokens_per_s = 0;
   double prompt_tokens_per_s = 0;
