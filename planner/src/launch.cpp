@@ -116,8 +116,10 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
                         std::string(name(d.quantization)) +
                         " (no engine quantises to it online): serve that checkpoint");
   }
-  // KV: the default (auto) is the model dtype, or the format the checkpoint names (auto_kv_dtype).
-  const DType act = auto_kv_dtype(m, d);
+  // KV: vLLM's default (auto) is the model dtype, or the format a ModelOpt checkpoint names (auto_kv_dtype); SGLang's
+  // "auto will use model data type" (python/sglang/srt/server_args.py --kv-cache-dtype), so a checkpoint's fp8 is
+  // named there.
+  const DType act = vllm ? auto_kv_dtype(m, d) : serving_dtype(m, d.dtype);
   if (d.kv_cache_dtype != DType::auto_ && d.kv_cache_dtype != act) {
     // The engines' spellings (vllm/config/cache.py CacheDType; SGLang's --kv-cache-dtype fp8_e4m3 | fp8_e5m2). A KV
     // format that differs from the activations only in 16/32 bits, or that is kvcap's what-if (int8, int4, int2 of
@@ -128,12 +130,12 @@ LaunchCommand launch_command(LaunchEngine e, const ModelSpec& m, const Deploymen
                              k == DType::int4_per_token_head;
     if (vllm && vllm_format)
       add(c, "--kv-cache-dtype", k == DType::bf16 ? "bfloat16" : std::string(name(k)));
-    else if (!vllm && (k == DType::fp8 || k == DType::fp8_e5m2))
-      add(c, "--kv-cache-dtype", k == DType::fp8 ? "fp8_e4m3" : "fp8_e5m2");
+    else if (!vllm && (k == DType::fp8 || k == DType::fp8_e5m2 || k == DType::bf16))
+      add(c, "--kv-cache-dtype", k == DType::fp8 ? "fp8_e4m3" : k == DType::fp8_e5m2 ? "fp8_e5m2" : "bf16");
     else
       c.notes.push_back(std::string(vllm ? "vLLM" : "SGLang") + " has no " + std::string(name(k)) + " KV cache flag (" +
                         (vllm ? "--kv-cache-dtype auto, bfloat16, fp8, fp8_e5m2, nvfp4, *_per_token_head"
-                              : "--kv-cache-dtype auto, fp8_e4m3, fp8_e5m2") +
+                              : "--kv-cache-dtype auto, bf16, fp8_e4m3, fp8_e5m2") +
                         "): kvcap planned a what-if; serve the format nearest to it");
   }
   if (d.decode_context_parallel_size > 1) {

@@ -411,8 +411,11 @@ TEST_CASE("a ModelOpt checkpoint's KV format is what vLLM's --kv-cache-dtype aut
     return it == c.argv.end() || it + 1 == c.argv.end() ? std::string("(none)") : *(it + 1);
   };
   CHECK(kv_flag(launch_command(LaunchEngine::vllm, m, d)) == "bfloat16");
+  CHECK(kv_flag(launch_command(LaunchEngine::sglang, m, d)) == "(none)");  // SGLang's auto: the model dtype
   d.kv_cache_dtype = DType::fp8;
   CHECK(kv_flag(launch_command(LaunchEngine::vllm, m, d)) == "(none)");
+  // SGLang's auto is the model dtype: the checkpoint's fp8 is named.
+  CHECK(kv_flag(launch_command(LaunchEngine::sglang, m, d)) == "fp8_e4m3");
   // A profile keeps it: written by import-hf, read back.
   const auto back = profiles::parse_model(profiles::to_yaml(m), "m.yaml");
   CHECK(back.kv_cache_dtype == DType::fp8);
