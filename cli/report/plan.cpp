@@ -320,6 +320,7 @@ nlohmann::ordered_json breakdown_json(const StepBreakdown& b) {
           {"kv_read_s", b.kv_read_s},
           {"gemm_s", b.gemm_s},
           {"attention_s", b.attention_s},
+          {"experts_s", b.experts_s},
           {"communication_s", b.communication_s},
           {"overhead_s", b.overhead_s},
           {"total_s", b.total_s},
@@ -328,8 +329,9 @@ nlohmann::ordered_json breakdown_json(const StepBreakdown& b) {
 
 void breakdown_rows(std::ostream& o, const StepBreakdown& b) {
   o << "    weights read " << ms(b.weights_read_s) << ", KV read " << ms(b.kv_read_s) << ", GEMM " << ms(b.gemm_s)
-    << ", attention " << ms(b.attention_s) << ", communication " << ms(b.communication_s) << ", overhead "
-    << ms(b.overhead_s) << "\n";
+    << ", attention " << ms(b.attention_s)
+    << (b.experts_s > 0 ? ", routed experts " + ms(b.experts_s) + " (read, then computed)" : std::string())
+    << ", communication " << ms(b.communication_s) << ", overhead " << ms(b.overhead_s) << "\n";
 }
 }  // namespace
 

@@ -79,6 +79,19 @@ void disaggregation_lines(std::ostream& o, const SimulationInfo& in, const sim::
 }
 
 /// The latency percentiles, the replicas side by side, where the step time went, the simulator's own speed.
+/// Where the replicas' busy time went, in shares of it (the binding pipeline stage of each step).
+void step_time_line(std::ostream& o, const sim::SimResult& r) {
+  const auto& b = r.busy_breakdown_s;
+  if (!(b.step_s > 0)) return;
+  auto pct = [&](double v) { return fixed(100 * v / b.step_s, 0) + "%"; };
+  o << "\nStep time    " << grouped(r.steps) << " steps, busy " << fixed(b.step_s, 1)
+    << " s; binding stage per step: weights " << pct(b.weights_read_s) << ", KV read " << pct(b.kv_read_s) << ", GEMM "
+    << pct(b.gemm_s) << ", attention " << pct(b.attention_s)
+    << (b.experts_s > 0 ? ", routed experts " + pct(b.experts_s) : std::string()) << ", communication "
+    << pct(b.communication_s) << ", overhead " << pct(b.overhead_s) << " (memory and compute overlap"
+    << (b.experts_s > 0 ? "; the routed experts run after them" : "") << ")\n";
+}
+
 void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::SimResult& r) {
   const double span = r.end_s - r.first_arrival_s;
   o << "Latency             mean       p50       p90       p99       max\n";
@@ -124,14 +137,7 @@ void latency_and_replicas(std::ostream& o, const SimulationInfo& in, const sim::
     }
     o << "  balance: busiest replica completed " << fixed(r.balance_max_over_mean, 2) << "x the mean\n";
   }
-  const auto& b = r.busy_breakdown_s;
-  if (b.step_s > 0) {
-    auto pct = [&](double v) { return fixed(100 * v / b.step_s, 0) + "%"; };
-    o << "\nStep time    " << grouped(r.steps) << " steps, busy " << fixed(b.step_s, 1)
-      << " s; binding stage per step: weights " << pct(b.weights_read_s) << ", KV read " << pct(b.kv_read_s)
-      << ", GEMM " << pct(b.gemm_s) << ", attention " << pct(b.attention_s) << ", communication "
-      << pct(b.communication_s) << ", overhead " << pct(b.overhead_s) << " (memory and compute overlap)\n";
-  }
+  step_time_line(o, r);
   if (in.wall_s) {
     o << "\nSimulated " << grouped(r.requests_arrived) << " requests (" << grouped(r.events) << " events) in "
       << fixed(*in.wall_s, 2) << " s wall: "
@@ -344,6 +350,19 @@ nlohmann::ordered_json benchmark_json(const SimulationInfo& in) {
           {"first_wave_ttft_s", summary_json(b->first_wave_ttft_s)}};
 }
 
+/// The replicas' busy time by term (as step_time_line), in seconds.
+nlohmann::ordered_json step_breakdown_json(const StepCost& b) {
+  return {{"busy", b.step_s},
+          {"weights_read", b.weights_read_s},
+          {"kv_read", b.kv_read_s},
+          {"gemm", b.gemm_s},
+          {"attention", b.attention_s},
+          {"routed_experts", b.experts_s},
+          {"communication", b.communication_s},
+          {"overhead", b.overhead_s},
+          {"pipeline_p2p", b.pipeline_p2p_s}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimResult& r) {
@@ -388,11 +407,7 @@ nlohmann::ordered_json simulation_json(const SimulationInfo& in, const sim::SimR
   j["end_s"] = r.end_s;
   j["prompt_tokens"] = r.prompt_tokens;
   j["output_tokens"] = r.output_tokens;
-  const auto& b = r.busy_breakdown_s;
-  j["step_time_breakdown_s"] = {{"busy", b.step_s},           {"weights_read", b.weights_read_s},
-                                {"kv_read", b.kv_read_s},     {"gemm", b.gemm_s},
-                                {"attention", b.attention_s}, {"communication", b.communication_s},
-                                {"overhead", b.overhead_s},   {"pipeline_p2p", b.pipeline_p2p_s}};
+  j["step_time_breakdown_s"] = step_breakdown_json(r.busy_breakdown_s);
   j["replicas"] = replicas_json(r.replicas);
   if (in.cfg.prefill.num_replicas > 0) j["disaggregation"] = disaggregation_json(in, r);
   j["balance_max_over_mean"] = r.balance_max_over_mean;

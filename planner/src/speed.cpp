@@ -23,6 +23,19 @@ double dbl(u64 v) { return static_cast<double>(v); }
 i64 ep_token_scale(const SpeedContext& c) {
   return c.plan.dep.expert_parallel_size > 1 ? c.plan.dep.replicas : 1;
 }
+/// The routed experts' grouped-GEMM FLOP rate relative to a dense GEMM's (SpeedOptions::expert_gemm_half_width):
+/// W / (W + half width), W the width of an expert's shard on a rank: moe_intermediate_size, divided by TP unless
+/// expert parallelism keeps experts whole (vLLM FusedMoE: EP over DP x TP ranks, TP 1 within an expert). A narrow
+/// shard gives the down projection a short K loop and gate_up few N tiles, where the kernel does little but load.
+double expert_gemm_factor(const SpeedContext& c) {
+  const auto& moe = c.model.moe;
+  const double half = c.options.expert_gemm_half_width;
+  if (!moe.enabled() || half <= 0 || moe.expert_intermediate_size <= 0) return 1.0;
+  const i64 shard = c.plan.dep.expert_parallel_size > 1 ? 1 : c.plan.dep.d.tensor_parallel_size;
+  const double width = dbl(moe.expert_intermediate_size) / dbl(std::max<i64>(1, shard));
+  return width / (width + half);
+}
+
 /// The routed experts a layer holds over all ranks: E, plus EPLB's redundant copies under expert parallelism.
 i64 physical_experts(const SpeedContext& c) {
   return c.model.moe.num_experts + (c.plan.dep.expert_parallel_size > 1 ? c.plan.dep.d.num_redundant_experts : 0);
@@ -223,9 +236,10 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
                       : 1.0;
   if (s >= c.stage_weights.size()) throw std::logic_error("speed context without its stages' weights");
   const StageWeights& sw = c.stage_weights[s];
-  b.weight_bytes = sw.bytes + sw.routed_bytes * moe_frac;
-  b.gemm_flops = 2.0 * t * sw.elements + 2.0 * t * ep_tokens * sw.routed_elements * top_k_frac * imbalance +
-                 2.0 * dbl(samples) * sw.head_elements;
+  const double routed_bytes = sw.routed_bytes * moe_frac;
+  const double routed_flops = 2.0 * t * ep_tokens * sw.routed_elements * top_k_frac * imbalance;
+  b.weight_bytes = sw.bytes + routed_bytes;
+  b.gemm_flops = 2.0 * t * sw.elements + routed_flops + 2.0 * dbl(samples) * sw.head_elements;
 
   // KV: the tokens each request's attention reads, per layer group, in the bytes the memory model stores.
   i64 attn_layers = 0;
@@ -269,9 +283,14 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
     }
   }
 
-  b.weights_read_s = b.weight_bytes / r.weight_bw;
+  // The routed experts' grouped GEMM in series with the rest: read, then computed at its own rate (SpeedOptions::
+  // expert_gemm_half_width); with the factor off, its reads and FLOPs join the dense ones, overlapped.
+  const double expert_factor = expert_gemm_factor(c);
+  const bool grouped = c.options.expert_gemm_half_width > 0;
+  b.experts_s = grouped ? routed_bytes / r.weight_bw + routed_flops / (r.gemm_flops * expert_factor) : 0;
+  b.weights_read_s = (b.weight_bytes - (grouped ? routed_bytes : 0)) / r.weight_bw;
   b.kv_read_s = b.kv_bytes / r.kv_bw + (b.kv_bytes > 0 ? dbl(attn_layers) * r.kv_t0 : 0);
-  b.gemm_s = b.gemm_flops / r.gemm_flops;
+  b.gemm_s = (b.gemm_flops - (grouped ? routed_flops : 0)) / r.gemm_flops;
   b.attention_s = b.attention_flops / r.attn_flops;
 
   // Tensor parallelism: the all-reduces of the hidden state (StageWeights::allreduces: after o_proj and after the
@@ -296,7 +315,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
   b.overhead_s = c.options.step_overhead_s / dbl(pp) + c.options.layer_overhead_s * dbl(st.num_layers) +
                  c.options.sequence_overhead_s * dbl(step_samples < 0 ? samples : step_samples) / dbl(pp);
   finish(b);
-  b.total_s = std::max(b.memory_s, b.compute_s) + b.communication_s + b.overhead_s;
+  b.total_s = std::max(b.memory_s, b.compute_s) + b.experts_s + b.communication_s + b.overhead_s;
   return b;
 }
 
@@ -311,6 +330,7 @@ void accumulate(StepBreakdown& a, const StepBreakdown& b) {
   a.kv_read_s += b.kv_read_s;
   a.gemm_s += b.gemm_s;
   a.attention_s += b.attention_s;
+  a.experts_s += b.experts_s;
   a.communication_s += b.communication_s;
   a.overhead_s += b.overhead_s;
   a.total_s += b.total_s;
@@ -859,6 +879,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     stages_.push_back(g);
   }
   const Rates r = rates(c, 1);
+  expert_gemm_factor_ = expert_gemm_factor(c);
   weight_bw_ = r.weight_bw;
   kv_bw_ = r.kv_bw;
   kv_t0_ = r.kv_t0;
@@ -894,9 +915,12 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   bool first = true;
   double stage_total = 0;
   for (const auto& g : stages_) {
-    const double weight_bytes = g.weight_bytes_fixed + g.weight_bytes_routed * moe_frac;
-    const double gemm_flops = g.gemm_flops_per_token * tg +
-                              g.gemm_flops_per_token_routed * tg * ep_tokens_ * imbalance +
+    // As stage_step: the routed experts' grouped GEMM apart, in series (SpeedOptions::expert_gemm_half_width).
+    const bool grouped = ctx_.options.expert_gemm_half_width > 0;
+    const double routed_bytes = g.weight_bytes_routed * moe_frac;
+    const double routed_flops = g.gemm_flops_per_token_routed * tg * ep_tokens_ * imbalance;
+    const double weight_bytes = g.weight_bytes_fixed + (grouped ? 0.0 : routed_bytes);
+    const double gemm_flops = g.gemm_flops_per_token * tg + (grouped ? 0.0 : routed_flops) +
                               (g.last ? g.gemm_flops_per_sample * samples : 0.0);
     double kv_bytes = g.state_bytes_per_seq * dbl(load.sequences) * f, attn = g.linear_flops_per_token * t;
     for (int w = 0; w < 2; ++w) {
@@ -908,6 +932,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     c.weights_read_s = weight_bytes / weight_bw_;
     c.kv_read_s = kv_bytes / kv_bw_ + (kv_bytes > 0 ? dbl(g.attention_layers) * kv_t0_ : 0);
     c.gemm_s = gemm_flops / gemm_rate_now;
+    c.experts_s = grouped ? routed_bytes / weight_bw_ + routed_flops / (gemm_rate_now * expert_gemm_factor_) : 0;
     c.attention_s = attn / attn_flops_;
     const auto& stage = ctx_.plan.stages[static_cast<std::size_t>(g.stage_index)];
     c.communication_s = moe_all_to_all_s(ctx_, stage, tg) +
@@ -920,7 +945,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     c.overhead_s = g.overhead_s + ctx_.options.sequence_overhead_s * dbl(load.samples) / dbl(pp_);  // as stage_step
     const double memory = c.weights_read_s + c.kv_read_s, compute = c.gemm_s + c.attention_s;
     c.bound = memory >= compute ? Bound::memory : Bound::compute;
-    const double total = std::max(memory, compute) + c.communication_s + c.overhead_s;
+    const double total = std::max(memory, compute) + c.experts_s + c.communication_s + c.overhead_s;
     if (first || total > stage_total) {
       best = c;
       stage_total = total;

@@ -62,9 +62,10 @@ TEST_CASE("StepCostModel matches mixed_step for PP = 1", "[speed][step_cost]") {
   };
   // dense GQA, dense TP, MoE (expected experts), MLA (absorbed decode / decompressing prefill),
   // sliding window (min(held, window) reads), MHA.
-  for (const auto& k : {Case{"llama-3.1-8b", "h100-sxm", 1}, Case{"llama-3.1-70b", "h100-sxm", 4},
-                        Case{"mixtral-8x7b", "a100-80gb", 2}, Case{"deepseek-v2-lite", "h100-sxm", 1},
-                        Case{"mistral-7b-v0.1", "l40s", 1}, Case{"llama-2-7b", "a100-80gb", 1}}) {
+  for (const auto& k :
+       {Case{"llama-3.1-8b", "h100-sxm", 1}, Case{"llama-3.1-70b", "h100-sxm", 4}, Case{"mixtral-8x7b", "a100-80gb", 2},
+        Case{"deepseek-v2-lite", "h100-sxm", 1}, Case{"mistral-7b-v0.1", "l40s", 1}, Case{"llama-2-7b", "a100-80gb", 1},
+        Case{"deepseek-v3", "h200", 8}}) {
     const auto c = ctx(k.model, k.gpu, k.tp);
     INFO(k.model << " on " << k.gpu << " TP " << k.tp);
     for (const auto& seqs : {mixed_load(), std::vector<StepSequence>{{5000, 1, true}},
@@ -77,6 +78,7 @@ TEST_CASE("StepCostModel matches mixed_step for PP = 1", "[speed][step_cost]") {
       CHECK(fc.kv_read_s == Approx(ref.stage.kv_read_s).epsilon(1e-9));
       CHECK(fc.gemm_s == Approx(ref.stage.gemm_s).epsilon(1e-9));
       CHECK(fc.attention_s == Approx(ref.stage.attention_s).epsilon(1e-9));
+      CHECK(fc.experts_s == Approx(ref.stage.experts_s).epsilon(1e-9).margin(1e-15));
       CHECK(fc.communication_s == Approx(ref.stage.communication_s).epsilon(1e-9).margin(1e-15));
       CHECK(fc.bound == ref.bound);
     }

@@ -34,7 +34,7 @@ struct EngineProfile {
   double other_models_tpot_error = 0, other_models_ttft_error = 0;
 };
 /// "TPOT +-11%, TTFT +-21% (MAPE on published vLLM serving measurements of Llama 3.1 8B/70B, leave-one-out or
-/// in-sample if higher); other models: TPOT +-26%, TTFT +-28% (MAPE on held-out measurements, docs/accuracy.md)": the
+/// in-sample if higher); other models: TPOT +-28%, TTFT +-24% (MAPE on held-out measurements, docs/accuracy.md)": the
 /// bands of `e` that are known; "" when none is.
 std::string error_band(const EngineProfile& e);
 

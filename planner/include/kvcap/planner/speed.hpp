@@ -44,6 +44,13 @@ struct SpeedOptions {
   /// chunked prefill: Scheduler._schedule_default, "Don't schedule decodes if prefills are scheduled"). false: prefill
   /// chunks ride the decode steps (vLLM V1, TensorRT-LLM's in-flight batching). Set by the sglang engine profile.
   bool prefill_first = false;
+  /// Routed experts run as a grouped GEMM (vLLM's fused_moe, SGLang's fork of it, TensorRT-LLM's CUTLASS MoE) whose
+  /// FLOP rate falls with the expert's width per rank W (moe_intermediate_size, / TP without expert parallelism):
+  /// dense rate x W / (W + this), and it reads its experts' weights then computes, without the overlap a dense GEMM
+  /// gets (docs/speed-model.md, "Routed experts"). Fitted to 506 measured fused_moe kernel times on an H200
+  /// (aiconfigurator's campaign_checkpoints/h200_sxm/moe_perf.txt, vLLM 0.20): RMS log error 0.21 against 0.49 for
+  /// the dense roofline. 0: routed experts as dense GEMMs, overlapped like them.
+  double expert_gemm_half_width = 300;
 };
 
 /// vLLM's CUDA-graph capture sizes (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes, default
@@ -66,11 +73,14 @@ struct StepBreakdown {
   double kv_read_s = 0;
   double gemm_s = 0;
   double attention_s = 0;
+  /// Routed experts' grouped GEMM: their weights read, then their FLOPs at the grouped rate, in series
+  /// (SpeedOptions::expert_gemm_half_width); weights_read_s and gemm_s are then the rest of the weights
+  double experts_s = 0;
   double communication_s = 0;  ///< tensor-parallel all-reduces (and the logits gather)
   double overhead_s = 0;       ///< fixed per step + per layer
   double memory_s = 0;         ///< weights_read_s + kv_read_s
   double compute_s = 0;        ///< gemm_s + attention_s
-  double total_s = 0;          ///< max(memory_s, compute_s) + communication_s + overhead_s
+  double total_s = 0;          ///< max(memory_s, compute_s) + experts_s + communication_s + overhead_s
   Bound bound = Bound::memory; ///< memory when memory_s >= compute_s
 };
 
@@ -256,6 +266,7 @@ struct StepCost {
   double kv_read_s = 0;
   double gemm_s = 0;
   double attention_s = 0;
+  double experts_s = 0;  ///< as StepBreakdown::experts_s
   double communication_s = 0;
   double overhead_s = 0;
   double pipeline_p2p_s = 0;
@@ -337,6 +348,7 @@ class StepCostModel {
   double heads_ = 0;
   double per_pair_decode_ = 0, per_pair_prefill_ = 0, mla_extra_per_past_ = 0;
   double weight_bw_ = 0, kv_bw_ = 0, kv_t0_ = 0, attn_flops_ = 0;
+  double expert_gemm_factor_ = 1;  ///< expert_gemm_factor(): the routed experts' grouped-GEMM rate / the dense one
   std::vector<double> gemm_flops_by_tokens_;  ///< [T] achieved GEMM FLOP/s for a step of T tokens
   double act_bytes_ = 0, hidden_ = 0, vocab_ = 0;
   SpeedContext ctx_;  ///< for GEMM rates beyond the table and the interconnect

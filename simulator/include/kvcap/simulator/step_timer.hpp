@@ -57,6 +57,7 @@ inline void add_step_cost(StepCost& sum, const StepCost& c) {
   sum.kv_read_s += c.kv_read_s;
   sum.gemm_s += c.gemm_s;
   sum.attention_s += c.attention_s;
+  sum.experts_s += c.experts_s;
   sum.communication_s += c.communication_s;
   sum.overhead_s += c.overhead_s;
   sum.pipeline_p2p_s += c.pipeline_p2p_s;
