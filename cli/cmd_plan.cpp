@@ -33,10 +33,9 @@ const CommandHelp kHelp = {
 
 // A usage error (KVCAP-E108: the shared prefix longer than the prompt, whose default is 1,024 tokens) is reported
 // before anything is printed, whether or not the deployment fits.
-void refuse_prefix_beyond_prompt(const ModelSpec& model, const MemoryPlan& plan, i64 batch, i64 prompt, i64 output,
-                                 bool prompt_given) {
+void refuse_prefix_beyond_prompt(const MemoryPlan& plan, i64 batch, i64 prompt, i64 output, bool prompt_given) {
   if (plan.dep.d.shared_prefix_tokens <= prompt) return;
-  for (const auto& f : check_batch(model, plan, batch, prompt, output))
+  for (const auto& f : check_batch(plan, batch, prompt, output))
     if (f.code == "KVCAP-E108")
       throw UsageError(f.code + ": " + f.message + (prompt_given ? "" : " (--prompt-tokens defaults to 1,024)"));
 }
@@ -107,12 +106,12 @@ int cmd_plan(const std::vector<std::string>& args) {
     const i64 batch = vm.count("batch") ? parse_int(vm["batch"].as<std::string>(), "--batch", 1) : 1;
     const i64 prompt = vm.count("prompt-tokens") ? parse_tokens(vm["prompt-tokens"].as<std::string>(), "--prompt-tokens") : 1024;
     const i64 output = vm.count("output-tokens") ? parse_tokens(vm["output-tokens"].as<std::string>(), "--output-tokens") : 256;
-    refuse_prefix_beyond_prompt(model, plan, batch, prompt, output, vm.count("prompt-tokens") > 0);
+    refuse_prefix_beyond_prompt(plan, batch, prompt, output, vm.count("prompt-tokens") > 0);
     const SpeedContext ctx = speed_context_from(vm, model, gpu, plan, &findings);
     lockstep = ctx.options.prefill_first;
     speed = estimate_request(ctx, batch, prompt, output);
     if (plan.fits()) {
-      const auto more = check_batch(model, plan, batch, prompt, output);
+      const auto more = check_batch(plan, batch, prompt, output);
       findings.insert(findings.end(), more.begin(), more.end());
       if (vm.count("batch")) steady = closed_loop_steady_state(ctx, batch, prompt, output);
     }

@@ -378,8 +378,7 @@ void client_start_into(const po::variables_map& vm, SimulateCommand& c) {
   const std::string start = str(vm, "client-start");
   if (start != "auto" && start != "staggered" && start != "together")
     throw UsageError("--client-start: expected auto, staggered or together, got '" + start + "'");
-  const bool closed = r.max_concurrency > 0 || (!r.trace && r.workload.arrival.kind == ArrivalProcess::Kind::closed);
-  if (start != "auto" && !closed)
+  if (start != "auto" && !sim::closed_loop(r))
     throw UsageError("--client-start " + start +
                      " applies to a closed loop: give --max-concurrency N too (or a workload file's arrival: "
                      "{process: closed, ...})");

@@ -174,8 +174,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
   return r;
 }
 
-std::vector<Finding> check_batch(const ModelSpec& /*m*/, const MemoryPlan& p, i64 batch, i64 prompt_tokens,
-                                 i64 output_tokens) {
+std::vector<Finding> check_batch(const MemoryPlan& p, i64 batch, i64 prompt_tokens, i64 output_tokens) {
   std::vector<Finding> r;
   const auto& d = p.dep;
   const i64 context = prompt_tokens + output_tokens;

@@ -116,7 +116,7 @@ void check_context_len(const MemoryPlan& plan, i64 s, const char* what, bool is_
 
 // A decode batch must fit: B requests at context S need B x blocks(S) blocks (a sliding window's only its window:
 // running_concurrency_at), and vLLM runs at most max_num_seqs.
-void check_batch_fits(const ModelSpec&, const MemoryPlan& plan, i64 batch, i64 s) {
+void check_batch_fits(const MemoryPlan& plan, i64 batch, i64 s) {
   const double conc = running_concurrency_at(plan, s, s);
   if (static_cast<double>(batch) > conc)
     throw SpecError("batch", std::to_string(batch) + " requests of " + std::to_string(s) +
@@ -183,7 +183,7 @@ Measurement measure_speed(const PromiseQuery& q, const ModelSpec& m, const GpuSp
             "limited by " + b.limited_by + " (memory allows " + std::to_string(b.memory_limit) + ")"};
   }
   const i64 batch = need(q.batch, "batch", q.metric);
-  check_batch_fits(m, plan, batch, s);
+  check_batch_fits(plan, batch, s);
   const DecodeStep st = decode_step(make_speed_context(m, g, plan, o), batch, s);
   const bool tpot = q.metric == Metric::tpot_s;
   return {tpot ? st.tpot_s : (q.cluster ? st.cluster_tokens_per_s : st.tokens_per_s),

@@ -36,6 +36,10 @@ std::unique_ptr<RequestSource> source_of(const SimulationRequest& r) {
 
 }  // namespace
 
+bool closed_loop(const SimulationRequest& r) {
+  return closed_loop_of(r).clients > 0;
+}
+
 bool one_wave(const SimulationRequest& r) {
   const ClosedLoop loop = closed_loop_of(r);
   return loop.clients > 0 && r.limits.num_requests && *r.limits.num_requests < 2ull * loop.clients;

@@ -22,7 +22,7 @@ TEST_CASE("plausibility: a deployment that fits has no findings", "[planner][pla
   const auto g = profiles::resolve_gpu("h100-sxm");
   const auto p = plan_memory(m, g, Deployment{}, {4096});
   CHECK(check_memory_plan(g, p).empty());
-  CHECK(check_batch(m, p, 32, 2048, 512).empty());
+  CHECK(check_batch(p, 32, 2048, 512).empty());
   CHECK(exit_code({}) == kExitOk);
 }
 
@@ -76,11 +76,11 @@ TEST_CASE("plausibility: batches and contexts", "[planner][plausibility]") {
   const auto m = profiles::resolve_model("llama-3.1-8b");
   const auto g = profiles::resolve_gpu("h100-sxm");
   const auto p = plan_memory(m, g, Deployment{}, {4096});
-  CHECK(has(check_batch(m, p, 1'000'000'000, 1024, 256), "KVCAP-E105"));
-  CHECK(has(check_batch(m, p, 2000, 102400, 256), "KVCAP-E105"));
-  CHECK(has(check_batch(m, p, 2000, 1024, 256), "KVCAP-W201"));
-  CHECK(has(check_batch(m, p, 1, 131072, 1), "KVCAP-E104"));
-  CHECK_FALSE(has(check_batch(m, p, 1, 131071, 1), "KVCAP-E104"));
+  CHECK(has(check_batch(p, 1'000'000'000, 1024, 256), "KVCAP-E105"));
+  CHECK(has(check_batch(p, 2000, 102400, 256), "KVCAP-E105"));
+  CHECK(has(check_batch(p, 2000, 1024, 256), "KVCAP-W201"));
+  CHECK(has(check_batch(p, 1, 131072, 1), "KVCAP-E104"));
+  CHECK_FALSE(has(check_batch(p, 1, 131071, 1), "KVCAP-E104"));
 }
 
 TEST_CASE("plausibility: a shared prefix longer than the prompt", "[planner][plausibility]") {
@@ -89,10 +89,10 @@ TEST_CASE("plausibility: a shared prefix longer than the prompt", "[planner][pla
   Deployment d;
   d.shared_prefix_tokens = 5000;
   const auto p = plan_memory(m, g, d, {4096});
-  const auto f = check_batch(m, p, 8, 1000, 256);
+  const auto f = check_batch(p, 8, 1000, 256);
   REQUIRE(has(f, "KVCAP-E108"));
   CHECK(exit_code(f) == kExitUsage);
-  CHECK_FALSE(has(check_batch(m, p, 8, 5000, 256), "KVCAP-E108"));  // a prompt that is exactly the prefix
+  CHECK_FALSE(has(check_batch(p, 8, 5000, 256), "KVCAP-E108"));  // a prompt that is exactly the prefix
 }
 
 TEST_CASE("a shared prefix never makes a request free: the last token's block is its own", "[planner][memory]") {
@@ -235,8 +235,8 @@ TEST_CASE("plausibility: a prompt that is the whole shared prefix hits at most p
   CHECK(admitted == Approx(static_cast<double>(p.num_blocks - 127) / 33));
   // check_batch uses the prompt: a batch of floor(curve) requests does not fit.
   const auto batch = static_cast<i64>(std::floor(curve));
-  CHECK(has(check_batch(m, p, batch, 2048, 512), "KVCAP-E105"));
-  CHECK_FALSE(has(check_batch(m, p, static_cast<i64>(std::floor(admitted)), 2048, 512), "KVCAP-E105"));
+  CHECK(has(check_batch(p, batch, 2048, 512), "KVCAP-E105"));
+  CHECK_FALSE(has(check_batch(p, static_cast<i64>(std::floor(admitted)), 2048, 512), "KVCAP-E105"));
 }
 
 TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, simulate W204/E109)",
@@ -308,10 +308,10 @@ TEST_CASE("plausibility: requests longer than max_model_len (size E104/W205, sim
   REQUIRE(check_lowered_length(lowered));
   CHECK(check_lowered_length(lowered)->code == "KVCAP-W208");
   CHECK_FALSE(check_lowered_length(p1024));
-  const auto e104 = check_batch(profiles::resolve_model("llama-3.1-70b"), lowered, 1, 60000, 100);
+  const auto e104 = check_batch(lowered, 1, 60000, 100);
   REQUIRE(has(e104, "KVCAP-E104"));
   CHECK_THAT(get(e104, "KVCAP-E104").message, Catch::Contains("TensorRT-LLM rejects such requests"));
-  const auto many = check_batch(profiles::resolve_model("llama-3.1-70b"), lowered, 2000, 1000, 100);
+  const auto many = check_batch(lowered, 2000, 1000, 100);
   REQUIRE(has(many, "KVCAP-W201"));
   REQUIRE(has(many, "KVCAP-E105"));
   CHECK_THAT(get(many, "KVCAP-W201").message, Catch::Contains("TensorRT-LLM schedules at most"));

@@ -65,8 +65,7 @@ std::vector<Finding> check_what_ifs(const MemoryPlan& p);
 
 /// A batch of `batch` requests of prompt + output tokens on this plan: the context within max_model_len (E104),
 /// the batch's KV within the cache (E105), the batch within max_num_seqs (W201).
-std::vector<Finding> check_batch(const ModelSpec& m, const MemoryPlan& p, i64 batch, i64 prompt_tokens,
-                                 i64 output_tokens);
+std::vector<Finding> check_batch(const MemoryPlan& p, i64 batch, i64 prompt_tokens, i64 output_tokens);
 
 /// A calibration applied to a plan on `g`: measured on a CPU (E301) or on another GPU model (E302); with
 /// `force` the same findings are warnings (W301, W302). W303: the device cannot be identified from the names.

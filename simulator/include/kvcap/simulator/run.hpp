@@ -69,6 +69,10 @@ struct SimulationRequest {
   bool check_invariants = false;
 };
 
+/// Whether the request runs a closed loop: --max-concurrency N, or a workload file's `arrival.process: closed`
+/// (not under a trace, whose rows are the arrivals).
+bool closed_loop(const SimulationRequest& r);
+
 /// Whether arrival times pace the closed loop's clients: a trace's times, a finite rate or rate phases. Unpaced
 /// (`--rate inf`, a workload file's closed loop) every request is due at t = 0 and only the clients hold them back.
 bool arrivals_paced(const SimulationRequest& r);
