@@ -320,7 +320,7 @@ nlohmann::ordered_json breakdown_json(const StepBreakdown& b) {
           {"kv_read_s", b.kv_read_s},
           {"gemm_s", b.gemm_s},
           {"attention_s", b.attention_s},
-          {"experts_s", b.experts_s},
+          {"routed_experts_s", b.experts_s},
           {"communication_s", b.communication_s},
           {"overhead_s", b.overhead_s},
           {"total_s", b.total_s},

@@ -291,14 +291,15 @@ ReplicaModel::ReplicaModel(SpeedContext c, const SizingWorkload& w, double ttft_
   const PrefillResult pr = prefill(c_, std::max<i64>(1, std::llround(w.prompt_tokens)));
   prefill_s_ = pr.ttft_s;
   chunks_ = static_cast<i64>(pr.chunks.size());
-  // A prefill merged into running decode steps (vLLM V1 mixes them in one step) adds its compute and its
-  // communication; the weights are read by the decode step anyway. An engine that runs prefills in steps of their own
-  // (SpeedOptions::prefill_first: SGLang, vLLM V0) stops the decodes for the whole prefill, its weight reads and
-  // overheads too, on every stage: a prompt's step is one micro-batch, which passes the stages in turn. Merged, per
-  // stage: the stages work in parallel.
+  // A prefill merged into running decode steps (vLLM V1 mixes them in one step) adds its compute (a MoE model's
+  // routed experts' GEMMs too) and its communication; the weights are read by the decode step anyway. An engine that
+  // runs prefills in steps of their own (SpeedOptions::prefill_first: SGLang, vLLM V0) stops the decodes for the whole
+  // prefill, its weight reads and overheads too, on every stage: a prompt's step is one micro-batch, which passes the
+  // stages in turn. Merged, per stage: the stages work in parallel.
   const double alone_s = pr.ttft_s - c_.options.request_overhead_s;
   prefill_busy_s_ = c_.options.prefill_first ? alone_s
-                                             : (pr.total.compute_s + pr.total.communication_s + pr.pipeline_p2p_s) /
+                                             : (pr.total.compute_s + (pr.total.experts_s - pr.total.experts_read_s) +
+                                                pr.total.communication_s + pr.pipeline_p2p_s) /
                                                    dbl(c_.plan.dep.d.pipeline_parallel_size);
   tpot_.assign(static_cast<std::size_t>(std::max<i64>(max_batch_, 1)) + 1, 0.0);
   bound_.assign(tpot_.size(), Bound::memory);

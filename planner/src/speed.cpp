@@ -161,6 +161,15 @@ Rates rates(const SpeedContext& c, i64 tokens) {
   return r;
 }
 
+/// The routed experts' grouped-GEMM FLOP rate: the dense GEMM rate at a compute-bound size x expert_gemm_factor.
+/// The experts' time holds their weight read apart (read, then computed), so their rate must not hold one: a
+/// calibration's small-M GEMM classes are memory-bound rates that do, and the experts take its largest class, as
+/// the datasheet rate, which the grouped-GEMM fit used, does not depend on the tokens.
+double expert_gemm_rate(const SpeedContext& c) {
+  constexpr i64 kComputeBoundTokens = i64{1} << 20;
+  return rates(c, kComputeBoundTokens).gemm_flops * expert_gemm_factor(c);
+}
+
 /// Requests of one step that share a shape: `count` requests with `past` tokens in the KV cache each
 /// processing `fresh` new tokens; `samples`: the step produces a token (logits computed) for them.
 struct Seq {
@@ -197,7 +206,8 @@ double ring_allgather_s(const GpuSpec& g, i64 tp, double message_bytes) {
 void finish(StepBreakdown& b) {
   b.memory_s = b.weights_read_s + b.kv_read_s;
   b.compute_s = b.gemm_s + b.attention_s;
-  b.bound = b.memory_s >= b.compute_s ? Bound::memory : Bound::compute;
+  b.bound =
+      b.memory_s + b.experts_read_s >= b.compute_s + (b.experts_s - b.experts_read_s) ? Bound::memory : Bound::compute;
 }
 
 /// One step of pipeline stage `s` on one of its ranks. `step_samples`: the sequences that sample a token in the whole
@@ -285,9 +295,9 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
 
   // The routed experts' grouped GEMM in series with the rest: read, then computed at its own rate (SpeedOptions::
   // expert_gemm_half_width); with the factor off, its reads and FLOPs join the dense ones, overlapped.
-  const double expert_factor = expert_gemm_factor(c);
-  const bool grouped = c.options.expert_gemm_half_width > 0;
-  b.experts_s = grouped ? routed_bytes / r.weight_bw + routed_flops / (r.gemm_flops * expert_factor) : 0;
+  const bool grouped = c.options.expert_gemm_half_width > 0 && m.moe.enabled();
+  b.experts_read_s = grouped ? routed_bytes / r.weight_bw : 0;
+  b.experts_s = grouped ? b.experts_read_s + routed_flops / expert_gemm_rate(c) : 0;
   b.weights_read_s = (b.weight_bytes - (grouped ? routed_bytes : 0)) / r.weight_bw;
   b.kv_read_s = b.kv_bytes / r.kv_bw + (b.kv_bytes > 0 ? dbl(attn_layers) * r.kv_t0 : 0);
   b.gemm_s = (b.gemm_flops - (grouped ? routed_flops : 0)) / r.gemm_flops;
@@ -331,6 +341,7 @@ void accumulate(StepBreakdown& a, const StepBreakdown& b) {
   a.gemm_s += b.gemm_s;
   a.attention_s += b.attention_s;
   a.experts_s += b.experts_s;
+  a.experts_read_s += b.experts_read_s;
   a.communication_s += b.communication_s;
   a.overhead_s += b.overhead_s;
   a.total_s += b.total_s;
@@ -879,7 +890,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     stages_.push_back(g);
   }
   const Rates r = rates(c, 1);
-  expert_gemm_factor_ = expert_gemm_factor(c);
+  expert_gemm_rate_ = moe_ ? expert_gemm_rate(c) : 0;
   weight_bw_ = r.weight_bw;
   kv_bw_ = r.kv_bw;
   kv_t0_ = r.kv_t0;
@@ -916,7 +927,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   double stage_total = 0;
   for (const auto& g : stages_) {
     // As stage_step: the routed experts' grouped GEMM apart, in series (SpeedOptions::expert_gemm_half_width).
-    const bool grouped = ctx_.options.expert_gemm_half_width > 0;
+    const bool grouped = moe_ && ctx_.options.expert_gemm_half_width > 0;
     const double routed_bytes = g.weight_bytes_routed * moe_frac;
     const double routed_flops = g.gemm_flops_per_token_routed * tg * ep_tokens_ * imbalance;
     const double weight_bytes = g.weight_bytes_fixed + (grouped ? 0.0 : routed_bytes);
@@ -932,7 +943,8 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     c.weights_read_s = weight_bytes / weight_bw_;
     c.kv_read_s = kv_bytes / kv_bw_ + (kv_bytes > 0 ? dbl(g.attention_layers) * kv_t0_ : 0);
     c.gemm_s = gemm_flops / gemm_rate_now;
-    c.experts_s = grouped ? routed_bytes / weight_bw_ + routed_flops / (gemm_rate_now * expert_gemm_factor_) : 0;
+    const double experts_read_s = grouped ? routed_bytes / weight_bw_ : 0;
+    c.experts_s = grouped ? experts_read_s + routed_flops / expert_gemm_rate_ : 0;
     c.attention_s = attn / attn_flops_;
     const auto& stage = ctx_.plan.stages[static_cast<std::size_t>(g.stage_index)];
     c.communication_s = moe_all_to_all_s(ctx_, stage, tg) +
@@ -944,7 +956,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     }
     c.overhead_s = g.overhead_s + ctx_.options.sequence_overhead_s * dbl(load.samples) / dbl(pp_);  // as stage_step
     const double memory = c.weights_read_s + c.kv_read_s, compute = c.gemm_s + c.attention_s;
-    c.bound = memory >= compute ? Bound::memory : Bound::compute;
+    c.bound = memory + experts_read_s >= compute + (c.experts_s - experts_read_s) ? Bound::memory : Bound::compute;
     const double total = std::max(memory, compute) + c.experts_s + c.communication_s + c.overhead_s;
     if (first || total > stage_total) {
       best = c;

@@ -120,6 +120,27 @@ TEST_CASE("a replica under load: Little's law holds at the operating point", "[s
   CHECK(cl.e2e_s == Approx(cl.ttft_mean_s + 255 * cl.tpot_s));
 }
 
+TEST_CASE("a prefill merged into decode steps costs its compute, a MoE model's routed-expert GEMMs too",
+          "[sizing][queue]") {
+  // The decode step reads every weight anyway; the prompt adds its GEMMs, attention, the routed experts' grouped GEMM
+  // (not their read) and its communication (docs/sizing.md).
+  Deployment d;
+  d.tensor_parallel_size = 8;
+  d.max_model_len = 8192;
+  const auto c = make_speed_context(profiles::resolve_model("deepseek-v3"), profiles::resolve_gpu("h200"), d);
+  SizingWorkload w;
+  w.prompt_tokens = 4096;
+  w.output_tokens = 256;
+  w.arrival_rate_per_s = 1;
+  const ReplicaModel rm(c, w, 0.9);
+  const PrefillResult pr = prefill(c, 4096);
+  const StepBreakdown& t = pr.total;
+  REQUIRE(t.experts_s > t.experts_read_s);
+  REQUIRE(t.experts_read_s > 0);
+  CHECK(rm.prefill_busy_s() == Approx(t.compute_s + (t.experts_s - t.experts_read_s) + t.communication_s));
+  CHECK(rm.prefill_busy_s() > t.compute_s + t.communication_s);
+}
+
 TEST_CASE("a prefill-first engine stops the decodes for the whole prefill", "[sizing][queue]") {
   // SGLang (and vLLM V0) run a prompt in a step of its own: its weight reads and overheads stop the decodes too, and
   // it does not ride a decode step, so its own time is T_prefill (SpeedOptions::prefill_first).

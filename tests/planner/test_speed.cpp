@@ -128,6 +128,39 @@ TEST_CASE("routed experts: a grouped GEMM at W / (W + half width) of the dense r
     CHECK(loss(2) < loss(8));
     CHECK(loss(2) > 1);
   }
+  SECTION("the bound counts the experts' read as memory and their GEMMs as compute") {
+    const StepBreakdown decode = mixed_step(ctx("deepseek-v3", "h200", 8), {{1024, 1, true}}).stage;
+    REQUIRE(decode.experts_read_s > decode.compute_s + (decode.experts_s - decode.experts_read_s) - decode.memory_s);
+    CHECK(decode.bound == Bound::memory);
+    const StepBreakdown grouped = step("deepseek-v3", 8, 300);
+    CHECK(grouped.compute_s + grouped.experts_s - grouped.experts_read_s > grouped.memory_s + grouped.experts_read_s);
+    CHECK(grouped.bound == Bound::compute);
+  }
+  SECTION("with a calibration, the experts' FLOPs take its compute-bound class, not a memory-bound small-M one") {
+    // As kvcap calibrate measures an H200 (profiles/calibrations/h200-2026-11-27-full.yaml): a GEMM of a few rows runs
+    // at the rate its weight read allows, and the experts' time holds their read already.
+    Calibration k;
+    k.source = "test";
+    k.device = "NVIDIA H200";
+    k.stream.read_bytes_per_s = 4.0e12;
+    k.gemm = {{1, 16, 1.85e13}, {17, 256, 2.0e14}, {257, 1 << 20, 6.5e14}};
+    const auto base = ctx("deepseek-v3", "h200", 8);
+    const auto c = make_speed_context(base.model, base.gpu, base.plan, {}, k);
+    double prev = 0;
+    for (i64 b = 1; b <= 64; ++b) {
+      const StepBreakdown st = decode_step(c, b, 2048).stage;
+      INFO("batch " << b);
+      CHECK(st.experts_s >= prev);  // more tokens, more experts read and more FLOPs: never less time
+      prev = st.experts_s;
+    }
+    // At batch 16 (the 1-16 class) the rest of the GEMMs run at 1.85e13, the experts' at 6.5e14 x 256 / 556 (fp8
+    // weights: both x the datasheet's fp8 / bf16 ratio).
+    const double fp8 = base.gpu.fp8_dense_flops / base.gpu.bf16_dense_flops;
+    const StepBreakdown on16 = decode_step(c, 16, 2048).stage;
+    const double routed_flops = on16.gemm_flops - on16.gemm_s * 1.85e13 * fp8;
+    REQUIRE(routed_flops > 0);
+    CHECK(on16.experts_s - on16.experts_read_s == Approx(routed_flops / (6.5e14 * fp8 * 256.0 / 556.0)).epsilon(1e-6));
+  }
   SECTION("a dense model has no routed experts: the factor changes nothing") {
     const StepBreakdown a = step("llama-3.1-70b", 4, 300), b = step("llama-3.1-70b", 4, 0);
     CHECK(a.experts_s == 0);

@@ -76,12 +76,14 @@ struct StepBreakdown {
   /// Routed experts' grouped GEMM: their weights read, then their FLOPs at the grouped rate, in series
   /// (SpeedOptions::expert_gemm_half_width); weights_read_s and gemm_s are then the rest of the weights
   double experts_s = 0;
+  double experts_read_s = 0;   ///< of experts_s, the routed experts' weights read (the rest is their GEMM)
   double communication_s = 0;  ///< tensor-parallel all-reduces (and the logits gather)
   double overhead_s = 0;       ///< fixed per step + per layer
   double memory_s = 0;         ///< weights_read_s + kv_read_s
   double compute_s = 0;        ///< gemm_s + attention_s
   double total_s = 0;          ///< max(memory_s, compute_s) + experts_s + communication_s + overhead_s
-  Bound bound = Bound::memory; ///< memory when memory_s >= compute_s
+  /// memory when memory_s + experts_read_s >= compute_s + the experts' GEMM time
+  Bound bound = Bound::memory;
 };
 
 /// Where the achieved rates came from.
@@ -348,7 +350,7 @@ class StepCostModel {
   double heads_ = 0;
   double per_pair_decode_ = 0, per_pair_prefill_ = 0, mla_extra_per_past_ = 0;
   double weight_bw_ = 0, kv_bw_ = 0, kv_t0_ = 0, attn_flops_ = 0;
-  double expert_gemm_factor_ = 1;  ///< expert_gemm_factor(): the routed experts' grouped-GEMM rate / the dense one
+  double expert_gemm_rate_ = 0;               ///< expert_gemm_rate(): the routed experts' grouped-GEMM FLOP/s
   std::vector<double> gemm_flops_by_tokens_;  ///< [T] achieved GEMM FLOP/s for a step of T tokens
   double act_bytes_ = 0, hidden_ = 0, vocab_ = 0;
   SpeedContext ctx_;  ///< for GEMM rates beyond the table and the interconnect
