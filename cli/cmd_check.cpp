@@ -1,18 +1,22 @@
 // kvcap check: evaluates the capacity promises of requirement files; pass/fail with the measured value and
 // the margin, exit 1 when any promise fails, and JUnit XML for CI (one testcase per promise). Flags -> files and
 // a profile index -> check_requirements (promises.hpp: profiles resolve, the planner evaluates) -> a reporter.
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common.hpp"
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
+#include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/requirements.hpp"
 #include "promises.hpp"
 #include "report/check.hpp"
@@ -52,28 +56,58 @@ const CommandHelp kHelp = {
     "  kvcap check capacity.yaml --format json"};
 
 /// --profiles DIR...: the model, GPU and deployment profiles promises may name (nullopt without the flag).
+/// Two profiles of one name are an error (index_profiles); a folder's model or GPU profile that differs from the
+/// built-in of its name replaces it for every promise, which is said on stderr (the shipped profiles/ tree holds
+/// the built-ins' own files: those are not mentioned).
 std::optional<profiles::ProfileIndex> index_from(const po::variables_map& vm) {
   if (!vm.count("profiles")) return std::nullopt;
-  profiles::ProfileIndex index;
-  for (const auto& dir : vm["profiles"].as<std::vector<std::string>>()) {
+  const auto& dirs = vm["profiles"].as<std::vector<std::string>>();
+  for (const auto& dir : dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) throw UsageError("--profiles: '" + dir + "' is not a folder");
-    const auto more = profiles::index_profiles(dir);
-    index.models.insert(more.models.begin(), more.models.end());
-    index.gpus.insert(more.gpus.begin(), more.gpus.end());
-    index.deployments.insert(more.deployments.begin(), more.deployments.end());
   }
+  profiles::ProfileIndex index = profiles::index_profiles(dirs);
+  const auto note_shadowed = [](const std::map<std::string, std::string>& found, const std::string& folder,
+                                const std::vector<std::string>& builtins) {
+    for (const auto& [name, file] : found) {
+      if (std::find(builtins.begin(), builtins.end(), name) == builtins.end()) continue;
+      std::ifstream in(file, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text != profiles::builtin_text(folder + "/" + name + ".yaml"))
+        std::cerr << "kvcap check: note: " << escape::terminal_text(file) << " is used for '"
+                  << escape::terminal_text(name) << "' instead of the built-in profile of that name\n";
+    }
+  };
+  note_shadowed(index.models, "models", profiles::builtin_model_names());
+  note_shadowed(index.gpus, "gpus", profiles::builtin_gpu_names());
   return index;
 }
 
 // The JUnit file must be writable before anything is evaluated (fail early), but it is truncated only after
-// every profile was read: a requirements file names deployment and model profiles by path, and a JUnit path
-// must never be one of them (a profile's extension is refused outright).
+// every profile was read. A requirements file names deployment and model profiles by path, and kvcap never writes
+// over one: a profile's extension is refused in any case (.YAML too), and an existing file is overwritten only
+// when it is empty or XML (its first character past white space and a byte-order mark is '<'), as an earlier
+// report is; a profile, whatever its name, is neither.
 void refuse_junit_path(const std::string& path) {
-  const auto ext = std::filesystem::path(path).extension();
-  if (ext == ".yaml" || ext == ".yml" || ext == ".json")
-    throw UsageError("--junit: '" + path + "' has a profile's extension (" + ext.string() +
+  const std::string ext = std::filesystem::path(path).extension().string();
+  std::string lower = ext;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (lower == ".yaml" || lower == ".yml" || lower == ".json")
+    throw UsageError("--junit: '" + path + "' has a profile's extension (" + ext +
                      "); a JUnit report is XML (e.g. kvcap-junit.xml), and kvcap never writes over a profile");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError("--junit: '" + path + "' is a folder");
+  if (std::ifstream old(path, std::ios::binary); old) {
+    std::string head(512, '\0');
+    old.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(old.gcount()));
+    if (head.rfind("\xEF\xBB\xBF", 0) == 0) head.erase(0, 3);
+    const auto first = head.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && head[first] != '<')
+      throw UsageError("--junit: '" + path +
+                       "' exists and is not an XML report; kvcap overwrites only an earlier JUnit report (or an "
+                       "empty file), never a profile: give a new path, e.g. kvcap-junit.xml");
+  }
   std::ofstream probe(path, std::ios::app);
   if (!probe) throw UsageError("--junit: cannot write '" + path + "'");
 }

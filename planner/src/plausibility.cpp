@@ -156,16 +156,20 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
   check_stages(g, p, r);
   check_shared_prefix(p, r);
   if (!has_errors(r) && p.override_pool_too_small())
-    r.push_back(error("KVCAP-E102", override_pool_text(p)));
+    r.push_back(plan_error("KVCAP-E102", override_pool_text(p), Finding::Leaves::only_fits, false));
   else if (!has_errors(r) && !p.fits())
     // vLLM kv_cache_utils.py check_enough_kv_cache_memory: "To serve at least one request with the models's max
     // seq len (...), (... GiB KV cache is needed, which is larger than the available KV cache memory".
-    r.push_back(error("KVCAP-E102", std::string(budget_engine(p)) + " would not start: one request of max_model_len " +
-                                        std::to_string(d.max_model_len) + " tokens does not fit in the KV cache (" +
-                                        fixed(p.startup_concurrency, 2) + "x); the longest that fits is " +
-                                        std::to_string(p.max_model_len_that_fits) +
-                                        " tokens: lower --max-model-len or add memory"));
-  if (!has_errors(r) && p.seqs_exceed_state_blocks()) r.push_back(error("KVCAP-E110", seqs_limit_text(p)));
+    r.push_back(plan_error("KVCAP-E102",
+                           std::string(budget_engine(p)) + " would not start: one request of max_model_len " +
+                               std::to_string(d.max_model_len) + " tokens does not fit in the KV cache (" +
+                               fixed(p.startup_concurrency, 2) + "x); the longest that fits is " +
+                               std::to_string(p.max_model_len_that_fits) +
+                               " tokens: lower --max-model-len or add memory",
+                           Finding::Leaves::only_fits, false));
+  // E102 and E110 are engines that do not start: only `fits` (false) stays meaningful, as for E101 and E111.
+  if (!has_errors(r) && p.seqs_exceed_state_blocks())
+    r.push_back(plan_error("KVCAP-E110", seqs_limit_text(p), Finding::Leaves::only_fits, false));
   // After the memory checks, which it does not change (a length the memory cannot hold is E102 as well).
   if (auto beyond = check_model_max_len(d.max_model_len, p.model_max_len)) r.push_back(*beyond);
   if (auto lowered = check_lowered_length(p)) r.push_back(*lowered);

@@ -196,9 +196,12 @@ Measurement measure(const PromiseQuery& q, const ModelSpec& m, const GpuSpec& g,
   const MemoryPlan plan = plan_memory(m, g, d, {});
   // The plausibility policy (plausibility.hpp, Finding::leaves): a finding that leaves no figure of this deployment
   // meaningful, or only `fits`, means the promise cannot be evaluated.
+  // Every such finding is named (a length beyond both the model's maximum and the cache is E111 and E102).
+  std::string why;
   for (const auto& f : check_memory_plan(g, plan))
     if (f.leaves == Finding::Leaves::nothing || (f.leaves == Finding::Leaves::only_fits && q.metric != Metric::fits))
-      throw SpecError("deployment", f.code + ": " + f.message);
+      why += (why.empty() ? "" : "; ") + f.code + ": " + f.message;
+  if (!why.empty()) throw SpecError("deployment", why);
   switch (q.metric) {
     case Metric::concurrency_at:
     case Metric::kv_capacity_tokens:

@@ -27,10 +27,16 @@ i64 ep_token_scale(const SpeedContext& c) {
 /// W / (W + half width), W the width of an expert's shard on a rank: moe_intermediate_size, divided by TP unless
 /// expert parallelism keeps experts whole (vLLM FusedMoE: EP over DP x TP ranks, TP 1 within an expert). A narrow
 /// shard gives the down projection a short K loop and gate_up few N tiles, where the kernel does little but load.
+/// Whether a MoE model's routed experts are timed apart as a grouped GEMM (expert_gemm_half_width > 0), or
+/// join the dense GEMMs (0: the plain roofline, kept to compare with).
+bool experts_grouped(const SpeedContext& c) {
+  return c.model.moe.enabled() && c.options.expert_gemm_half_width > 0;
+}
+
 double expert_gemm_factor(const SpeedContext& c) {
   const auto& moe = c.model.moe;
   const double half = c.options.expert_gemm_half_width;
-  if (!moe.enabled() || half <= 0 || moe.expert_intermediate_size <= 0) return 1.0;
+  if (!experts_grouped(c) || moe.expert_intermediate_size <= 0) return 1.0;
   const i64 shard = c.plan.dep.expert_parallel_size > 1 ? 1 : c.plan.dep.d.tensor_parallel_size;
   const double width = dbl(moe.expert_intermediate_size) / dbl(std::max<i64>(1, shard));
   return width / (width + half);
@@ -119,6 +125,25 @@ struct Rates {
   RateSource source;
 };
 
+/// Tokens beyond every calibration GEMM class: gemm_flops_for gives the largest (compute-bound) class's rate.
+constexpr i64 kLargestClassTokens = i64{1} << 40;
+
+/// The calibration's GEMM FLOP rate for a step of `tokens`, weights read at `weight_bw`. A class is a FLOP rate
+/// over its points (sum of FLOPs / sum of times): where those GEMMs were read-limited it holds the weights' read,
+/// which weights_read_s already counts, and it holds it more the larger M: on the 2026-11-27 H200 calibration the
+/// 1-16 class ran 18 TFLOP/s, and a step of 16 tokens took 1.8x longer than one of 17 (the next class). A class
+/// is read-limited when its rate reaches m_min x the bandwidth (2 FLOPs per bf16 weight of 2 bytes per token: at
+/// its smallest M its FLOPs take no longer than their read); within it the rate is at least M x the bandwidth, at
+/// which the FLOPs take as long as the read, up to the largest class's rate. Compute-bound classes (a rate below
+/// m_min x the bandwidth: 257-2048 tokens on that H200) are used as measured.
+double calibrated_gemm_rate(const Calibration& k, i64 tokens, double weight_bw) {
+  const CalibrationGemmClass* cls = gemm_class_for(k, tokens);
+  if (!cls) return 0;
+  const bool read_limited = cls->flops_per_s >= dbl(cls->m_min) * weight_bw;
+  if (!read_limited) return cls->flops_per_s;
+  return std::max(cls->flops_per_s, std::min(dbl(tokens) * weight_bw, gemm_flops_for(k, kLargestClassTokens)));
+}
+
 Rates rates(const SpeedContext& c, i64 tokens) {
   const auto& g = c.gpu;
   const auto& o = c.options;
@@ -143,7 +168,7 @@ Rates rates(const SpeedContext& c, i64 tokens) {
       r.kv_t0 = dec > 0 ? k.decode.t0_s : 0;
       r.source.memory = "calibrated";
     }
-    const double gf = gemm_flops_for(k, tokens);
+    const double gf = calibrated_gemm_rate(k, tokens, r.weight_bw);
     if (gf > 0) {
       // The calibration's GEMM classes are measured with bf16 inputs (docs/calibration-format.md); an fp8
       // GEMM is credited the datasheet's fp8 / bf16 ratio on top.
@@ -166,8 +191,7 @@ Rates rates(const SpeedContext& c, i64 tokens) {
 /// calibration's small-M GEMM classes are memory-bound rates that do, and the experts take its largest class, as
 /// the datasheet rate, which the grouped-GEMM fit used, does not depend on the tokens.
 double expert_gemm_rate(const SpeedContext& c) {
-  constexpr i64 kComputeBoundTokens = i64{1} << 20;
-  return rates(c, kComputeBoundTokens).gemm_flops * expert_gemm_factor(c);
+  return rates(c, kLargestClassTokens).gemm_flops * expert_gemm_factor(c);
 }
 
 /// Requests of one step that share a shape: `count` requests with `past` tokens in the KV cache each
@@ -203,11 +227,16 @@ double ring_allgather_s(const GpuSpec& g, i64 tp, double message_bytes) {
   return ring_pass_s(g, tp, message_bytes) + g.interconnect_latency_s;
 }
 
+/// What bounds a step: memory when its reads (the dense ones and the routed experts') take at least as long as its
+/// FLOPs (the dense GEMMs and attention, and the experts' GEMMs: experts_s less their read).
+Bound bound_of(double memory_s, double compute_s, double experts_s, double experts_read_s) {
+  return memory_s + experts_read_s >= compute_s + (experts_s - experts_read_s) ? Bound::memory : Bound::compute;
+}
+
 void finish(StepBreakdown& b) {
   b.memory_s = b.weights_read_s + b.kv_read_s;
   b.compute_s = b.gemm_s + b.attention_s;
-  b.bound =
-      b.memory_s + b.experts_read_s >= b.compute_s + (b.experts_s - b.experts_read_s) ? Bound::memory : Bound::compute;
+  b.bound = bound_of(b.memory_s, b.compute_s, b.experts_s, b.experts_read_s);
 }
 
 /// One step of pipeline stage `s` on one of its ranks. `step_samples`: the sequences that sample a token in the whole
@@ -295,7 +324,7 @@ StepBreakdown stage_step(const SpeedContext& c, std::size_t s, const std::vector
 
   // The routed experts' grouped GEMM in series with the rest: read, then computed at its own rate (SpeedOptions::
   // expert_gemm_half_width); with the factor off, its reads and FLOPs join the dense ones, overlapped.
-  const bool grouped = c.options.expert_gemm_half_width > 0 && m.moe.enabled();
+  const bool grouped = experts_grouped(c);
   b.experts_read_s = grouped ? routed_bytes / r.weight_bw : 0;
   b.experts_s = grouped ? b.experts_read_s + routed_flops / expert_gemm_rate(c) : 0;
   b.weights_read_s = (b.weight_bytes - (grouped ? routed_bytes : 0)) / r.weight_bw;
@@ -461,18 +490,23 @@ void validate(const Calibration& k) {
   }
 }
 
-double gemm_flops_for(const Calibration& c, i64 m_tokens) {
-  double best = 0;
+const CalibrationGemmClass* gemm_class_for(const Calibration& c, i64 m_tokens) {
+  const CalibrationGemmClass* best = nullptr;
   i64 best_gap = std::numeric_limits<i64>::max();
   for (const auto& g : c.gemm) {
-    if (m_tokens >= g.m_min && m_tokens <= g.m_max) return g.flops_per_s;
+    if (m_tokens >= g.m_min && m_tokens <= g.m_max) return &g;
     const i64 gap = m_tokens < g.m_min ? g.m_min - m_tokens : m_tokens - g.m_max;
     if (gap < best_gap) {
       best_gap = gap;
-      best = g.flops_per_s;
+      best = &g;
     }
   }
   return best;
+}
+
+double gemm_flops_for(const Calibration& c, i64 m_tokens) {
+  const CalibrationGemmClass* g = gemm_class_for(c, m_tokens);
+  return g ? g->flops_per_s : 0;
 }
 
 std::vector<i64> cuda_graph_capture_sizes(i64 max_num_seqs, i64 max_num_batched_tokens) {
@@ -890,7 +924,7 @@ StepCostModel::StepCostModel(const SpeedContext& c) : ctx_(c) {
     stages_.push_back(g);
   }
   const Rates r = rates(c, 1);
-  expert_gemm_rate_ = moe_ ? expert_gemm_rate(c) : 0;
+  expert_gemm_rate_ = experts_grouped(c) ? expert_gemm_rate(c) : 0;
   weight_bw_ = r.weight_bw;
   kv_bw_ = r.kv_bw;
   kv_t0_ = r.kv_t0;
@@ -926,8 +960,8 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   bool first = true;
   double stage_total = 0;
   for (const auto& g : stages_) {
-    // As stage_step: the routed experts' grouped GEMM apart, in series (SpeedOptions::expert_gemm_half_width).
-    const bool grouped = moe_ && ctx_.options.expert_gemm_half_width > 0;
+    // As stage_step: the routed experts' grouped GEMM apart, in series (experts_grouped; rate 0 when not).
+    const bool grouped = expert_gemm_rate_ > 0;
     const double routed_bytes = g.weight_bytes_routed * moe_frac;
     const double routed_flops = g.gemm_flops_per_token_routed * tg * ep_tokens_ * imbalance;
     const double weight_bytes = g.weight_bytes_fixed + (grouped ? 0.0 : routed_bytes);
@@ -956,7 +990,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
     }
     c.overhead_s = g.overhead_s + ctx_.options.sequence_overhead_s * dbl(load.samples) / dbl(pp_);  // as stage_step
     const double memory = c.weights_read_s + c.kv_read_s, compute = c.gemm_s + c.attention_s;
-    c.bound = memory + experts_read_s >= compute + (c.experts_s - experts_read_s) ? Bound::memory : Bound::compute;
+    c.bound = bound_of(memory, compute, c.experts_s, experts_read_s);
     const double total = std::max(memory, compute) + c.experts_s + c.communication_s + c.overhead_s;
     if (first || total > stage_total) {
       best = c;

@@ -307,28 +307,43 @@ std::string describe(const DeploymentProfile& p) {
   return s + ")";
 }
 
-ProfileIndex index_profiles(const std::string& folder) {
+ProfileIndex index_profiles(const std::vector<std::string>& folders) {
   ProfileIndex idx;
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    const auto ext = it->path().extension().string();
-    if (it->is_regular_file(ec) && (ext == ".yaml" || ext == ".yml")) files.push_back(it->path().string());
+  std::vector<Diagnostic> duplicates;
+  for (const auto& folder : folders) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      const auto ext = it->path().extension().string();
+      if (it->is_regular_file(ec) && (ext == ".yaml" || ext == ".yml")) files.push_back(it->path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      Ctx c{f, {}};
+      auto text = read_file(c, f);
+      if (!text) continue;
+      const YAML::Node root = parse_text(c, *text);
+      if (!root.IsMap() || !present(root, "kind") || !present(root, "name")) continue;
+      if (!root["kind"].IsScalar() || !root["name"].IsScalar()) continue;
+      const std::string kind = root["kind"].Scalar(), name = root["name"].Scalar();
+      if (kind != "model" && kind != "gpu" && kind != "deployment") continue;
+      auto& m = kind == "model" ? idx.models : kind == "gpu" ? idx.gpus : idx.deployments;
+      // Two profiles of one kind and name: a reference by name would pick one silently (validate.cpp says the same).
+      if (const auto [it, fresh] = m.emplace(name, f); !fresh) {
+        const YAML::Mark mk = root["name"].Mark();
+        duplicates.push_back({f, mk.line + 1, mk.column + 1, "name",
+                              "duplicate " + kind + " name '" + name + "' (also " + it->second +
+                                  "); references by name would be ambiguous"});
+      }
+    }
   }
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
-    Ctx c{f, {}};
-    auto text = read_file(c, f);
-    if (!text) continue;
-    const YAML::Node root = parse_text(c, *text);
-    if (!root.IsMap() || !present(root, "kind") || !present(root, "name")) continue;
-    if (!root["kind"].IsScalar() || !root["name"].IsScalar()) continue;
-    const std::string kind = root["kind"].Scalar(), name = root["name"].Scalar();
-    auto& m = kind == "model" ? idx.models : kind == "gpu" ? idx.gpus : idx.deployments;
-    if (kind == "model" || kind == "gpu" || kind == "deployment") m.emplace(name, f);
-  }
+  if (!duplicates.empty()) throw ProfileError(std::move(duplicates));
   return idx;
+}
+
+ProfileIndex index_profiles(const std::string& folder) {
+  return index_profiles(std::vector<std::string>{folder});
 }
 
 }  // namespace kvcap::profiles

@@ -148,7 +148,18 @@ bool precheck_text(Ctx& c, const std::string& text) {
 YAML::Node parse_text(Ctx& c, const std::string& text) {
   if (!precheck_text(c, text)) return {};
   try {
-    YAML::Node n = YAML::Load(text);
+    // Every document, not only the first: a file of several ('---') would otherwise be read as its first alone
+    // (an empty one before a profile read as "empty", the later profiles silently ignored).
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      const YAML::Mark at = docs[1].Mark();
+      c.diags.push_back({c.file, at.is_null() ? 0 : at.line + 1, at.is_null() ? 0 : at.column + 1, "",
+                         "the file holds " + std::to_string(docs.size()) +
+                             " YAML documents (separated by '---'); kvcap reads one profile per file: put each "
+                             "in a file of its own"});
+      return {};
+    }
+    YAML::Node n = docs.empty() ? YAML::Node() : docs.front();
     if (!n.IsDefined() || n.IsNull()) {
       c.diags.push_back({c.file, 0, 0, "", "the file is empty; expected a mapping of profile keys"});
       return {};

@@ -303,3 +303,6 @@ kvcap_golden(size_kv_burst_warning 0 size --model mixtral-8x7b --prompt-tokens 1
 kvcap_golden(size_expert_parallel_dense_note 0 size --model llama-3.1-8b --prompt-tokens 1K --output-tokens 64 --rate 4 --ttft-p 2s --tpot 50ms --gpus h100-sxm --max-tp 1 --max-pp 1 --enable-expert-parallel --top 1 --no-progress)
 # --num-requests equal to the trace's rows: no "first N", no "more than the trace holds".
 kvcap_golden(simulate_trace_rows_as_asked 0 simulate --model llama-3.1-8b --gpu h100-sxm --trace %DATA%/trace_custom_columns.csv --trace-columns sent_at,in_tokens,out_tokens --num-requests 60 --no-wall-time)
+# --profiles: a folder's profile that differs from the built-in of its name is said on stderr; two of one name are refused.
+kvcap_golden(check_profiles_shadow_builtin 0 check %SOURCE%/profiles/examples/requirements.yaml --profiles %DATA%/shadow)
+kvcap_golden(err_check_profiles_duplicate 1 check %SOURCE%/profiles/examples/requirements.yaml --profiles %DATA%/shadow --profiles %SOURCE%/profiles)

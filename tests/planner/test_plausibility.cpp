@@ -50,6 +50,7 @@ TEST_CASE("plausibility: vLLM would not start", "[planner][plausibility]") {
   const auto m = profiles::resolve_model("llama-3.1-8b");
   f = check_memory_plan(g, plan_memory(m, g, d, {4096}));
   CHECK(has(f, "KVCAP-E102"));
+  CHECK(get(f, "KVCAP-E102").leaves == Finding::Leaves::only_fits);  // vLLM does not start: only `fits`
   // 1,000,000 is beyond the model's 131,072 too: vLLM refuses that length whatever the memory (E111).
   CHECK_THAT(get(f, "KVCAP-E111").message, Catch::Contains("derived maximum 131072"));
   d.max_model_len = 131'072;

@@ -160,6 +160,19 @@ TEST_CASE("evaluate never throws: a promise that cannot be evaluated is an error
   CHECK(evaluate(c, m, g, prefix).detail.find("KVCAP-E107") != std::string::npos);
   CHECK_FALSE(evaluate(query(Metric::fits, std::nullopt, 1), m, g, prefix).error);
 
+  // An engine that does not start (E102: one request of max_model_len beyond the cache) answers only `fits`:
+  // a short context's concurrency is not a figure of a deployment that never serves.
+  Deployment no_start;
+  no_start.max_model_len = 131'072;
+  no_start.kv_cache_memory_bytes = {1ull << 30};  // 8,192 tokens of KV for llama-3.1-8b
+  c.context_tokens = 1024;
+  r = evaluate(c, m, g, no_start);
+  CHECK(r.error);
+  CHECK(r.detail.find("KVCAP-E102") != std::string::npos);
+  r = evaluate(query(Metric::fits, std::nullopt, 1), m, g, no_start);
+  CHECK_FALSE(r.error);
+  CHECK_FALSE(r.passed);
+
   r = unevaluated(q, "the deployment could not be resolved");
   CHECK(r.error);
   CHECK(r.comparison == "<=");

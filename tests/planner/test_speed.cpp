@@ -153,11 +153,12 @@ TEST_CASE("routed experts: a grouped GEMM at W / (W + half width) of the dense r
       CHECK(st.experts_s >= prev);  // more tokens, more experts read and more FLOPs: never less time
       prev = st.experts_s;
     }
-    // At batch 16 (the 1-16 class) the rest of the GEMMs run at 1.85e13, the experts' at 6.5e14 x 256 / 556 (fp8
-    // weights: both x the datasheet's fp8 / bf16 ratio).
+    // At batch 16 the rest of the GEMMs run at 16 x the stream bandwidth (the 1-16 class's 1.85e13 is a
+    // read-limited rate: its floor), the experts' at 6.5e14 x 256 / 556 (fp8 weights: both x the datasheet's
+    // fp8 / bf16 ratio).
     const double fp8 = base.gpu.fp8_dense_flops / base.gpu.bf16_dense_flops;
     const StepBreakdown on16 = decode_step(c, 16, 2048).stage;
-    const double routed_flops = on16.gemm_flops - on16.gemm_s * 1.85e13 * fp8;
+    const double routed_flops = on16.gemm_flops - on16.gemm_s * 16 * 4.0e12 * fp8;
     REQUIRE(routed_flops > 0);
     CHECK(on16.experts_s - on16.experts_read_s == Approx(routed_flops / (6.5e14 * fp8 * 256.0 / 556.0)).epsilon(1e-6));
   }
@@ -358,6 +359,23 @@ TEST_CASE("a calibration replaces datasheet x efficiency and says so", "[speed][
   CHECK(st.stage.gemm_s == Approx(st.stage.gemm_flops / 300e12));
   CHECK(gemm_flops_for(k, 4096) == 700e12);
   CHECK(gemm_flops_for(k, 0) == 300e12);
+  // A read-limited small-M class (its rate below M x the stream bandwidth) is not a FLOP rate: the read is
+  // weights_read_s's, so a step of 16 tokens never takes longer than one of 17 (the next class).
+  Calibration small_m = k;
+  small_m.gemm = {{1, 16, 1.85e13}, {17, 256, 2.45e14}, {257, 1 << 20, 7.7e14}};  // as h200-2026-11-27-full.yaml
+  const auto big = ctx("llama-3.1-70b", "h100-sxm", 8);
+  const auto c70 = make_speed_context(big.model, big.gpu, big.plan, {}, small_m);
+  double prev = 0;
+  for (i64 b = 1; b <= 64; ++b) {
+    const double tpot = decode_step(c70, b, 2048).tpot_s;
+    INFO("batch " << b);
+    CHECK(tpot >= prev);
+    prev = tpot;
+  }
+  const StepBreakdown at16 = decode_step(c70, 16, 2048).stage;
+  CHECK(at16.gemm_s == Approx(at16.gemm_flops / (16 * 2.9e12)));
+  CHECK(at16.gemm_s <= at16.weights_read_s * 1.05);  // the FLOPs take about as long as the read: not twice
+  CHECK(decode_step(c70, 1, 2048).stage.gemm_s == Approx(decode_step(c70, 1, 2048).stage.gemm_flops / 1.85e13));
   Calibration bad = k;
   bad.gemm = {{10, 5, 1e12}};
   CHECK_THROWS_AS(make_speed_context(base.model, base.gpu, base.plan, {}, bad), SpecError);

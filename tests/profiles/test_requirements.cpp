@@ -220,6 +220,38 @@ TEST_CASE("duplicate profile names in one set are ambiguous references", "[profi
   CHECK(rep.diagnostics[0].message.find("duplicate gpu name 'h100-sxm'") != std::string::npos);
 }
 
+TEST_CASE("check's --profiles index refuses duplicate names, in one folder or across folders", "[profiles][validate]") {
+  TempDir t;
+  const std::string gpu = profiles::builtin_text("gpus/h100-sxm.yaml");
+  fs::create_directories(t.path / "one");
+  fs::create_directories(t.path / "two");
+  write(t.path / "one" / "a.yaml", gpu);
+  write(t.path / "two" / "b.yaml", gpu);
+  CHECK(profiles::index_profiles((t.path / "one").string()).gpus.count("h100-sxm") == 1);
+  try {
+    (void)profiles::index_profiles(std::vector<std::string>{(t.path / "one").string(), (t.path / "two").string()});
+    FAIL("no error for two profiles named h100-sxm");
+  } catch (const ProfileError& e) {
+    REQUIRE(e.diagnostics().size() == 1);
+    CHECK(e.diagnostics()[0].file == (t.path / "two" / "b.yaml").string());
+    CHECK(e.diagnostics()[0].message.find("duplicate gpu name 'h100-sxm'") != std::string::npos);
+  }
+  write(t.path / "one" / "c.yaml", gpu);
+  CHECK_THROWS_AS(profiles::index_profiles((t.path / "one").string()), ProfileError);
+}
+
+TEST_CASE("a file of several YAML documents is refused, not read as its first", "[profiles][validate]") {
+  TempDir t;
+  const std::string gpu = profiles::builtin_text("gpus/h100-sxm.yaml");
+  write(t.path / "two.yaml", "---\n---\n" + gpu);
+  write(t.path / "one.yaml", "---\n" + gpu);
+  const auto rep = profiles::validate_paths({(t.path / "two.yaml").string()});
+  REQUIRE(rep.diagnostics.size() == 1);
+  CHECK(rep.diagnostics[0].message.find("holds 2 YAML documents") != std::string::npos);
+  CHECK(profiles::validate_paths({(t.path / "one.yaml").string()}).ok());
+  CHECK_THROWS_AS(profiles::resolve_gpu((t.path / "two.yaml").string()), ProfileError);
+}
+
 TEST_CASE("kvcap validate dispatches calibration files and config.json named explicitly", "[profiles][validate]") {
   const auto rep = profiles::validate_paths({std::string(KVCAP_TEST_DATA) + "/calibration-example.yaml",
                                              std::string(KVCAP_FIXTURES) + "/hf/DeepSeek-V3.json"});

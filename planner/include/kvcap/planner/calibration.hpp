@@ -63,8 +63,9 @@ struct Calibration {
 /// to datasheet x default efficiency for that term. Defined in speed.cpp.
 void validate(const Calibration& c);
 
-/// The achieved GEMM FLOP/s for M tokens: the class containing M, else the nearest class by M;
-/// 0 when there are no classes.
+/// The GEMM class for M tokens: the class containing M, else the nearest class by M; null when there are none.
+const CalibrationGemmClass* gemm_class_for(const Calibration& c, i64 m_tokens);
+/// The achieved GEMM FLOP/s for M tokens: gemm_class_for's rate; 0 when there are no classes.
 double gemm_flops_for(const Calibration& c, i64 m_tokens);
 
 }  // namespace kvcap

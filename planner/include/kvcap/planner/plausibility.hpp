@@ -32,8 +32,10 @@ struct Finding {
   int exit_code = kExitOk;  ///< for errors: kExitWouldNotStart or kExitUsage
   /// What the finding leaves meaningful of the plan it is about, set where it is raised (one classification that
   /// check, sweep and the other front ends read instead of lists of codes): every figure (warnings; most errors
-  /// concern a request, not the plan), only `fits` (no KV memory, E101; a shared prefix the cache cannot hold, E107),
-  /// or nothing (KV memory beyond the device, E103; a shared prefix no request can carry, E106).
+  /// concern a request, not the plan), only `fits` (an engine that does not start: no KV memory, E101; one request
+  /// of max_model_len beyond the cache, E102; max_num_seqs beyond the state blocks, E110; a length beyond the
+  /// model's, E111; or a shared prefix the cache cannot hold, E107), or nothing (KV memory beyond the device, E103;
+  /// a shared prefix no request can carry, E106).
   enum class Leaves : std::uint8_t { everything, only_fits, nothing } leaves = Leaves::everything;
   /// The input contradicts itself or the hardware (E103, E106, E107), as opposed to a deployment that merely does
   /// not fit (E101): a front end that enumerates deployments (sweep) refuses it rather than reporting "does not fit".

@@ -350,7 +350,7 @@ class StepCostModel {
   double heads_ = 0;
   double per_pair_decode_ = 0, per_pair_prefill_ = 0, mla_extra_per_past_ = 0;
   double weight_bw_ = 0, kv_bw_ = 0, kv_t0_ = 0, attn_flops_ = 0;
-  double expert_gemm_rate_ = 0;               ///< expert_gemm_rate(): the routed experts' grouped-GEMM FLOP/s
+  double expert_gemm_rate_ = 0;               ///< expert_gemm_rate(): the experts' grouped-GEMM FLOP/s; 0: not grouped
   std::vector<double> gemm_flops_by_tokens_;  ///< [T] achieved GEMM FLOP/s for a step of T tokens
   double act_bytes_ = 0, hidden_ = 0, vocab_ = 0;
   SpeedContext ctx_;  ///< for GEMM rates beyond the table and the interconnect

@@ -39,8 +39,10 @@ struct ProfileIndex {
 };
 
 /// Every YAML profile under `folder` (recursively), indexed by kind and name; files that do not parse
-/// are left out (kvcap validate reports them).
+/// are left out (kvcap validate reports them). ProfileError, located at each later `name:`, when two profiles
+/// of one kind share a name (in one folder or across `folders`): a reference by name would be ambiguous.
 ProfileIndex index_profiles(const std::string& folder);
+ProfileIndex index_profiles(const std::vector<std::string>& folders);
 
 DeploymentProfile parse_deployment(const std::string& text, const std::string& file);
 DeploymentProfile load_deployment_file(const std::string& path);
