@@ -160,7 +160,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   // clang-format off
   own.add_options()
     ("deploy,d", po::value<std::vector<std::string>>()->composing(), "MODEL@GPU or MODEL@NxGPU (N GPUs per replica: N/PP-way tensor parallel), then optionally this row's own deployment flags in the same word (\"llama-3.1-8b@h200 --kv-cache-dtype int4\"); repeatable")
-    ("contexts", po::value<std::string>(), "context lengths (default 1K,2K,...,1M)")
+    ("contexts", po::value<std::string>(), "context lengths (default 1K,2K,... up to the longest max_model_len, at most 1M)")
     ("format,f", po::value<std::string>()->default_value("table"), "table, json or csv")
     ("help,h", "show this help");
   // clang-format on
@@ -171,11 +171,25 @@ int cmd_compare(const std::vector<std::string>& args) {
   const Format fmt = parse_format(vm["format"].as<std::string>());
   std::vector<Target> targets =
       parse_targets(vm.count("deploy") ? vm["deploy"].as<std::vector<std::string>>() : kDefaultTargets);
-  const auto contexts = vm.count("contexts") ? parse_token_list(vm["contexts"].as<std::string>(), "--contexts") : default_contexts();
+  auto contexts =
+      vm.count("contexts") ? parse_token_list(vm["contexts"].as<std::string>(), "--contexts") : default_contexts();
   const Deployment base = deployment_from(vm);
 
-  const std::vector<CompareRow> rows = compare_rows(targets, base, contexts, !vm["tensor-parallel-size"].defaulted(),
-                                                    vm.count("data-parallel-size") > 0);
+  std::vector<CompareRow> rows = compare_rows(targets, base, contexts, !vm["tensor-parallel-size"].defaulted(),
+                                              vm.count("data-parallel-size") > 0);
+  // The default contexts stop at the longest max_model_len of the rows: beyond it every request is rejected.
+  if (!vm.count("contexts")) {
+    i64 longest = 0;
+    for (const auto& r : rows) longest = std::max(longest, r.p.dep.max_model_len);
+    std::vector<i64> kept;
+    for (const i64 c : contexts)
+      if (c <= longest || kept.empty()) kept.push_back(c);
+    if (kept.size() < contexts.size()) {
+      contexts = kept;
+      rows = compare_rows(targets, base, contexts, !vm["tensor-parallel-size"].defaulted(),
+                          vm.count("data-parallel-size") > 0);
+    }
+  }
   // The plausibility policy, as in kvcap plan: findings on stderr after the report, exit 3 when a deployment
   // would not start.
   std::vector<Finding> all;

@@ -2,6 +2,7 @@
 #include "report/compare.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -88,6 +89,7 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
     out << std::string(8 - std::min<std::size_t>(7, human_tokens(c).size()), ' ') << human_tokens(c);
   out << "\n";
   int i = 0;
+  bool beyond = false;
   for (const auto& r : rows) {
     const std::string& name = names[static_cast<std::size_t>(i)];
     std::string kv = human_bytes(static_cast<double>(r.p.kv_bytes_per_token_per_rank));
@@ -96,12 +98,20 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
         << std::string(12 - std::min<std::size_t>(12, kv.size()), ' ') << kv
         << std::string(13 - std::min<std::size_t>(12, cap.size()), ' ') << cap;
     for (const auto& c : r.p.curve) {
-      std::string v = c.max_concurrency >= 100 ? fixed(c.max_concurrency, 0) : fixed(c.max_concurrency, 1);
+      // Rounded down: a capacity is whole requests and their fraction, and 0.997 shown as "1.0" would cross the
+      // line below which one request does not fit. A context beyond max_model_len is a request vLLM rejects.
+      beyond |= c.context_tokens > r.p.dep.max_model_len;
+      const double x = c.max_concurrency;
+      std::string v = c.context_tokens > r.p.dep.max_model_len ? "-"
+                      : x >= 100                               ? fixed(std::floor(x), 0)
+                                                               : fixed(std::floor(x * 10) / 10, 1);
       out << std::string(8 - std::min<std::size_t>(7, v.size()), ' ') << v;
     }
     out << "\n";
   }
-  out << "\nBelow 1.0 a single request of that length does not fit. Details: kvcap plan --model M --gpu G ...\n";
+  out << "\nBelow 1.0 a single request of that length does not fit (figures rounded down)."
+      << (beyond ? "\n-: beyond the deployment's max_model_len (the engine rejects such requests)." : "")
+      << "\nDetails: kvcap plan --model M --gpu G ...\n";
   for (const auto& r : rows)
     for (const auto& w : r.p.warnings)
       if (w.find("no memory left") != std::string::npos)
