@@ -73,7 +73,7 @@ std::optional<profiles::ProfileIndex> index_from(const po::variables_map& vm) {
       if (std::find(builtins.begin(), builtins.end(), name) == builtins.end()) continue;
       std::ifstream in(file, std::ios::binary);
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (text != profiles::builtin_text(folder + "/" + name + ".yaml"))
+      if (text != profiles::builtin_text(folder + "/" + name.c_str() + ".yaml"))
         std::cerr << "kvcap check: note: " << escape::terminal_text(file) << " is used for '"
                   << escape::terminal_text(name) << "' instead of the built-in profile of that name\n";
     }

@@ -1,7 +1,8 @@
 // kvcap validate: every problem in a set of profiles, as compiler-style lines, JSON, or GitHub annotations.
-#include <nlohmann/json.hpp>
-
+#include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "common.hpp"
 #include "kvcap/escape.hpp"
@@ -14,8 +15,13 @@ using escape::gh_data;
 using escape::gh_property;
 
 std::string summary(const profiles::ValidationReport& r) {
-  int bad_files = 0;
-  for (const auto& f : r.files) bad_files += f.errors > 0;
+  // The files the errors are in: a referenced profile's own (m.yaml, named by d.yaml) count as its, not d.yaml's.
+  // A missing path or a folder without profiles is not a file with errors.
+  std::set<std::string> in;
+  std::error_code ec;
+  for (const auto& d : r.diagnostics)
+    if (std::filesystem::is_regular_file(d.file, ec)) in.insert(d.file);
+  const auto bad_files = static_cast<int>(in.size());
   std::string s = "kvcap validate: " + std::to_string(r.files.size()) + " file" + (r.files.size() == 1 ? "" : "s") + " checked";
   if (r.skipped) s += " (" + std::to_string(r.skipped) + " non-YAML skipped)";
   if (r.ok()) return s + ", no errors";

@@ -133,9 +133,23 @@ std::string xml_text(std::string_view s) {
 
 std::string gh_data(std::string_view s) {
   std::string r;
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  for (std::size_t i = 0; i < s.size();) {
     const char ch = s[i];
     const auto c = static_cast<unsigned char>(ch);
+    const std::size_t n = utf8_len(s, i);
+    if (n == 0) {
+      r += hex_byte(c);  // not UTF-8: the workflow log is, so the byte is shown, as terminal_text does
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0)
+        r += "\\u00" + hex_byte(static_cast<unsigned char>(s[i + 1])).substr(2);  // C1 control (8-bit CSI)
+      else
+        r.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
     if (ch == '%')
       r += "%25";
     else if (ch == '\r')
@@ -144,11 +158,9 @@ std::string gh_data(std::string_view s) {
       r += "%0A";
     else if (c < 0x20 || c == 0x7f)
       r += hex_byte(c);  // a log viewer renders ANSI escapes: show them instead
-    else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-             static_cast<unsigned char>(s[i + 1]) < 0xA0)
-      r += "\\u00" + hex_byte(static_cast<unsigned char>(s[++i])).substr(2);  // C1 control (8-bit CSI)
     else
       r += ch;
+    ++i;
   }
   return r;
 }

@@ -332,9 +332,9 @@ ProfileIndex index_profiles(const std::vector<std::string>& folders) {
       // Two profiles of one kind and name: a reference by name would pick one silently (validate.cpp says the same).
       if (const auto [it, fresh] = m.emplace(name, f); !fresh) {
         const YAML::Mark mk = root["name"].Mark();
-        duplicates.push_back({f, mk.line + 1, mk.column + 1, "name",
-                              "duplicate " + kind + " name '" + name + "' (also " + it->second +
-                                  "); references by name would be ambiguous"});
+        std::string msg = "duplicate " + kind;
+        msg += " name '" + name + "' (also " + it->second + "); references by name would be ambiguous";
+        duplicates.push_back({f, mk.line + 1, mk.column + 1, "name", std::move(msg)});
       }
     }
   }

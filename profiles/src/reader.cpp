@@ -311,13 +311,14 @@ std::optional<std::int64_t> get_int(Ctx& c, const YAML::Node& map, const std::st
   } else {
     // Accept integral values written as 8.03e9 or 4096.0; reject fractions and overflow.
     errno = 0;
-    const double d = std::strtod(s->c_str(), &end);
-    if (s->empty() || !end || *end != '\0' || errno == ERANGE || !std::isfinite(d) || d != std::floor(d) ||
-        std::fabs(d) > 9.2e18) {
+    const double d = strtod_decimal(s->c_str(), &end);
+    // Whole, or beyond a double (1e400: out of range, said as such); an underflow (1e-400) is a fraction.
+    const bool whole = std::isinf(d) || (errno != ERANGE && std::isfinite(d) && d == std::floor(d));
+    if (s->empty() || !end || *end != '\0' || !whole) {
       c.error(n, join(path, key), "expected an integer, got '" + *s + "'");
       return std::nullopt;
     }
-    out = static_cast<std::int64_t>(d);
+    out = std::fabs(d) > 9.2e18 ? (d < 0 ? INT64_MIN : INT64_MAX) : static_cast<std::int64_t>(d);
   }
   if (out < min || out > max) {
     std::string range = max == INT64_MAX ? ">= " + std::to_string(min)
@@ -335,7 +336,7 @@ std::optional<double> get_number(Ctx& c, const YAML::Node& map, const std::strin
   const YAML::Node n = map[key];
   errno = 0;
   char* end = nullptr;
-  const double d = std::strtod(s->c_str(), &end);
+  const double d = strtod_decimal(s->c_str(), &end);
   if (s->empty() || !end || *end != '\0' || errno == ERANGE || !std::isfinite(d)) {
     c.error(n, join(path, key), "expected a finite number, got '" + *s + "'");
     return std::nullopt;

@@ -11,12 +11,21 @@
 
 namespace kvcap::profiles {
 
+double strtod_decimal(const char* s, char** end) {
+  const double v = std::strtod(s, end);
+  if (std::string_view(s, static_cast<std::size_t>(*end - s)).find_first_of("xX") != std::string_view::npos) {
+    *end = const_cast<char*>(s);  // NOLINT(cppcoreguidelines-pro-type-const-cast): strtod's own contract
+    return 0;
+  }
+  return v;
+}
+
 std::optional<std::pair<double, std::string>> split_number_unit(std::string_view text) {
   const std::string s(trim(text));
   if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return std::nullopt;
   errno = 0;
   char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
+  const double v = strtod_decimal(s.c_str(), &end);
   if (end == s.c_str() || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
   return std::make_pair(v, std::string(trim(end)));
 }

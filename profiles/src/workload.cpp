@@ -87,7 +87,7 @@ std::optional<std::vector<T>> number_list(Ctx& c, const YAML::Node& map, const s
     const std::string s = n[i].Scalar();
     errno = 0;
     char* end = nullptr;
-    const double d = std::strtod(s.c_str(), &end);
+    const double d = strtod_decimal(s.c_str(), &end);
     if (s.empty() || !end || *end != '\0' || errno == ERANGE || !std::isfinite(d)) {
       c.error(n[i], ip, "expected a number, got '" + s + "'");
       ok = false;

@@ -34,6 +34,12 @@ TEST_CASE("gh_data / gh_property: GitHub workflow command escaping", "[cli][esca
   CHECK(gh_property("a:b,c\n") == "a%3Ab%2Cc%0A");
   CHECK(gh_data("\x1b[31mred") == "\\x1b[31mred");
   CHECK(gh_data("<\xc2\x9b" "31m") == "<\\u009b31m");  // C1 CSI: fuzz_escape's finding (docs/fuzzing.md)
+  // Not UTF-8 (a lone continuation byte, a truncated sequence, an overlong '/'): each byte shown, UTF-8 kept.
+  CHECK(gh_data("a\x80"
+                "b\xe2\x82") == "a\\x80b\\xe2\\x82");
+  CHECK(gh_data("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(gh_data("\xe2\x82\xac 5%") == "\xe2\x82\xac 5%25");
+  CHECK(gh_property("\xff:") == "\\xff%3A");
 }
 
 TEST_CASE("terminal_text: control characters visible, no workflow command at a line start", "[cli][escape]") {

@@ -61,6 +61,23 @@ TEST_CASE("wrong types name the key path and line, and every problem is reported
   CHECK(d[1].message.find("expected an integer") != std::string::npos);
 }
 
+TEST_CASE("numbers are decimal, and an integer beyond 64 bits is out of range, not malformed", "[profiles][errors]") {
+  // strtod reads hexadecimal; no profile number is written so (vLLM's flags are decimal).
+  auto d = model_errors(replace(kGood, "vocab_size: 32000", "vocab_size: 0x7d00"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].message == "expected an integer, got '0x7d00'");
+  d = model_errors(replace(kGood, "max_position_embeddings: 8192", "max_position_embeddings: 0x1p13"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].key_path == "max_position_embeddings");
+  d = model_errors(replace(kGood, "vocab_size: 32000", "vocab_size: 99999999999999999999"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].message.find("expected an integer between 1 and") != std::string::npos);
+  d = model_errors(replace(kGood, "vocab_size: 32000", "vocab_size: 1e-400"));
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].message == "expected an integer, got '1e-400'");
+  CHECK(model_errors(replace(kGood, "vocab_size: 32000", "vocab_size: 3.2e4")).empty());
+}
+
 TEST_CASE("unknown keys are errors with a did-you-mean", "[profiles][errors]") {
   const auto d = model_errors(replace(kGood, "num_kv_heads", "num_kv_head"));
   REQUIRE_FALSE(d.empty());
