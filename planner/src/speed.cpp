@@ -1001,6 +1001,7 @@ StepCost StepCostModel::cost(const StepLoad& load) const {
   if (pp_ > 1)
     best.pipeline_p2p_s = t * hidden_ * act_bytes_ / ctx_.gpu.interconnect_bandwidth_bytes_per_s + ctx_.gpu.interconnect_latency_s;
   best.step_s = dbl(pp_) * (stage_total + best.pipeline_p2p_s);
+  best.pipeline_depth = static_cast<int>(pp_);
   return best;
 }
 

@@ -148,6 +148,32 @@ TEST_CASE("KV blocks never exceed the planner's count on a real deployment", "[s
   CHECK(r.busy_breakdown_s.kv_read_s > 0);
 }
 
+TEST_CASE("with pipeline parallelism the busy time's terms add up to it, as without", "[sim][pp]") {
+  // A step of PP stages takes PP x (the binding stage + p2p): its terms count PP times. Memory-bound decode: the
+  // reads, communication, overhead and p2p make up nearly all of each step, never more (max(memory, compute)).
+  const auto model = profiles::resolve_model("llama-3.1-70b");
+  const auto gpu = profiles::resolve_gpu("h100-sxm");
+  for (const i64 pp : {1, 2}) {
+    Deployment d;
+    d.tensor_parallel_size = 4 / pp;
+    d.pipeline_parallel_size = pp;
+    d.max_model_len = 8192;
+    const MemoryPlan plan = plan_memory(model, gpu, d, {});
+    SimConfig cfg;
+    cfg.replica = replica_config(plan);
+    WorkloadSpec w = busy_workload(2);
+    w.prompt = LengthDistribution::fixed_tokens(512);
+    w.output = LengthDistribution::fixed_tokens(128);
+    auto src = synthetic_source(w, 5, {100, std::nullopt});
+    const auto r = simulate(cfg, StepTimer::roofline(make_speed_context(model, gpu, plan)), *src);
+    const auto& b = r.busy_breakdown_s;
+    const double parts = b.weights_read_s + b.kv_read_s + b.communication_s + b.overhead_s + b.pipeline_p2p_s;
+    INFO("PP " << pp << ": terms " << parts << " s of busy " << b.step_s << " s");
+    CHECK(parts <= b.step_s * (1 + 1e-9));
+    CHECK(parts >= 0.8 * b.step_s);
+  }
+}
+
 TEST_CASE("preemption happens exactly when blocks run out", "[sim]") {
   // 4 requests arrive together: prompt 16 tokens (1 block), 17 output tokens, so each ends holding
   // 16 + 17 - 1 = 32 tokens = 2 blocks. All decode in lockstep; the first decode step needs a second block each.

@@ -273,6 +273,8 @@ struct StepCost {
   double overhead_s = 0;
   double pipeline_p2p_s = 0;
   Bound bound = Bound::memory;
+  /// PP: the stages a micro-batch passes, step_s = depth x (stage total + p2p); the terms above are one stage's.
+  int pipeline_depth = 1;
 };
 
 /// mixed_step() with everything that does not depend on the step precomputed: weight bytes and FLOPs

@@ -51,16 +51,19 @@ class StepTimer {
 };
 
 /// Adds a step's time and its breakdown to `sum` (a replica's busy time, the cluster's); `bound` stays as it was.
+/// The binding stage's terms count pipeline_depth times, as its time does in step_s (PP micro-batches each pass
+/// every stage), so that the terms' shares of the busy time add up as they do without PP.
 inline void add_step_cost(StepCost& sum, const StepCost& c) {
+  const double k = c.pipeline_depth;
   sum.step_s += c.step_s;
-  sum.weights_read_s += c.weights_read_s;
-  sum.kv_read_s += c.kv_read_s;
-  sum.gemm_s += c.gemm_s;
-  sum.attention_s += c.attention_s;
-  sum.experts_s += c.experts_s;
-  sum.communication_s += c.communication_s;
-  sum.overhead_s += c.overhead_s;
-  sum.pipeline_p2p_s += c.pipeline_p2p_s;
+  sum.weights_read_s += k * c.weights_read_s;
+  sum.kv_read_s += k * c.kv_read_s;
+  sum.gemm_s += k * c.gemm_s;
+  sum.attention_s += k * c.attention_s;
+  sum.experts_s += k * c.experts_s;
+  sum.communication_s += k * c.communication_s;
+  sum.overhead_s += k * c.overhead_s;
+  sum.pipeline_p2p_s += k * c.pipeline_p2p_s;
 }
 
 }  // namespace kvcap::sim
