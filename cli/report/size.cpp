@@ -392,6 +392,10 @@ void table_header(std::ostream& out, const SizingRequest& q, const SizingResult&
           : o.engine == "datasheet" ? "datasheet x default efficiencies"
                                     : "engine profile " + o.engine + " (fitted efficiencies and overheads)")
       << "; price per GPU-hour from the GPU profiles" << (o.prices_overridden ? " and --price" : "") << "\n";
+  // vllm bench serve leaves TPOT out for a request of one output token: no decode step follows the prefill's.
+  if (w.output_tokens <= 1)
+    out << "Note: one output token per request: no decode step follows the first token, so the TPOT target is not "
+           "applied; the TPOT and tokens/s per user columns show one decode step's time at that batch\n";
   if (const std::string band = error_band(engine_profile(o.engine)); !s.calibration && !band.empty())
     out << "Expected error of the latencies: " << band << "\n";
   std::size_t counts[6] = {};

@@ -306,3 +306,5 @@ kvcap_golden(simulate_trace_rows_as_asked 0 simulate --model llama-3.1-8b --gpu 
 # --profiles: a folder's profile that differs from the built-in of its name is said on stderr; two of one name are refused.
 kvcap_golden(check_profiles_shadow_builtin 0 check %SOURCE%/profiles/examples/requirements.yaml --profiles %DATA%/shadow)
 kvcap_golden(err_check_profiles_duplicate 1 check %SOURCE%/profiles/examples/requirements.yaml --profiles %DATA%/shadow --profiles %SOURCE%/profiles)
+# One output token per request: no decode step follows the prefill, the TPOT target is not applied (said in a note).
+kvcap_golden(size_one_output_token 0 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 1 --rate 5 --ttft-p 2s --tpot 1ms --gpus h100-sxm --top 2)
