@@ -29,6 +29,17 @@ SpeedContext ctx(const char* model, const char* g, i64 tp = 1, DType q = DType::
   d.max_model_len = 8192;
   return make_speed_context(builtin(model), gpu(g), d, o);
 }
+/// value(b) for b = 1..last never falls as b grows (a batch's step time, its experts' time).
+template <class F>
+void check_never_falls(F value, i64 last) {
+  double prev = 0;
+  for (i64 b = 1; b <= last; ++b) {
+    const double v = value(b);
+    INFO("batch " << b << ": " << v << " after " << prev);
+    CHECK(v >= prev);
+    prev = v;
+  }
+}
 }  // namespace
 
 TEST_CASE("batch-1 TPOT is never faster than reading the weights at datasheet bandwidth", "[speed]") {
@@ -146,13 +157,8 @@ TEST_CASE("routed experts: a grouped GEMM at W / (W + half width) of the dense r
     k.gemm = {{1, 16, 1.85e13}, {17, 256, 2.0e14}, {257, 1 << 20, 6.5e14}};
     const auto base = ctx("deepseek-v3", "h200", 8);
     const auto c = make_speed_context(base.model, base.gpu, base.plan, {}, k);
-    double prev = 0;
-    for (i64 b = 1; b <= 64; ++b) {
-      const StepBreakdown st = decode_step(c, b, 2048).stage;
-      INFO("batch " << b);
-      CHECK(st.experts_s >= prev);  // more tokens, more experts read and more FLOPs: never less time
-      prev = st.experts_s;
-    }
+    // More tokens, more experts read and more FLOPs: never less time.
+    check_never_falls([&](i64 b) { return decode_step(c, b, 2048).stage.experts_s; }, 64);
     // At batch 16 the rest of the GEMMs run at 16 x the stream bandwidth (the 1-16 class's 1.85e13 is a
     // read-limited rate: its floor), the experts' at 6.5e14 x 256 / 556 (fp8 weights: both x the datasheet's
     // fp8 / bf16 ratio).
@@ -359,19 +365,13 @@ TEST_CASE("a calibration replaces datasheet x efficiency and says so", "[speed][
   CHECK(st.stage.gemm_s == Approx(st.stage.gemm_flops / 300e12));
   CHECK(gemm_flops_for(k, 4096) == 700e12);
   CHECK(gemm_flops_for(k, 0) == 300e12);
-  // A read-limited small-M class (its rate below M x the stream bandwidth) is not a FLOP rate: the read is
+  // A read-limited small-M class (its rate at least m_min x the stream bandwidth) is not a FLOP rate: the read is
   // weights_read_s's, so a step of 16 tokens never takes longer than one of 17 (the next class).
   Calibration small_m = k;
   small_m.gemm = {{1, 16, 1.85e13}, {17, 256, 2.45e14}, {257, 1 << 20, 7.7e14}};  // as h200-2026-11-27-full.yaml
   const auto big = ctx("llama-3.1-70b", "h100-sxm", 8);
   const auto c70 = make_speed_context(big.model, big.gpu, big.plan, {}, small_m);
-  double prev = 0;
-  for (i64 b = 1; b <= 64; ++b) {
-    const double tpot = decode_step(c70, b, 2048).tpot_s;
-    INFO("batch " << b);
-    CHECK(tpot >= prev);
-    prev = tpot;
-  }
+  check_never_falls([&](i64 b) { return decode_step(c70, b, 2048).tpot_s; }, 64);
   const StepBreakdown at16 = decode_step(c70, 16, 2048).stage;
   CHECK(at16.gemm_s == Approx(at16.gemm_flops / (16 * 2.9e12)));
   CHECK(at16.gemm_s <= at16.weights_read_s * 1.05);  // the FLOPs take about as long as the read: not twice
