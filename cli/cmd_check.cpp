@@ -97,13 +97,23 @@ void refuse_junit_path(const std::string& path) {
                      "); a JUnit report is XML (e.g. kvcap-junit.xml), and kvcap never writes over a profile");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw UsageError("--junit: '" + path + "' is a folder");
-  if (std::ifstream old(path, std::ios::binary); old) {
-    std::string head(512, '\0');
-    old.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(old.gcount()));
-    if (head.rfind("\xEF\xBB\xBF", 0) == 0) head.erase(0, 3);
-    const auto first = head.find_first_not_of(" \t\r\n");
-    if (first != std::string::npos && head[first] != '<')
+  // Only a regular file is read, up to its first character past white space however far; a FIFO would block.
+  if (std::filesystem::is_fifo(path, ec)) throw UsageError("--junit: '" + path + "' is a FIFO; give a file path");
+  if (std::filesystem::is_regular_file(path, ec)) {
+    std::ifstream old(path, std::ios::binary);
+    char ch = 0;
+    bool bom = true;
+    std::size_t at = 0;
+    while (old.get(ch)) {
+      const auto u = static_cast<unsigned char>(ch);
+      if (bom && at < 3 && u == (at == 0 ? 0xEF : at == 1 ? 0xBB : 0xBF)) {
+        ++at;
+        continue;
+      }
+      bom = false;
+      if (ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') break;
+    }
+    if (old && ch != '<')
       throw UsageError("--junit: '" + path +
                        "' exists and is not an XML report; kvcap overwrites only an earlier JUnit report (or an "
                        "empty file), never a profile: give a new path, e.g. kvcap-junit.xml");

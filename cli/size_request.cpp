@@ -15,6 +15,7 @@
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/memory.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "kvcap/profiles/units.hpp"
 #include "kvcap/simulator/trace.hpp"
 
 namespace kvcap::cli {
@@ -27,7 +28,7 @@ double parse_percentile(const std::string& in, const std::string& flag) {
   if (!s.empty() && (s[0] == 'p' || s[0] == 'P')) s = s.substr(1);
   errno = 0;
   char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
+  const double v = profiles::strtod_decimal(s.c_str(), &end);  // decimal only, as every number flag
   if (s.empty() || *end != '\0' || errno == ERANGE || !(v > 0 && v < 100))
     throw UsageError(flag + ": expected a percentile strictly between 0 and 100 such as 90, p90 or 99.9, got '" + in +
                      "'");

@@ -135,13 +135,27 @@ constexpr i64 kLargestClassTokens = i64{1} << 40;
 /// is read-limited when its rate reaches m_min x the bandwidth (2 FLOPs per bf16 weight of 2 bytes per token: at
 /// its smallest M its FLOPs take no longer than their read); within it the rate is at least M x the bandwidth, at
 /// which the FLOPs take as long as the read, up to the largest class's rate. Compute-bound classes (a rate below
-/// m_min x the bandwidth: 257-2048 tokens on that H200) are used as measured.
-double calibrated_gemm_rate(const Calibration& k, i64 tokens, double weight_bw) {
+/// m_min x the bandwidth: 257-2048 tokens on that H200) are used as measured. `floor_bw`: the bandwidth of that floor
+/// for the step's weights (weight_bw for bf16; x 4 for int4 weights, whose read is a quarter as long).
+/// A step of more tokens never takes less GEMM time than one fewer: across a class's lower edge the rate grows with
+/// T from the class below's (its time at that edge held) until it reaches the class's own, as a measured GEMM's
+/// time does not fall when M grows by one (2,048 -> 2,049 tokens fell 8% on the H200 file's two compute-bound
+/// classes, 7.02e14 and 7.70e14).
+double calibrated_gemm_rate(const Calibration& k, i64 tokens, double weight_bw, double floor_bw) {
   const CalibrationGemmClass* cls = gemm_class_for(k, tokens);
   if (!cls) return 0;
   const bool read_limited = cls->flops_per_s >= dbl(cls->m_min) * weight_bw;
-  if (!read_limited) return cls->flops_per_s;
-  return std::max(cls->flops_per_s, std::min(dbl(tokens) * weight_bw, gemm_flops_for(k, kLargestClassTokens)));
+  double rate = read_limited ? std::max(cls->flops_per_s,
+                                        std::min(dbl(tokens) * floor_bw, gemm_flops_for(k, kLargestClassTokens)))
+                             : cls->flops_per_s;
+  if (tokens >= cls->m_min && cls->m_min > 1) {
+    const CalibrationGemmClass* below = gemm_class_for(k, cls->m_min - 1);
+    if (below && below != cls && below->m_max == cls->m_min - 1) {
+      const double edge = calibrated_gemm_rate(k, below->m_max, weight_bw, floor_bw);
+      rate = std::min(rate, std::max(edge, edge * dbl(tokens) / dbl(below->m_max)));
+    }
+  }
+  return rate;
 }
 
 Rates rates(const SpeedContext& c, i64 tokens) {
@@ -168,11 +182,14 @@ Rates rates(const SpeedContext& c, i64 tokens) {
       r.kv_t0 = dec > 0 ? k.decode.t0_s : 0;
       r.source.memory = "calibrated";
     }
-    const double gf = calibrated_gemm_rate(k, tokens, r.weight_bw);
+    // The calibration's GEMM classes are measured with bf16 inputs (docs/calibration-format.md); an fp8 GEMM is
+    // credited the datasheet's fp8 / bf16 ratio on top. The read-limited floor is for the step's weights: 2 FLOPs
+    // per weight per token over its bytes (bf16 2, fp8 1 with that ratio, int4 weight-only 0.5).
+    const double ratio = gemm_8bit ? dense_flops(g, gd) / g.bf16_dense_flops : 1.0;
+    const double bytes = dbl(weight_bytes(d.weight_dtype, u64{1} << 20)) / dbl(u64{1} << 20);
+    const double gf = calibrated_gemm_rate(k, tokens, r.weight_bw, r.weight_bw * 2.0 / (bytes * ratio));
     if (gf > 0) {
-      // The calibration's GEMM classes are measured with bf16 inputs (docs/calibration-format.md); an fp8
-      // GEMM is credited the datasheet's fp8 / bf16 ratio on top.
-      r.gemm_flops = gemm_8bit ? gf * dense_flops(g, gd) / g.bf16_dense_flops : gf;
+      r.gemm_flops = gf * ratio;
       r.source.compute = "calibrated";
     }
     // Prefill attention: a CPU calibration's rate is the CPU's own. A GPU's is kvcap's kernel, not the engine's:

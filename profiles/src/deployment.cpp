@@ -309,7 +309,7 @@ std::string describe(const DeploymentProfile& p) {
 
 ProfileIndex index_profiles(const std::vector<std::string>& folders) {
   ProfileIndex idx;
-  std::vector<Diagnostic> duplicates;
+  std::vector<Diagnostic> errors;
   for (const auto& folder : folders) {
     std::error_code ec;
     std::vector<std::string> files;
@@ -324,21 +324,28 @@ ProfileIndex index_profiles(const std::vector<std::string>& folders) {
       auto text = read_file(c, f);
       if (!text) continue;
       const YAML::Node root = parse_text(c, *text);
+      // A file that does not parse (a syntax error, several documents) is reported: skipped, a built-in of its
+      // name would be used in its place without a word.
+      if (!c.diags.empty()) {
+        errors.insert(errors.end(), c.diags.begin(), c.diags.end());
+        continue;
+      }
       if (!root.IsMap() || !present(root, "kind") || !present(root, "name")) continue;
       if (!root["kind"].IsScalar() || !root["name"].IsScalar()) continue;
       const std::string kind = root["kind"].Scalar(), name = root["name"].Scalar();
       if (kind != "model" && kind != "gpu" && kind != "deployment") continue;
       auto& m = kind == "model" ? idx.models : kind == "gpu" ? idx.gpus : idx.deployments;
       // Two profiles of one kind and name: a reference by name would pick one silently (validate.cpp says the same).
-      if (const auto [it, fresh] = m.emplace(name, f); !fresh) {
+      // One file reached twice (overlapping folders, a link) is not a duplicate.
+      if (const auto [it, fresh] = m.emplace(name, f); !fresh && !fs::equivalent(it->second, f, ec)) {
         const YAML::Mark mk = root["name"].Mark();
         std::string msg = "duplicate " + kind;
         msg += " name '" + name + "' (also " + it->second + "); references by name would be ambiguous";
-        duplicates.push_back({f, mk.line + 1, mk.column + 1, "name", std::move(msg)});
+        errors.push_back({f, mk.line + 1, mk.column + 1, "name", std::move(msg)});
       }
     }
   }
-  if (!duplicates.empty()) throw ProfileError(std::move(duplicates));
+  if (!errors.empty()) throw ProfileError(std::move(errors));  // errors and files that do not parse
   return idx;
 }
 

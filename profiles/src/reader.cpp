@@ -150,7 +150,10 @@ YAML::Node parse_text(Ctx& c, const std::string& text) {
   try {
     // Every document, not only the first: a file of several ('---') would otherwise be read as its first alone
     // (an empty one before a profile read as "empty", the later profiles silently ignored).
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    // Empty documents (a bare trailing '---', or one before the profile) hold nothing and are passed over.
+    std::vector<YAML::Node> docs;
+    for (const YAML::Node& d : YAML::LoadAll(text))
+      if (d.IsDefined() && !d.IsNull()) docs.push_back(d);
     if (docs.size() > 1) {
       const YAML::Mark at = docs[1].Mark();
       c.diags.push_back({c.file, at.is_null() ? 0 : at.line + 1, at.is_null() ? 0 : at.column + 1, "",
@@ -318,7 +321,12 @@ std::optional<std::int64_t> get_int(Ctx& c, const YAML::Node& map, const std::st
       c.error(n, join(path, key), "expected an integer, got '" + *s + "'");
       return std::nullopt;
     }
-    out = std::fabs(d) > 9.2e18 ? (d < 0 ? INT64_MIN : INT64_MAX) : static_cast<std::int64_t>(d);
+    if (std::fabs(d) > 9.2e18) {  // beyond 64 bits: out of range whatever the bounds
+      c.error(n, join(path, key),
+              "expected an integer between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + *s);
+      return std::nullopt;
+    }
+    out = static_cast<std::int64_t>(d);
   }
   if (out < min || out > max) {
     std::string range = max == INT64_MAX ? ">= " + std::to_string(min)

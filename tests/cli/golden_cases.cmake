@@ -308,3 +308,4 @@ kvcap_golden(check_profiles_shadow_builtin 0 check %SOURCE%/profiles/examples/re
 kvcap_golden(err_check_profiles_duplicate 1 check %SOURCE%/profiles/examples/requirements.yaml --profiles %DATA%/shadow --profiles %SOURCE%/profiles)
 # One output token per request: no decode step follows the prefill, the TPOT target is not applied (said in a note).
 kvcap_golden(size_one_output_token 0 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 1 --rate 5 --ttft-p 2s --tpot 1ms --gpus h100-sxm --top 2)
+kvcap_golden(err_size_percentile_hex 2 size --model llama-3.1-8b --gpus h200 --prompt-tokens 1K --output-tokens 128 --rate 1 --ttft-p 2s --tpot 50ms --ttft-percentile 0x50)

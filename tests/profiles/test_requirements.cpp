@@ -236,6 +236,9 @@ TEST_CASE("check's --profiles index refuses duplicate names, in one folder or ac
     CHECK(e.diagnostics()[0].file == (t.path / "two" / "b.yaml").string());
     CHECK(e.diagnostics()[0].message.find("duplicate gpu name 'h100-sxm'") != std::string::npos);
   }
+  // One file reached through two folders (overlapping) is one profile, not a duplicate.
+  const std::string one = (t.path / "one").string();
+  CHECK(profiles::index_profiles(std::vector<std::string>{one, one + "/."}).gpus.size() == 1);
   write(t.path / "one" / "c.yaml", gpu);
   CHECK_THROWS_AS(profiles::index_profiles((t.path / "one").string()), ProfileError);
 }
@@ -243,13 +246,15 @@ TEST_CASE("check's --profiles index refuses duplicate names, in one folder or ac
 TEST_CASE("a file of several YAML documents is refused, not read as its first", "[profiles][validate]") {
   TempDir t;
   const std::string gpu = profiles::builtin_text("gpus/h100-sxm.yaml");
-  write(t.path / "two.yaml", "---\n---\n" + gpu);
-  write(t.path / "one.yaml", "---\n" + gpu);
+  write(t.path / "two.yaml", "---\n" + gpu + "---\n" + gpu);
+  write(t.path / "one.yaml", "---\n---\n" + gpu + "---\n# nothing more\n");  // empty documents hold nothing
   const auto rep = profiles::validate_paths({(t.path / "two.yaml").string()});
   REQUIRE(rep.diagnostics.size() == 1);
   CHECK(rep.diagnostics[0].message.find("holds 2 YAML documents") != std::string::npos);
   CHECK(profiles::validate_paths({(t.path / "one.yaml").string()}).ok());
   CHECK_THROWS_AS(profiles::resolve_gpu((t.path / "two.yaml").string()), ProfileError);
+  // In a --profiles folder it is an error too: skipped, the built-in h100-sxm would be used in its place.
+  CHECK_THROWS_AS(profiles::index_profiles(t.path.string()), ProfileError);
 }
 
 TEST_CASE("kvcap validate dispatches calibration files and config.json named explicitly", "[profiles][validate]") {

@@ -38,9 +38,10 @@ struct ProfileIndex {
   std::map<std::string, std::string> deployments;  ///< name -> file
 };
 
-/// Every YAML profile under `folder` (recursively), indexed by kind and name; files that do not parse
-/// are left out (kvcap validate reports them). ProfileError, located at each later `name:`, when two profiles
-/// of one kind share a name (in one folder or across `folders`): a reference by name would be ambiguous.
+/// Every YAML profile under `folder` (recursively), indexed by kind and name. ProfileError with every file that does
+/// not parse as YAML (a syntax error, several documents), and, located at each later `name:`, when two files of one
+/// kind share a name (in one folder or across `folders`; one file reached twice is one): a reference by name would be
+/// ambiguous. Files that parse but are not model, GPU or deployment profiles are left out.
 ProfileIndex index_profiles(const std::string& folder);
 ProfileIndex index_profiles(const std::vector<std::string>& folders);
 
