@@ -1,7 +1,10 @@
 // kvcap check: evaluates the capacity promises of requirement files; pass/fail with the measured value and
 // the margin, exit 1 when any promise fails, and JUnit XML for CI (one testcase per promise). Flags -> files and
 // a profile index -> check_requirements (promises.hpp: profiles resolve, the planner evaluates) -> a reporter.
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -12,6 +15,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 
 #include "common.hpp"
 #include "kvcap/escape.hpp"
@@ -101,25 +105,29 @@ void refuse_junit_path(const std::string& path) {
   if (std::filesystem::is_fifo(path, ec)) throw UsageError("--junit: '" + path + "' is a FIFO; give a file path");
   if (std::filesystem::is_regular_file(path, ec)) {
     std::ifstream old(path, std::ios::binary);
+    std::array<char, 3> bom{};
+    if (!old.read(bom.data(), bom.size()) || std::string_view(bom.data(), bom.size()) != "\xEF\xBB\xBF") {
+      old.clear();  // no UTF-8 byte order mark: read from the start
+      old.seekg(0);
+    }
     char ch = 0;
-    bool bom = true;
-    std::size_t at = 0;
-    while (old.get(ch)) {
-      const auto u = static_cast<unsigned char>(ch);
-      if (bom && at < 3 && u == (at == 0 ? 0xEF : at == 1 ? 0xBB : 0xBF)) {
-        ++at;
-        continue;
-      }
-      bom = false;
-      if (ch != ' ' && ch != '\t' && ch != '\r' && ch != '\n') break;
+    while (old.get(ch) && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')) {
     }
     if (old && ch != '<')
       throw UsageError("--junit: '" + path +
                        "' exists and is not an XML report; kvcap overwrites only an earlier JUnit report (or an "
                        "empty file), never a profile: give a new path, e.g. kvcap-junit.xml");
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) throw UsageError("--junit: cannot write '" + path + "'");
+    return;
   }
-  std::ofstream probe(path, std::ios::app);
-  if (!probe) throw UsageError("--junit: cannot write '" + path + "'");
+  // A new file is not created before the report is written: a requirement may name this very path as a
+  // profile, and would then find it empty instead of missing. Its folder must exist and be writable.
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+    throw UsageError("--junit: cannot write '" + path + "': folder '" + dir + "' " +
+                     (std::filesystem::is_directory(dir, ec) ? "is not writable" : "does not exist"));
 }
 
 }  // namespace

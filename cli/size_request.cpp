@@ -14,6 +14,7 @@
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/engine.hpp"
 #include "kvcap/planner/memory.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/units.hpp"
 #include "kvcap/simulator/trace.hpp"
@@ -28,7 +29,7 @@ double parse_percentile(const std::string& in, const std::string& flag) {
   if (!s.empty() && (s[0] == 'p' || s[0] == 'P')) s = s.substr(1);
   errno = 0;
   char* end = nullptr;
-  const double v = profiles::strtod_decimal(s.c_str(), &end);  // decimal only, as every number flag
+  const double v = strtod_decimal(s.c_str(), &end);  // decimal only, as every number flag
   if (s.empty() || *end != '\0' || errno == ERANGE || !(v > 0 && v < 100))
     throw UsageError(flag + ": expected a percentile strictly between 0 and 100 such as 90, p90 or 99.9, got '" + in +
                      "'");

@@ -27,8 +27,9 @@ void report_compare_json(std::ostream& out, const std::vector<CompareRow>& rows)
 void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) {
   // starts: whether the engine would start the deployment (no error finding, the rule of `kvcap plan`'s exit code);
   // errors: the codes of the findings that stop it, ';'-separated (docs/exit-codes-and-warnings.md). A deployment
-  // that does not start still has its curve: the concurrency its memory would hold.
-  out << "deploy,model,gpu,num_gpus,context_tokens,max_concurrency,starts,errors\n";
+  // that does not start still has its curve: the concurrency its memory would hold. beyond_max_model_len: the
+  // engine rejects a request of this context (the table prints '-').
+  out << "deploy,model,gpu,num_gpus,context_tokens,max_concurrency,beyond_max_model_len,starts,errors\n";
   for (const auto& r : rows) {
     std::string errors;
     for (const auto& f : r.findings)
@@ -36,7 +37,8 @@ void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) 
     for (const auto& c : r.p.curve)
       out << escape::csv_field(r.spec) << "," << escape::csv_field(r.m.name) << "," << escape::csv_field(r.g.name)
           << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << "," << c.max_concurrency << ","
-          << (errors.empty() ? "true" : "false") << "," << escape::csv_field(errors) << "\n";
+          << (c.context_tokens > r.p.dep.max_model_len ? "true" : "false") << "," << (errors.empty() ? "true" : "false")
+          << "," << escape::csv_field(errors) << "\n";
   }
 }
 

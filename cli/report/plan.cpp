@@ -289,7 +289,8 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
   for (const auto& c : p.curve)
     curve.push_back({{"context_tokens", c.context_tokens},
                      {"max_concurrency", c.max_concurrency},
-                     {"kv_bytes_per_request", c.kv_bytes_per_request}});
+                     {"kv_bytes_per_request", c.kv_bytes_per_request},
+                     {"beyond_max_model_len", c.context_tokens > p.dep.max_model_len}});
   j["concurrency_curve"] = curve;
   j["warnings"] = p.warnings;
   add_findings_json(j, findings);
@@ -297,11 +298,13 @@ nlohmann::ordered_json plan_json(const ModelSpec& m, const GpuSpec& g, const Mem
 }
 
 void report_plan_csv(std::ostream& o, const MemoryPlan& p) {
-  o << "context_tokens,max_concurrency,kv_bytes_per_request\n";
+  // beyond_max_model_len: a request of this context is one the engine rejects (the table's "beyond max_model_len").
+  o << "context_tokens,max_concurrency,kv_bytes_per_request,beyond_max_model_len\n";
   for (const auto& c : p.curve) {
     std::ostringstream v;
     v << std::setprecision(10) << c.max_concurrency;
-    o << c.context_tokens << "," << v.str() << "," << c.kv_bytes_per_request << "\n";
+    o << c.context_tokens << "," << v.str() << "," << c.kv_bytes_per_request << ","
+      << (c.context_tokens > p.dep.max_model_len ? "true" : "false") << "\n";
   }
 }
 

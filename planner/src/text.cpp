@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace kvcap {
 
@@ -61,6 +62,21 @@ std::string grouped(std::uint64_t v) {
 
 std::string billions(double v) {
   return fixed(v / 1e9, 2) + "B";
+}
+
+double strtod_decimal(const char* s, char** end) {
+  const double v = std::strtod(s, end);
+  if (std::string_view(s, static_cast<std::size_t>(*end - s)).find_first_of("xX") != std::string_view::npos) {
+    *end = const_cast<char*>(s);  // NOLINT(cppcoreguidelines-pro-type-const-cast): strtod's own contract
+    return 0;
+  }
+  return v;
+}
+
+bool looks_hexadecimal(std::string_view s) {
+  s = trim(s);
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  return s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
 }
 
 std::string_view trim(std::string_view s) {

@@ -307,6 +307,24 @@ std::string describe(const DeploymentProfile& p) {
   return s + ")";
 }
 
+void detail::index_by_name(ProfileIndex& index, const std::string& kind, const YAML::Node& root,
+                           const std::string& path, std::vector<Diagnostic>& diags) {
+  if (!root["name"].IsDefined() || !root["name"].IsScalar()) return;
+  auto* m = kind == "model"        ? &index.models
+            : kind == "gpu"        ? &index.gpus
+            : kind == "deployment" ? &index.deployments
+                                   : nullptr;
+  if (!m) return;
+  const std::string name = root["name"].Scalar();
+  std::error_code ec;
+  if (const auto [it, fresh] = m->emplace(name, path); !fresh && !std::filesystem::equivalent(it->second, path, ec)) {
+    const YAML::Mark mk = root["name"].Mark();
+    std::string msg = "duplicate " + kind;
+    msg += " name '" + name + "' (also " + it->second + "); references by name would be ambiguous";
+    diags.push_back({path, mk.line + 1, mk.column + 1, "name", std::move(msg)});
+  }
+}
+
 ProfileIndex index_profiles(const std::vector<std::string>& folders) {
   ProfileIndex idx;
   std::vector<Diagnostic> errors;
@@ -330,19 +348,8 @@ ProfileIndex index_profiles(const std::vector<std::string>& folders) {
         errors.insert(errors.end(), c.diags.begin(), c.diags.end());
         continue;
       }
-      if (!root.IsMap() || !present(root, "kind") || !present(root, "name")) continue;
-      if (!root["kind"].IsScalar() || !root["name"].IsScalar()) continue;
-      const std::string kind = root["kind"].Scalar(), name = root["name"].Scalar();
-      if (kind != "model" && kind != "gpu" && kind != "deployment") continue;
-      auto& m = kind == "model" ? idx.models : kind == "gpu" ? idx.gpus : idx.deployments;
-      // Two profiles of one kind and name: a reference by name would pick one silently (validate.cpp says the same).
-      // One file reached twice (overlapping folders, a link) is not a duplicate.
-      if (const auto [it, fresh] = m.emplace(name, f); !fresh && !fs::equivalent(it->second, f, ec)) {
-        const YAML::Mark mk = root["name"].Mark();
-        std::string msg = "duplicate " + kind;
-        msg += " name '" + name + "' (also " + it->second + "); references by name would be ambiguous";
-        errors.push_back({f, mk.line + 1, mk.column + 1, "name", std::move(msg)});
-      }
+      if (!root.IsMap() || !present(root, "kind") || !root["kind"].IsScalar()) continue;
+      detail::index_by_name(idx, root["kind"].Scalar(), root, f, errors);
     }
   }
   if (!errors.empty()) throw ProfileError(std::move(errors));  // errors and files that do not parse

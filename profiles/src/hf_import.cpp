@@ -154,12 +154,10 @@ DType modelopt_kv_format(const YAML::Node& q) {
   if (kv.IsMap()) {
     // {dynamic: false, num_bits: 8, type: float}: num_bits compared as a number (8.0 is 8), dynamic as a boolean.
     const auto scalar = [&](const char* k) { return kv[k] && kv[k].IsScalar() ? kv[k].Scalar() : std::string(); };
-    double bits = 0;
-    try {
-      bits = std::stod(scalar("num_bits"));
-    } catch (const std::exception&) {
-      bits = 0;
-    }
+    const std::string bits_text = scalar("num_bits");
+    char* end = nullptr;
+    double bits = strtod_decimal(bits_text.c_str(), &end);  // decimal, as JSON writes numbers
+    if (end == bits_text.c_str() || *end != '\0') bits = 0;
     const bool fp8 = scalar("dynamic") == "false" && bits == 8 && scalar("type") == "float";
     return fp8 ? DType::fp8 : DType::auto_;
   }

@@ -1,6 +1,8 @@
 #include "reader.hpp"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include <algorithm>
 #include <cctype>
@@ -11,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "kvcap/planner/text.hpp"
 
 namespace kvcap::profiles {
 
@@ -145,6 +149,52 @@ bool precheck_text(Ctx& c, const std::string& text) {
   return true;
 }
 
+namespace {
+// Walks the documents of a stream with yaml-cpp's event parser and stops where it makes no progress.
+// yaml-cpp 0.7 (Debian 12's) loops for ever in YAML::LoadAll on a token no node rule takes (a lone ',' for
+// one): each HandleNextDocument reports a null document at the same place without consuming the token
+// (fixed upstream in jbeder/yaml-cpp#1319, 2024, not in 0.7). Two documents starting at one position is that
+// loop; it is reported as the syntax error it is, before LoadAll is called.
+class StallGuard : public YAML::EventHandler {
+ public:
+  bool stalled = false;
+  YAML::Mark at;
+  void OnDocumentStart(const YAML::Mark& m) override {
+    if (seen_ && m.pos == at.pos) stalled = true;
+    seen_ = true;
+    at = m;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  bool seen_ = false;
+};
+
+std::vector<YAML::Node> load_all_documents(const std::string& text) {
+  {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    StallGuard guard;
+    while (parser.HandleNextDocument(guard))
+      if (guard.stalled) {
+        const std::size_t pos = static_cast<std::size_t>(std::max(guard.at.pos, 0));
+        const unsigned char ch = pos < text.size() ? static_cast<unsigned char>(text[pos]) : 0;
+        throw YAML::ParserException(guard.at, std::isgraph(ch) != 0
+                                                  ? std::string("unexpected '") + static_cast<char>(ch) + "'"
+                                                  : std::string("unexpected token"));
+      }
+  }
+  return YAML::LoadAll(text);
+}
+}  // namespace
+
 YAML::Node parse_text(Ctx& c, const std::string& text) {
   if (!precheck_text(c, text)) return {};
   try {
@@ -152,7 +202,7 @@ YAML::Node parse_text(Ctx& c, const std::string& text) {
     // (an empty one before a profile read as "empty", the later profiles silently ignored).
     // Empty documents (a bare trailing '---', or one before the profile) hold nothing and are passed over.
     std::vector<YAML::Node> docs;
-    for (const YAML::Node& d : YAML::LoadAll(text))
+    for (const YAML::Node& d : load_all_documents(text))
       if (d.IsDefined() && !d.IsNull()) docs.push_back(d);
     if (docs.size() > 1) {
       const YAML::Mark at = docs[1].Mark();
@@ -409,12 +459,16 @@ std::optional<std::int64_t> get_tokens(Ctx& c, const YAML::Node& map, const std:
   auto s = scalar(c, map, path, key, required, "a token count");
   if (!s) return std::nullopt;
   const auto t = parse_token_text(*s);
-  if (!t) {
+  // A count written well but beyond what any field takes (over 9e15 tokens) is out of range, not malformed.
+  const auto nu = split_number_unit(*s);
+  const auto mult = nu ? token_unit_multiplier(nu->second) : std::nullopt;
+  const bool too_large = !t && mult && nu->first * *mult > 9.0e15;
+  if (!t && !too_large) {
     c.error(map[key], join(path, key),
             "expected a token count such as 32768, 32K (x1024) or 32k (x1000), got '" + *s + "'");
     return std::nullopt;
   }
-  if (*t < min || *t > max) {
+  if (too_large || *t < min || *t > max) {
     c.error(map[key], join(path, key),
             "expected a token count between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + *s);
     return std::nullopt;

@@ -11,6 +11,10 @@
 #include "kvcap/profiles/diagnostics.hpp"
 #include "kvcap/profiles/units.hpp"
 
+namespace kvcap::profiles {
+struct ProfileIndex;
+}
+
 namespace kvcap::profiles::detail {
 
 /// Input limits: profiles are kilobytes; yaml-cpp 0.7 needs ~250 bytes of memory per input byte (16 MiB of
@@ -85,5 +89,12 @@ auto load_with(const std::string& path, Parse parse) {
 }
 /// A scalar read as text for custom parsing (null or absent: nullopt).
 bool present(const YAML::Node& map, const char* key);
+
+/// Enters a parsed profile (`root`, a mapping with a scalar `name`) of `kind` model, gpu or deployment in
+/// `index` under its name. Two files of one kind and name get an error at the later `name:`: a reference by name
+/// would pick one of them silently. One file reached twice (overlapping folders, a link) is one profile. Other
+/// kinds are passed over. Shared by `index_profiles` (check --profiles) and `validate_paths`.
+void index_by_name(ProfileIndex& index, const std::string& kind, const YAML::Node& root, const std::string& path,
+                   std::vector<Diagnostic>& diags);
 
 }  // namespace kvcap::profiles::detail

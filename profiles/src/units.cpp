@@ -11,15 +11,6 @@
 
 namespace kvcap::profiles {
 
-double strtod_decimal(const char* s, char** end) {
-  const double v = std::strtod(s, end);
-  if (std::string_view(s, static_cast<std::size_t>(*end - s)).find_first_of("xX") != std::string_view::npos) {
-    *end = const_cast<char*>(s);  // NOLINT(cppcoreguidelines-pro-type-const-cast): strtod's own contract
-    return 0;
-  }
-  return v;
-}
-
 std::optional<std::pair<double, std::string>> split_number_unit(std::string_view text) {
   const std::string s(trim(text));
   if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.')) return std::nullopt;
@@ -83,10 +74,8 @@ std::pair<double, std::string> number_and_unit(const std::string& in, const std:
   const std::string s(trim(in));
   errno = 0;
   char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  // Decimal only: strtod also reads hexadecimal ("0x1000", "0x1p4"), which no vLLM flag accepts.
-  const std::string_view number(s.c_str(), static_cast<std::size_t>(end - s.c_str()));
-  const bool hex = number.find_first_of("xXpP") != std::string_view::npos;
+  const double v = strtod_decimal(s.c_str(), &end);  // decimal only: no vLLM flag takes "0x1000"
+  const bool hex = looks_hexadecimal(s);
   if (s.empty() || end == s.c_str() || errno == ERANGE || !std::isfinite(v) || hex)
     throw InputError(what + ": expected " + expected + (hex ? " in decimal" : "") + ", got '" + in + "'");
   return {v, std::string(trim(end))};
@@ -206,8 +195,8 @@ double parse_seconds(const std::string& in, const std::string& what) {
 double parse_real(const std::string& s, const std::string& what, const std::string& expected, double lo, double hi) {
   errno = 0;
   char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  const bool hex = s.find_first_of("xXpP") != std::string::npos;  // decimal only, as number_and_unit
+  const double v = strtod_decimal(s.c_str(), &end);
+  const bool hex = looks_hexadecimal(s);
   if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < lo || v > hi || hex)
     throw InputError(what + ": expected " + expected + (hex ? " in decimal" : "") + ", got '" + s + "'");
   return v;

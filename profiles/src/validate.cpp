@@ -155,18 +155,7 @@ ValidationReport validate_paths(const std::vector<std::string>& paths) {
   }
   ProfileIndex index;
   for (const auto& in : inputs) {
-    if (!in.parsed || !in.root.IsMap() || !in.root["name"].IsDefined() || !in.root["name"].IsScalar()) continue;
-    auto* m = in.kind == "model" ? &index.models : in.kind == "gpu" ? &index.gpus
-              : in.kind == "deployment"                             ? &index.deployments
-                                                                    : nullptr;
-    if (!m) continue;
-    const std::string name = in.root["name"].Scalar();
-    auto [it, fresh] = m->emplace(name, in.path);
-    if (!fresh) {
-      const YAML::Mark mk = in.root["name"].Mark();
-      diags.push_back({in.path, mk.line + 1, mk.column + 1, "name",
-                       "duplicate " + in.kind + " name '" + name + "' (also " + it->second + "); references by name would be ambiguous"});
-    }
+    if (in.parsed && in.root.IsMap()) detail::index_by_name(index, in.kind, in.root, in.path, diags);
   }
 
   // Pass 2: each file by its kind, references resolved against the index.

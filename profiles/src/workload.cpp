@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "kvcap/planner/error.hpp"
+#include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
 #include "kvcap/profiles/units.hpp"
 #include "reader.hpp"

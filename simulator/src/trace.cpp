@@ -148,11 +148,10 @@ std::optional<TraceTime> parse_trace_time(std::string_view s) {
     return t;
   }
   // Seconds as a decimal number (strtod would also read hexadecimal, "0x10" as 16).
-  if (s.find_first_of("xXpP") != std::string_view::npos) return std::nullopt;
   const std::string str(s);
   errno = 0;
   char* end = nullptr;
-  const double v = std::strtod(str.c_str(), &end);
+  const double v = strtod_decimal(str.c_str(), &end);
   if (end != str.c_str() + str.size() || errno == ERANGE || !std::isfinite(v) || v < 0 || v > 9.0e15) return std::nullopt;
   TraceTime t;
   t.seconds = static_cast<std::int64_t>(std::floor(v));

@@ -253,6 +253,8 @@ kvcap_golden(plan_lmcache 0 plan --model llama-3.1-70b --gpu h200 --tensor-paral
 kvcap_golden(simulate_lmcache_disk 0 simulate --model llama-3.1-8b --gpu h200 --kv-cache-memory 12GiB --max-model-len 32K --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --num-requests 600 --lmcache-cpu-size 1 --lmcache-disk-size 64 --calibration %SOURCE%/profiles/calibrations/h200-2026-11-26.yaml --no-wall-time)
 kvcap_golden(err_plan_lmcache_and_offloading 2 plan --model llama-3.1-8b --gpu h200 --lmcache-cpu-size 10 --kv-offloading-size 10)
 kvcap_golden(compare_deploy_row_tp_with_dp 0 compare --data-parallel-size 2 --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --tensor-parallel-size 2" --contexts 8K --format csv)
+kvcap_golden(compare_csv_beyond_max_model_len 0 compare --deploy llama-3.1-8b@h100-sxm --max-model-len 8K --contexts 4K,16K --format csv)
+kvcap_golden(plan_csv_beyond_max_model_len 0 plan --model llama-3.1-8b --gpu h100-sxm --max-model-len 8K --contexts 4K,16K --format csv)
 kvcap_golden(simulate_host_tier_mla 0 simulate --model deepseek-v2-lite --gpu h200 --kv-cache-memory 2GiB --max-model-len 16K --workload %SOURCE%/profiles/examples/workload-multi-turn.yaml --num-requests 300 --lmcache-cpu-size 4 --no-wall-time)
 kvcap_golden(err_compare_deploy_same_twice 2 compare --deploy llama-3.1-8b@h200 "--deploy=llama-3.1-8b@h200 --kv-cache-dtype auto")
 # Expert-parallel layouts of a MoE model (issue 16): the EP column, whole groups, one group's SGLang command.

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "kvcap/profiles/deployment.hpp"
 #include "kvcap/profiles/profiles.hpp"
 
 using namespace kvcap;
@@ -76,6 +77,19 @@ TEST_CASE("numbers are decimal, and an integer beyond 64 bits is out of range, n
   REQUIRE(d.size() == 1);
   CHECK(d[0].message == "expected an integer, got '1e-400'");
   CHECK(model_errors(replace(kGood, "vocab_size: 32000", "vocab_size: 3.2e4")).empty());
+  // A token count written well but beyond 9e15 is out of range too (it said "expected a token count such as").
+  const auto max_model_len_error = [](const std::string& v) {
+    try {
+      (void)profiles::parse_deployment(
+          "kind: deployment\nname: d\nmodel: llama-3.1-8b\ngpu: h100-sxm\nmax_model_len: " + v + "\n", "d.yaml");
+    } catch (const ProfileError& e) {
+      return e.diagnostics().size() == 1 ? e.diagnostics()[0].message : std::string("several errors");
+    }
+    return std::string("no error");
+  };
+  for (const char* big : {"1e17", "20000000000000000K", "99999999999999999999"})
+    CHECK_THAT(max_model_len_error(big), Catch::Contains("expected a token count between 1 and"));
+  CHECK_THAT(max_model_len_error("1.5K7"), Catch::Contains("expected a token count such as"));
 }
 
 TEST_CASE("unknown keys are errors with a did-you-mean", "[profiles][errors]") {

@@ -257,6 +257,30 @@ TEST_CASE("a file of several YAML documents is refused, not read as its first", 
   CHECK_THROWS_AS(profiles::index_profiles(t.path.string()), ProfileError);
 }
 
+TEST_CASE("a token yaml-cpp 0.7 cannot place is a syntax error, not an endless stream of documents",
+          "[profiles][validate]") {
+  // YAML::LoadAll of yaml-cpp 0.7 pushed null documents for ever on these (jbeder/yaml-cpp#1319; found by
+  // fuzz_requirements and fuzz_hf_config in CI): memory grew until the process was killed.
+  TempDir t;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {",", "1:1"},
+      {"\n,\n    ", "2:1"},
+      {"name: x\nkind: requirements\n---\n,\n", "4:1"},
+      {"- a: x\n  b:\n    (u in (\n\"/x\",\n    \"-c\"\n    )  )  \n    ", ""},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto path = t.path / ("bad" + std::to_string(i) + ".yaml");
+    write(path, cases[i].first);
+    const auto rep = profiles::validate_paths({path.string()});
+    INFO("case " << i);
+    REQUIRE(rep.diagnostics.size() == 1);
+    CHECK(rep.diagnostics[0].message.find("YAML syntax error") != std::string::npos);
+    if (!cases[i].second.empty())
+      CHECK(rep.diagnostics[0].format().find(":" + cases[i].second + ":") != std::string::npos);
+  }
+  CHECK_THROWS_AS(profiles::import_hf(",", "config.json"), ProfileError);
+}
+
 TEST_CASE("kvcap validate dispatches calibration files and config.json named explicitly", "[profiles][validate]") {
   const auto rep = profiles::validate_paths({std::string(KVCAP_TEST_DATA) + "/calibration-example.yaml",
                                              std::string(KVCAP_FIXTURES) + "/hf/DeepSeek-V3.json"});

@@ -21,6 +21,13 @@ std::string amount(double v, int decimals);
 /// A duration: "0", "850 us", "12.5 ms", "3.20 s", "1000.0 s" (amount()'s digits from 10^5 s up).
 std::string human_seconds(double s);
 
+/// std::strtod for decimal text only: strtod also reads hexadecimal ("0x10" as 16, "0x1p13" as 8192), which no
+/// vLLM flag, profile number or trace column takes; for those nothing is read (*end = s, 0 returned), so the
+/// caller's "expected a number" applies. errno as strtod leaves it.
+double strtod_decimal(const char* s, char** end);
+/// Whether `s` (a number as typed) is written in hexadecimal, for a message that says "in decimal".
+bool looks_hexadecimal(std::string_view s);
+
 /// `s` without leading and trailing blanks (space, tab, CR, LF).
 std::string_view trim(std::string_view s);
 /// `s` in lower case (ASCII letters only; other bytes, UTF-8 included, unchanged).

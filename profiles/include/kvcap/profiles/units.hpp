@@ -14,11 +14,6 @@
 
 namespace kvcap::profiles {
 
-/// std::strtod for decimal text only: strtod also reads hexadecimal ("0x10" as 16, "0x1p13" as 8192), which no
-/// vLLM flag and no profile number takes; for those nothing is read (*end = s, 0 returned), so the caller's
-/// "expected a number" applies. errno as strtod leaves it.
-double strtod_decimal(const char* s, char** end);
-
 /// "12.5GiB" -> {12.5, "GiB"}: a finite number (leading digit or '.') and the rest, blanks trimmed;
 /// nullopt when the text does not start with a number.
 std::optional<std::pair<double, std::string>> split_number_unit(std::string_view text);
