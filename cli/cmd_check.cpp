@@ -1,13 +1,16 @@
 // kvcap check: evaluates the capacity promises of requirement files; pass/fail with the measured value and
 // the margin, exit 1 when any promise fails, and JUnit XML for CI (one testcase per promise). Flags -> files and
 // a profile index -> check_requirements (promises.hpp: profiles resolve, the planner evaluates) -> a reporter.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -99,11 +102,35 @@ void refuse_junit_path(const std::string& path) {
   if (lower == ".yaml" || lower == ".yml" || lower == ".json")
     throw UsageError("--junit: '" + path + "' has a profile's extension (" + ext +
                      "); a JUnit report is XML (e.g. kvcap-junit.xml), and kvcap never writes over a profile");
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UsageError("--junit: '" + path + "' is a folder");
-  // Only a regular file is read, up to its first character past white space however far; a FIFO would block.
-  if (std::filesystem::is_fifo(path, ec)) throw UsageError("--junit: '" + path + "' is a FIFO; give a file path");
-  if (std::filesystem::is_regular_file(path, ec)) {
+  const fs::file_status st = fs::status(path, ec);  // through links
+  // A link to a missing file: the report would be written where it points (x.xml -> p.yaml created p.yaml).
+  if (fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(st))
+    throw UsageError("--junit: '" + path + "' is a link to a file that does not exist; give the file's own path");
+  if (fs::is_directory(st)) throw UsageError("--junit: '" + path + "' is a folder");
+  // Only a regular file is read, up to its first character past white space however far. A FIFO would block, a
+  // terminal or a pipe (/dev/stdout) would mix the XML into the table; /dev/null discards the report.
+  struct stat at {};
+  const bool exists = ::stat(path.c_str(), &at) == 0;
+  const auto same_file = [&](const struct stat& other) {
+    return exists && other.st_dev == at.st_dev && other.st_ino == at.st_ino;
+  };
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    struct stat null {};
+    if (::stat("/dev/null", &null) == 0 && same_file(null)) return;
+    throw UsageError("--junit: '" + path + "' is not a regular file (" +
+                     (fs::is_fifo(st) ? "a FIFO or a pipe" : "a device or a socket") + "); give a file path");
+  }
+  if (fs::is_regular_file(st)) {
+    // The file this command's table is written to (--junit /dev/stdout > out.txt): truncating it would cut the
+    // table written before it.
+    for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+      struct stat out {};
+      if (::fstat(fd, &out) == 0 && same_file(out))
+        throw UsageError("--junit: '" + path + "' is where this command writes its " +
+                         (fd == STDOUT_FILENO ? "output" : "messages") + "; give the report a file of its own");
+    }
     std::ifstream old(path, std::ios::binary);
     std::array<char, 3> bom{};
     if (!old.read(bom.data(), bom.size()) || std::string_view(bom.data(), bom.size()) != "\xEF\xBB\xBF") {
@@ -123,11 +150,11 @@ void refuse_junit_path(const std::string& path) {
   }
   // A new file is not created before the report is written: a requirement may name this very path as a
   // profile, and would then find it empty instead of missing. Its folder must exist and be writable.
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const fs::path parent = fs::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
-  if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
     throw UsageError("--junit: cannot write '" + path + "': folder '" + dir + "' " +
-                     (std::filesystem::is_directory(dir, ec) ? "is not writable" : "does not exist"));
+                     (fs::is_directory(dir, ec) ? "is not writable" : "does not exist"));
 }
 
 }  // namespace
@@ -176,11 +203,16 @@ int cmd_check(const std::vector<std::string>& args) {
   }
 
   if (vm.count("junit")) {
-    junit.open(vm["junit"].as<std::string>(), std::ios::trunc);
-    write_junit(junit, "kvcap check", junit_suites(files));
+    const std::string path = vm["junit"].as<std::string>();
+    errno = 0;
+    junit.open(path, std::ios::trunc);
+    const int open_errno = errno;
+    if (junit) write_junit(junit, "kvcap check", junit_suites(files));
     junit.close();
     if (!junit) {
-      std::cerr << "kvcap check: error: writing the JUnit file failed\n";
+      const int err = open_errno != 0 ? open_errno : errno;
+      std::cerr << "kvcap check: error: writing the JUnit file '" << escape::terminal_text(path) << "' failed"
+                << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
       return 1;
     }
   }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "common.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/planner/params.hpp"
 #include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -74,7 +75,7 @@ int cmd_import_hf(const std::vector<std::string>& args) {
     std::ofstream f(out);
     if (!f) throw std::runtime_error("cannot write " + out);
     f << text;
-    std::cerr << "wrote " << out << "\n";
+    std::cerr << "wrote " << escape::terminal_text(out) << "\n";
   } else {
     std::cout << text;
   }

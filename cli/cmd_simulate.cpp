@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/simulator/timeline.hpp"
 #include "kvcap/simulator/trace.hpp"
 #include "report/format.hpp"
@@ -155,7 +156,7 @@ int cmd_simulate(const std::vector<std::string>& args) {
   try {
     c = simulate_command_from(*vm);
   } catch (const sim::TraceError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << escape::terminal_lines(e.what()) << "\n";  // it quotes the trace's bytes
     return 1;
   }
   ProgressLine progress;

@@ -7,6 +7,7 @@
 
 #include "common.hpp"
 #include "distributed.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
 #include "size_request.hpp"
 
@@ -106,7 +107,7 @@ int cmd_size(const std::vector<std::string>& args) {
       break;
   }
   if (r.feasible == 0) {
-    std::cerr << "kvcap size: error: " << r.diagnosis << "\n";
+    std::cerr << "kvcap size: error: " << escape::terminal_lines(r.diagnosis) << "\n";
     return 1;
   }
   return 0;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common.hpp"
+#include "kvcap/escape.hpp"
 #include "kvcap/planner/sweep.hpp"
 #include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
@@ -102,11 +103,12 @@ bool run_deployment(const Grid& grid, const SpeedOptions& speed, const ModelSpec
                    "timed at the GPU profile's NVLink rate, so those rows are optimistic\n";
     c = make_speed_context(m, g, plan, speed, grid.calibration);
   } catch (const SpecError& e) {
-    std::cerr << "kvcap sweep: skipped " << m.name << " on " << g.name << " TP " << d.tensor_parallel_size
+    std::cerr << "kvcap sweep: skipped " << escape::terminal_text(m.name) << " on " << escape::terminal_text(g.name)
+              << " TP " << d.tensor_parallel_size
               << (grid.dps.empty()
                       ? ""
                       : " DP " + std::to_string(d.num_gpus / (d.tensor_parallel_size * d.pipeline_parallel_size)))
-              << ": " << e.what() << "\n";
+              << ": " << escape::terminal_lines(e.what()) << "\n";
     return false;
   }
   const auto& r = c->plan.dep;

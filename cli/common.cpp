@@ -411,15 +411,17 @@ int report_usage_error(const std::string& name, const std::string& text) {
 int report_spec_error(const std::string& name, const SpecError& e) {
   // Options the planner checks against the model and the deployment (what-ifs, the host tier): usage errors naming
   // the flag.
-  static const std::array<std::pair<std::string_view, std::string_view>, 6> kFlagFields = {
+  // A rule vLLM's own checks apply keeps its exit code 3 below.
+  static const std::array<std::pair<std::string_view, std::string_view>, 7> kFlagFields = {
       {{"all2all_backend", "--all2all-backend"},
+       {"num_redundant_experts", "--eplb-config"},
        {"kv_layer_sharing", "--kv-layer-sharing"},
        {"kv_eviction", "--kv-eviction"},
        {"kv_quant_group_size", "--kv-quant-group-size"},
        {"kv_offloading_size", "--kv-offloading-size"},
        {"lmcache", "--lmcache-*"}}};
   for (const auto& [field, flag] : kFlagFields)
-    if (e.field() == field) return report_usage_error(name, std::string(flag) + ": " + e.reason());
+    if (e.field() == field && !e.vllm_refuses()) return report_usage_error(name, std::string(flag) + ": " + e.reason());
   // A parallel layout or KV format vLLM's own config checks refuse (heads not divisible by TP, DCP beyond the
   // KV-head replicas, nvfp4 KV without fp4 tensor cores): vLLM would not start, exit 3 as for E101/E102.
   const bool startup = e.vllm_refuses();

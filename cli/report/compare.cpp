@@ -10,6 +10,7 @@
 #include "kvcap/escape.hpp"
 #include "kvcap/planner/text.hpp"
 #include "kvcap/profiles/profiles.hpp"
+#include "report/format.hpp"
 #include "report/plan.hpp"
 
 namespace kvcap::cli {
@@ -36,7 +37,7 @@ void report_compare_csv(std::ostream& out, const std::vector<CompareRow>& rows) 
       if (f.level == Finding::Level::error) errors += (errors.empty() ? "" : ";") + f.code;
     for (const auto& c : r.p.curve)
       out << escape::csv_field(r.spec) << "," << escape::csv_field(r.m.name) << "," << escape::csv_field(r.g.name)
-          << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << "," << c.max_concurrency << ","
+          << "," << r.p.dep.d.num_gpus << "," << c.context_tokens << "," << csv_number(c.max_concurrency) << ","
           << (c.context_tokens > r.p.dep.max_model_len ? "true" : "false") << "," << (errors.empty() ? "true" : "false")
           << "," << escape::csv_field(errors) << "\n";
   }
@@ -104,9 +105,7 @@ void report_compare_table(std::ostream& out, const std::vector<CompareRow>& rows
       // line below which one request does not fit. A context beyond max_model_len is a request vLLM rejects.
       beyond |= c.context_tokens > r.p.dep.max_model_len;
       const double x = c.max_concurrency;
-      std::string v = c.context_tokens > r.p.dep.max_model_len ? "-"
-                      : x >= 100                               ? fixed(std::floor(x), 0)
-                                                               : fixed(std::floor(x * 10) / 10, 1);
+      std::string v = c.context_tokens > r.p.dep.max_model_len ? "-" : x >= 100 ? fixed_down(x, 0) : fixed_down(x, 1);
       out << std::string(8 - std::min<std::size_t>(7, v.size()), ' ') << v;
     }
     out << "\n";

@@ -13,4 +13,7 @@ inline std::string padl(const std::string& s, std::size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
 }
 
+/// A number for CSV: 10 significant digits (1304286, 20379.46875; not the stream's 1.30429e+06).
+std::string csv_number(double v);
+
 }  // namespace kvcap::cli

@@ -33,9 +33,11 @@ std::string row(const std::string& label, const std::string& value, int width = 
   if (static_cast<int>(l.size()) < width) l += std::string(static_cast<std::size_t>(width) - l.size(), ' ');
   return l + value + "\n";
 }
-// "12.50x"; "unbounded" (no "x") when the shared prefix covers the whole request and it holds no KV of its own.
-std::string times(double v) {
-  return std::isinf(v) ? "unbounded" : fixed(v, 2) + "x";
+// "12.50x", rounded as vLLM's own log line ("%.2fx"); `cut` where vLLM would not start (and logs no such line), so
+// that 0.9998 does not read "1.00x". "unbounded" (no "x") when the shared prefix covers the whole request and it
+// holds no KV of its own.
+std::string times(double v, bool cut = false) {
+  return std::isinf(v) ? "unbounded" : (cut ? fixed_down(v, 2) : fixed(v, 2)) + "x";
 }
 }  // namespace
 
@@ -119,8 +121,9 @@ void kv_summary(std::ostream& o, const MemoryPlan& p) {
   if (d.d.num_gpu_blocks_override)
     o << "\n  (--num-gpu-blocks-override: the memory holds " << grouped(p.num_blocks_from_memory) << " blocks)";
   o << "\nMaximum concurrency for " << grouped(static_cast<u64>(d.max_model_len))
-    << " tokens per request: " << times(p.max_concurrency);
-  if (d.replicas > 1) o << " per replica, " << times(p.cluster_max_concurrency) << " in the cluster";
+    << " tokens per request: " << times(p.max_concurrency, p.startup_concurrency < 1.0);
+  if (d.replicas > 1)
+    o << " per replica, " << times(p.cluster_max_concurrency, p.startup_concurrency < 1.0) << " in the cluster";
   o << "\n";
   if (d.linear_state_bytes > 0) {
     using MC = Deployment::MambaCache;
@@ -187,7 +190,7 @@ void report_plan_table(std::ostream& o, const ModelSpec& m, const GpuSpec& g, co
   for (const auto& c : p.curve) {
     o << "  " << padl(human_tokens(c.context_tokens), 7) << "   "
       << padl(human_bytes(static_cast<double>(c.kv_bytes_per_request)), 14) << "   "
-      << padl(fixed(c.max_concurrency, 2), 12)
+      << padl(fixed_down(c.max_concurrency, 2), 12)  // cut, not rounded: whole requests and their fraction
       << (c.context_tokens > d.max_model_len ? "   (beyond max_model_len)" : "") << "\n";
   }
 }
@@ -301,9 +304,7 @@ void report_plan_csv(std::ostream& o, const MemoryPlan& p) {
   // beyond_max_model_len: a request of this context is one the engine rejects (the table's "beyond max_model_len").
   o << "context_tokens,max_concurrency,kv_bytes_per_request,beyond_max_model_len\n";
   for (const auto& c : p.curve) {
-    std::ostringstream v;
-    v << std::setprecision(10) << c.max_concurrency;
-    o << c.context_tokens << "," << v.str() << "," << c.kv_bytes_per_request << ","
+    o << c.context_tokens << "," << csv_number(c.max_concurrency) << "," << c.kv_bytes_per_request << ","
       << (c.context_tokens > p.dep.max_model_len ? "true" : "false") << "\n";
   }
 }

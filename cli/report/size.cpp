@@ -24,9 +24,9 @@ std::string dur(double s) {
 }
 
 std::string pct_name(double p) {
-  // As given, to 6 significant digits: p99.99 is not p100, p0.0001 not p0.
+  // As given, to 10 significant digits: p99.99999 is not p100, p0.0001 not p0.
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", p * 100);
+  std::snprintf(buf, sizeof buf, "%.10g", p * 100);
   return "p" + std::string(buf);
 }
 

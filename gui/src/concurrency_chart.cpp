@@ -7,11 +7,13 @@
 #include <QToolTip>
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 #include "axes.hpp"
 #include "dashboard_model.hpp"
 #include "kvcap/escape.hpp"
+#include "kvcap/planner/text.hpp"
 #include "style.hpp"
 
 namespace kvcap::gui {
@@ -275,9 +277,12 @@ void ConcurrencyChart::show_tooltip(const Curve& c, const QPointF& at) {
                           tokens_label(it->context_tokens) == grouped(it->context_tokens)
                               ? QString()
                               : QStringLiteral(" (%1)").arg(tokens_label(it->context_tokens)),
-                          QString::number(it->per_replica * double(c.replicas), 'f', 2));
+                          QString::fromStdString(fixed_down(it->per_replica * double(c.replicas), 2)));
+  // Cut, not rounded, as kvcap plan's table: 0.9998 is not "1.00" requests.
   if (c.replicas > 1)
-    text += QStringLiteral(" (%1 per replica \u00d7 %2)").arg(QString::number(it->per_replica, 'f', 2)).arg(c.replicas);
+    text += QStringLiteral(" (%1 per replica \u00d7 %2)")
+                .arg(QString::fromStdString(fixed_down(it->per_replica, 2)))
+                .arg(c.replicas);
   text += QStringLiteral("<br>KV per request: %1 per GPU").arg(binary_bytes_text(double(it->kv_bytes_per_request)));
   if (it->context_tokens > c.max_model_len)
     text += QStringLiteral("<br><i>beyond max_model_len %1</i>").arg(grouped(c.max_model_len));
@@ -339,6 +344,7 @@ void ConcurrencyChart::refresh(const DashboardModel& model) {
   const auto& dep = model.settings().deployment;
   double lo = INFINITY, hi = 0;
   std::ostringstream csv;
+  csv << std::setprecision(10);  // as kvcap plan's CSV: 1304286, not 1.30429e+06
   csv << "model,gpu," << kSettingsCsvHeader
       << ",context_tokens,max_concurrency_per_replica,max_concurrency_total,beyond_max_model_len\n";
   for (std::size_t i = 0; i < curves_.size(); ++i) {

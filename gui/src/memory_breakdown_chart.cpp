@@ -114,7 +114,34 @@ void MemoryBreakdownChart::elide_categories() {
 
 void MemoryBreakdownChart::resizeEvent(QResizeEvent* e) {
   QChartView::resizeEvent(e);
+  layout_axis();
+}
+
+void MemoryBreakdownChart::layout_axis() {
+  // The plot's width: the chart less the legend on the right and the category labels on the left (elide_categories).
+  const QFontMetrics fm(axis_label_font());
+  const int legend_px = fm.horizontalAdvance(QStringLiteral("activations")) + 40;
+  const int chart_px = std::max(100, width() - legend_px);
+  const int plot_px = chart_px - vertical_axis_label_px(chart_px) - 30;
+  // A label such as "120" and a gap between two: at 1280x720 the plot is ~80 px, and 0..100 in steps of 20 ran its
+  // last label into the frame ("1...").
+  const int label_px = fm.horizontalAdvance(QStringLiteral("0000")) + 6;
+  const int max_ticks = std::clamp(plot_px / std::max(1, label_px), 1, 4);
+  const double interval = nice_tick_interval(span_gib_, max_ticks);
+  const double top = std::ceil(span_gib_ * 1.02 / interval) * interval;
+  full_categories_.clear();
+  for (const Row& r : rows_) {
+    double t = 0;
+    for (double b : r.bytes) t += b;
+    // A bar cut at the axis's end points on; its tooltip gives the total.
+    full_categories_ << (t / kGiB > top ? r.category + QStringLiteral(" \u25b8") : r.category);
+  }
   elide_categories();
+  x_->setRange(0, top);
+  x_->setTickType(QValueAxis::TicksDynamic);
+  x_->setTickAnchor(0);
+  x_->setTickInterval(interval);
+  x_->setLabelFormat(interval < 1 ? QStringLiteral("%.1f") : QStringLiteral("%.0f"));
 }
 
 void MemoryBreakdownChart::add_rows(const ModelResult& r, const std::optional<GpuSpec>& gpu, bool baseline) {
@@ -165,16 +192,8 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
   }
   // Up to 1.5x the device; a bar beyond is cut and says its total.
   const double shown = device_gib > 0 ? std::min(max_total, 1.5 * device_gib) : max_total;
-  const double interval = nice_tick_interval(std::max({shown, device_gib, 1.0}), 4);
-  const double top = std::ceil(std::max({shown, device_gib, 1.0}) * 1.02 / interval) * interval;
-  full_categories_.clear();
-  for (const Row& r : rows_) {
-    double t = 0;
-    for (double b : r.bytes) t += b;
-    // A bar cut at the axis's end points on; its tooltip gives the total.
-    full_categories_ << (t / kGiB > top ? r.category + QStringLiteral(" \u25b8") : r.category);
-  }
-  elide_categories();
+  span_gib_ = std::max({shown, device_gib, 1.0});
+  layout_axis();
   for (std::size_t k = 0; k < sets_.size(); ++k) {
     QList<qreal> values;
     for (const Row& r : rows_) values << r.bytes[k] / kGiB;
@@ -188,11 +207,6 @@ void MemoryBreakdownChart::refresh(const DashboardModel& model) {
     for (std::size_t i = 0; i < rows_.size(); ++i)
       if (rows_[i].baseline) sets_[k]->selectBar(int(i));
   }
-  x_->setRange(0, top);
-  x_->setTickType(QValueAxis::TicksDynamic);
-  x_->setTickAnchor(0);
-  x_->setTickInterval(interval);
-  x_->setLabelFormat(interval < 1 ? QStringLiteral("%.1f") : QStringLiteral("%.0f"));
   // The lines span every bar (category i is centred on i).
   const double lo = -0.5, hi = std::max<double>(0.5, double(rows_.size()) - 0.5);
   // vLLM's budget is one line, gpu_memory_utilization x the device; TensorRT-LLM's (free_gpu_memory_fraction of what

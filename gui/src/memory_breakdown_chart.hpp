@@ -46,6 +46,9 @@ class MemoryBreakdownChart : public QChartView {
  private:
   /// The categories elided in the middle to the width the axis has (two models never read the same).
   void elide_categories();
+  /// The GiB axis for the rows and the width: its range, ticks (as many as the plot's width holds labels, at most
+  /// four intervals) and the categories of bars cut at its end.
+  void layout_axis();
   struct Row {
     QString category;
     std::vector<double> bytes;  ///< one per set
@@ -62,6 +65,7 @@ class MemoryBreakdownChart : public QChartView {
   QLineSeries* requested_line_;
   std::vector<QBarSet*> sets_;
   std::vector<Row> rows_;
+  double span_gib_ = 1;              ///< what the axis must show: the bars (up to 1.5x the device) and the device
   QStringList full_categories_;      ///< unelided: "deepseek-v3 \u25b8" for a bar cut at the axis's end
   QStringList categories_;           ///< as shown
   std::pair<int, int> tip_{-1, -1};  ///< (set, bar) whose tooltip is shown

@@ -528,8 +528,10 @@ ResolvedDeployment resolve(const ModelSpec& m, const GpuSpec& g, const Deploymen
   }
   // vLLM EP: the expert-parallel group is the data-parallel x tensor-parallel ranks of a stage.
   if (d.enable_expert_parallel && m.moe.enabled()) r.expert_parallel_size = mul(tp, r.replicas, "expert-parallel size");
-  if (d.num_redundant_experts < 0)
-    throw SpecError("num_redundant_experts", "must be >= 0 (got " + str(d.num_redundant_experts) + ")");
+  // More than a million copies is no layout; bounded before num_experts + R is formed (2^63 - 1 overflowed).
+  if (d.num_redundant_experts < 0 || d.num_redundant_experts > (i64{1} << 20))
+    throw SpecError("num_redundant_experts",
+                    "expected 0 to 1048576 redundant experts (got " + str(d.num_redundant_experts) + ")");
   check_expert_parallel(m, d, r);
   if (has_linear_layers(m)) resolve_linear_states(m, d, r);
   resolve_skip_layers(m, d, r);

@@ -108,8 +108,11 @@ std::string why_request_does_not_fit(const MemoryPlan& p) {
     head += "finds no room: its memory holds not one whole block of ";
   else if (p.startup_concurrency <= 0)
     head += "finds no room: the shared prefix (and any eviction reserve) fills ";
-  else
-    head += "needs " + fixed(1.0 / p.startup_concurrency, 2) + "x ";
+  else {
+    // Within 1% of the cache, four decimals: "needs 1.00x" read as if it fitted.
+    const double need = 1.0 / p.startup_concurrency;
+    head += "needs " + fixed(need, need < 1.01 ? 4 : 2) + "x ";
+  }
   // vLLM's start-up check judges the memory, before --num-gpu-blocks-override replaces the pool.
   if (p.dep.d.num_gpu_blocks_override)
     return head + "the KV memory (" + grouped(p.num_blocks_from_memory) + " blocks, before --num-gpu-blocks-override)";

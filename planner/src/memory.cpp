@@ -359,7 +359,7 @@ std::string override_pool_text(const MemoryPlan& p) {
   // vLLM checks the memory before may_override_num_blocks: it starts, and the scheduler never admits the request.
   return "vLLM starts, but one request of max_model_len " + std::to_string(p.dep.max_model_len) +
          " tokens does not fit the --num-gpu-blocks-override pool of " + std::to_string(p.num_blocks) + " blocks (" +
-         fixed(p.max_concurrency, 2) + "x) and is never scheduled: raise the override or lower --max-model-len";
+         fixed_down(p.max_concurrency, 2) + "x) and is never scheduled: raise the override or lower --max-model-len";
 }
 
 Deployment launchable_deployment(const MemoryPlan& p) {

@@ -163,7 +163,7 @@ std::vector<Finding> check_memory_plan(const GpuSpec& g, const MemoryPlan& p) {
     r.push_back(plan_error("KVCAP-E102",
                            std::string(budget_engine(p)) + " would not start: one request of max_model_len " +
                                std::to_string(d.max_model_len) + " tokens does not fit in the KV cache (" +
-                               fixed(p.startup_concurrency, 2) + "x); the longest that fits is " +
+                               fixed_down(p.startup_concurrency, 2) + "x); the longest that fits is " +
                                std::to_string(p.max_model_len_that_fits) +
                                " tokens: lower --max-model-len or add memory",
                            Finding::Leaves::only_fits, false));

@@ -14,6 +14,15 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+std::string fixed_down(double v, int decimals) {
+  if (std::isinf(v) || !std::isfinite(v)) return fixed(v, decimals);
+  // Six digits more than asked, then cut: 2.3 stays "2.30" (floor(2.3 x 100) is 229 in binary), 0.99984 is "0.99".
+  std::string s = fixed(v, decimals + 6);
+  s.resize(s.size() - 6);
+  if (decimals == 0) s.pop_back();  // the '.' left by "%.6f"
+  return s;
+}
+
 std::string amount(double v, int decimals) {
   const double a = std::fabs(v);
   if (!std::isfinite(v) || (a < 1e5 && (a == 0 || a >= 0.5 * std::pow(10.0, -decimals)))) return fixed(v, decimals);

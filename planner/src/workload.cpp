@@ -184,6 +184,9 @@ void validate(const LengthDistribution& d, const std::string& field) {
           sum += d.weights[i];
         }
         if (!(sum > 0)) throw SpecError(field + ".weights", "must not all be zero");
+        // Weights are relative; their sum must stay finite (two of 1e308 added to inf, the mean read -nan).
+        if (!std::isfinite(sum))
+          throw SpecError(field + ".weights", "must add up to a finite number (they are relative: scale them down)");
       }
       break;
     }

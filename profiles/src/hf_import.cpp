@@ -214,7 +214,12 @@ void checkpoint_format(Ctx& c, const YAML::Node& q, ModelSpec& m) {
               "compressed-tensors needs a mapping of groups whose weights give num_bits and type (int or float)");
       return;
     }
-    const std::string g = path + ".config_groups." + groups.begin()->first.as<std::string>();
+    // A key that is not a string (YAML allows a mapping as a key; JSON does not) names no group.
+    if (!groups.begin()->first.IsScalar()) {
+      c.error(groups, path + ".config_groups", "expected group names (strings) as keys");
+      return;
+    }
+    const std::string g = path + ".config_groups." + groups.begin()->first.Scalar();
     const YAML::Node first = groups.begin()->second;
     const YAML::Node w = first.IsMap() ? first["weights"] : YAML::Node();
     if (!w || !w.IsMap()) {

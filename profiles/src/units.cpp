@@ -192,7 +192,8 @@ double parse_seconds(const std::string& in, const std::string& what) {
   return s;
 }
 
-double parse_real(const std::string& s, const std::string& what, const std::string& expected, double lo, double hi) {
+double parse_real(const std::string& text, const std::string& what, const std::string& expected, double lo, double hi) {
+  const std::string s(trim(text));  // blanks around the number, on either side (' 0.9' and '0.9 ')
   errno = 0;
   char* end = nullptr;
   const double v = strtod_decimal(s.c_str(), &end);

@@ -38,3 +38,20 @@ execute_process(COMMAND ${KVCAP} check ${REQ} --junit ${DIR}/bom.xml RESULT_VARI
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "--junit bom.xml: exit ${rc}, expected 0\n${err}")
 endif()
+# The command's own output is not a report file: --junit /dev/stdout with the output in a file would cut the table.
+execute_process(COMMAND ${KVCAP} check ${REQ} --junit /dev/stdout OUTPUT_FILE ${DIR}/stdout.txt RESULT_VARIABLE rc
+                ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "where this command writes its output")
+  message(FATAL_ERROR "--junit /dev/stdout > file: exit ${rc}, expected 2\n${err}")
+endif()
+# /dev/null discards the report; a link to a missing file is refused (it would create the link's target).
+execute_process(COMMAND ${KVCAP} check ${REQ} --junit /dev/null OUTPUT_QUIET RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "--junit /dev/null: exit ${rc}, expected 0\n${err}")
+endif()
+file(REMOVE ${DIR}/dangling.xml ${DIR}/missing-target.yaml)
+file(CREATE_LINK ${DIR}/missing-target.yaml ${DIR}/dangling.xml SYMBOLIC)
+execute_process(COMMAND ${KVCAP} check ${REQ} --junit ${DIR}/dangling.xml RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "link to a file that does not exist" OR EXISTS ${DIR}/missing-target.yaml)
+  message(FATAL_ERROR "--junit dangling.xml: exit ${rc}, expected 2 and no file created\n${err}")
+endif()

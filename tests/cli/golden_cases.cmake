@@ -311,3 +311,11 @@ kvcap_golden(err_check_profiles_duplicate 1 check %SOURCE%/profiles/examples/req
 # One output token per request: no decode step follows the prefill, the TPOT target is not applied (said in a note).
 kvcap_golden(size_one_output_token 0 size --model llama-3.1-8b --prompt-tokens 2K --output-tokens 1 --rate 5 --ttft-p 2s --tpot 1ms --gpus h100-sxm --top 2)
 kvcap_golden(err_size_percentile_hex 2 size --model llama-3.1-8b --gpus h200 --prompt-tokens 1K --output-tokens 128 --rate 1 --ttft-p 2s --tpot 50ms --ttft-percentile 0x50)
+# A concurrency below 1 is cut, not rounded up to "1.00" (the request does not fit: E102 says so).
+kvcap_golden(plan_concurrency_cut_below_one 3 plan --model llama-3.1-8b --gpu h100-sxm --kv-cache-memory 13107200000 --max-model-len 100016 --contexts 100001)
+# compare's CSV carries 10 significant digits, as plan's (it printed 1.30429e+06).
+kvcap_golden(compare_csv_precision 0 compare --deploy qwen3-30b-a3b@4xmi355x --tensor-parallel-size 4 --kv-cache-dtype fp8 --contexts 16,1K --format csv)
+# Bytes quoted from a trace, a profile name or a search's diagnosis are escaped for the terminal.
+kvcap_golden(err_simulate_trace_control_bytes 1 simulate --model llama-3.1-8b --gpu h200 --trace %DATA%/trace_control_bytes.csv --no-progress)
+kvcap_golden(err_eplb_redundant_range 2 plan --model qwen3-30b-a3b --gpu h200 --num-gpus 2 --enable-expert-parallel --enable-eplb --eplb-config "{\"num_redundant_experts\": 9223372036854775807}")
+kvcap_golden(err_empirical_weights_sum 2 simulate --model llama-3.1-8b --gpu h200 --rate 2 --prompt-tokens empirical:128@1e308,1K@1e308 --output-tokens 16 --num-requests 50 --no-progress)

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <sstream>
 
 #include "common.hpp"  // cli: deployment_options / deployment_from, to check the copied command line
@@ -589,6 +590,7 @@ TEST_CASE("exports: PNG and SVG of the main chart, CSV of its data, a screenshot
   d.num_gpus = 1;
   const double want = concurrency_at(llama, plan_memory(llama, profiles::resolve_gpu("h100-sxm"), d), 32768);
   std::ostringstream row;
+  row << std::setprecision(10);  // the export's 10 significant digits (kvcap plan's CSV)
   const ResolvedDeployment r = resolve(llama, profiles::resolve_gpu("h100-sxm"), d);
   row << "llama-3.1-8b,h100-sxm,1,1,1,1,1,0,bf16,bf16,bf16,0.9,,,16,131072,1024,8192,0," << r.d.vllm_version
       << ",32768," << want << "," << want << ",0\n";

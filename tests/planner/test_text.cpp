@@ -14,6 +14,23 @@ TEST_CASE("numbers for people", "[text]") {
   CHECK(grouped(18446744073709551615ull) == "18,446,744,073,709,551,615");
   CHECK(fixed(3.14159, 2) == "3.14");
   CHECK(fixed(std::numeric_limits<double>::infinity(), 1) == "unbounded");
+  // fixed_down: a capacity is cut, never rounded up across a whole request.
+  CHECK(fixed_down(0.99984, 2) == "0.99");
+  CHECK(fixed_down(2.3, 2) == "2.30");  // floor(2.3 x 100) is 229 in binary
+  CHECK(fixed_down(848.1875, 1) == "848.1");
+  CHECK(fixed_down(102.9453125, 0) == "102");
+  CHECK(fixed_down(3.0, 0) == "3");
+  CHECK(fixed_down(std::numeric_limits<double>::infinity(), 2) == "unbounded");
+  // strtod_decimal: hexadecimal is not read at all (*end stays at the start); decimal is strtod's.
+  const char* hex = "0x10";
+  char* end = nullptr;
+  CHECK(strtod_decimal(hex, &end) == 0);
+  CHECK(end == hex);
+  const char* dec = "12.5e1 rest";
+  CHECK(strtod_decimal(dec, &end) == 125.0);
+  CHECK(end == dec + 6);
+  CHECK(looks_hexadecimal(" -0X1p4"));
+  CHECK_FALSE(looks_hexadecimal("10x"));
   // amount: fixed within a table's width, 3 significant digits beyond it.
   CHECK(amount(1459.418, 3) == "1459.418");
   CHECK(amount(5.84e9, 3) == "5.84e+09");

@@ -460,6 +460,10 @@ TEST_CASE("checkpoint formats from quantization_config, an unknown method an err
   CHECK_THROWS_WITH(
       q(R"({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 3, "type": "int"}}}})"),
       Catch::Contains("config_groups.g.weights.num_bits: 3-bit weights"));
+  // A mapping as a group's key (YAML takes it, JSON does not) was "internal error: bad conversion".
+  CHECK_THROWS_WITH(
+      q(R"({"quant_method": "compressed-tensors", "config_groups": {{"a": 1}: {"weights": {"num_bits": 4, "type": "int"}}}})"),
+      Catch::Contains("config_groups: expected group names (strings) as keys"));
 }
 
 TEST_CASE("first_k_dense_replace must leave layers with experts", "[hf]") {

@@ -8,7 +8,10 @@
 
 namespace kvcap {
 
-std::string fixed(double v, int decimals);             ///< "3.21"; "unbounded" for infinity
+std::string fixed(double v, int decimals);  ///< "3.21"; "unbounded" for infinity
+/// fixed(), cut instead of rounded (to within 10^-6 of a digit): a capacity, where 0.9998 shown as "1.00" would
+/// claim a request that does not fit. "unbounded" for infinity.
+std::string fixed_down(double v, int decimals);
 std::string gib(double bytes, int decimals = 2);       ///< "71.27" (GiB = 2^30 bytes; no unit)
 std::string gib_text(double bytes, int decimals = 2);  ///< "71.27 GiB"
 std::string human_bytes(double bytes);                 ///< "80.0 KiB", "1.25 GiB" (binary units)
