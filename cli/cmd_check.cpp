@@ -90,6 +90,21 @@ std::optional<profiles::ProfileIndex> index_from(const po::variables_map& vm) {
   return index;
 }
 
+// Whether a regular file is empty or XML: its first character past white space and a UTF-8 byte-order mark,
+// however far into the file, is '<' (an earlier report), or there is none.
+bool empty_or_xml(const std::string& path) {
+  std::ifstream old(path, std::ios::binary);
+  std::array<char, 3> bom{};
+  if (!old.read(bom.data(), bom.size()) || std::string_view(bom.data(), bom.size()) != "\xEF\xBB\xBF") {
+    old.clear();  // no UTF-8 byte order mark: read from the start
+    old.seekg(0);
+  }
+  char ch = 0;
+  while (old.get(ch) && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')) {
+  }
+  return !old || ch == '<';
+}
+
 // The JUnit file must be writable before anything is evaluated (fail early), but it is truncated only after
 // every profile was read. A requirements file names deployment and model profiles by path, and kvcap never writes
 // over one: a profile's extension is refused in any case (.YAML too), and an existing file is overwritten only
@@ -104,25 +119,25 @@ void refuse_junit_path(const std::string& path) {
                      "); a JUnit report is XML (e.g. kvcap-junit.xml), and kvcap never writes over a profile");
   namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);  // through links
-  // A link to a missing file: the report would be written where it points (x.xml -> p.yaml created p.yaml).
-  if (fs::is_symlink(fs::symlink_status(path, ec)) && !fs::exists(st))
-    throw UsageError("--junit: '" + path + "' is a link to a file that does not exist; give the file's own path");
-  if (fs::is_directory(st)) throw UsageError("--junit: '" + path + "' is a folder");
-  // Only a regular file is read, up to its first character past white space however far. A FIFO would block, a
-  // terminal or a pipe (/dev/stdout) would mix the XML into the table; /dev/null discards the report.
-  struct stat at {};
+  struct stat at {};  // through links
   const bool exists = ::stat(path.c_str(), &at) == 0;
+  // A link to a missing file: the report would be written where it points (x.xml -> p.yaml created p.yaml).
+  struct stat link {};
+  if (!exists && ::lstat(path.c_str(), &link) == 0)
+    throw UsageError("--junit: '" + path + "' is a link to a file that does not exist; give the file's own path");
+  if (exists && S_ISDIR(at.st_mode)) throw UsageError("--junit: '" + path + "' is a folder");
   const auto same_file = [&](const struct stat& other) {
     return exists && other.st_dev == at.st_dev && other.st_ino == at.st_ino;
   };
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
+  // Only a regular file is read, up to its first character past white space however far. A FIFO would block, a
+  // terminal or a pipe (/dev/stdout) would mix the XML into the table; /dev/null discards the report.
+  if (exists && !S_ISREG(at.st_mode)) {
     struct stat null {};
     if (::stat("/dev/null", &null) == 0 && same_file(null)) return;
     throw UsageError("--junit: '" + path + "' is not a regular file (" +
-                     (fs::is_fifo(st) ? "a FIFO or a pipe" : "a device or a socket") + "); give a file path");
+                     (S_ISFIFO(at.st_mode) ? "a FIFO or a pipe" : "a device or a socket") + "); give a file path");
   }
-  if (fs::is_regular_file(st)) {
+  if (exists) {
     // The file this command's table is written to (--junit /dev/stdout > out.txt): truncating it would cut the
     // table written before it.
     for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
@@ -131,16 +146,7 @@ void refuse_junit_path(const std::string& path) {
         throw UsageError("--junit: '" + path + "' is where this command writes its " +
                          (fd == STDOUT_FILENO ? "output" : "messages") + "; give the report a file of its own");
     }
-    std::ifstream old(path, std::ios::binary);
-    std::array<char, 3> bom{};
-    if (!old.read(bom.data(), bom.size()) || std::string_view(bom.data(), bom.size()) != "\xEF\xBB\xBF") {
-      old.clear();  // no UTF-8 byte order mark: read from the start
-      old.seekg(0);
-    }
-    char ch = 0;
-    while (old.get(ch) && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')) {
-    }
-    if (old && ch != '<')
+    if (!empty_or_xml(path))
       throw UsageError("--junit: '" + path +
                        "' exists and is not an XML report; kvcap overwrites only an earlier JUnit report (or an "
                        "empty file), never a profile: give a new path, e.g. kvcap-junit.xml");
@@ -152,9 +158,10 @@ void refuse_junit_path(const std::string& path) {
   // profile, and would then find it empty instead of missing. Its folder must exist and be writable.
   const fs::path parent = fs::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
-  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0)
+  const bool is_dir = fs::is_directory(dir, ec);
+  if (!is_dir || ::access(dir.c_str(), W_OK) != 0)
     throw UsageError("--junit: cannot write '" + path + "': folder '" + dir + "' " +
-                     (fs::is_directory(dir, ec) ? "is not writable" : "does not exist"));
+                     (is_dir ? "is not writable" : "does not exist"));
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ std::string fixed(double v, int decimals) {
 }
 
 std::string fixed_down(double v, int decimals) {
-  if (std::isinf(v) || !std::isfinite(v)) return fixed(v, decimals);
+  if (!std::isfinite(v)) return fixed(v, decimals);
   // Six digits more than asked, then cut: 2.3 stays "2.30" (floor(2.3 x 100) is 229 in binary), 0.99984 is "0.99".
   std::string s = fixed(v, decimals + 6);
   s.resize(s.size() - 6);
